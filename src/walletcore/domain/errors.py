@@ -1,0 +1,155 @@
+"""Domain errors: each carries the HTTP status of the spec and a message safe for clients."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base of every error the core raises on purpose.
+
+    `message` is shown to the api client verbatim, so it never carries a secret or an
+    internal detail. `status` is the HTTP status the spec gives for it.
+    """
+
+    status: int = 500
+    default_message: str = "Internal error"
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message if message is not None else self.default_message
+        super().__init__(self.message)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(status={self.status}, message={self.message!r})"
+
+
+class ClientError(DomainError):
+    status = 400
+
+
+class ServerError(DomainError):
+    status = 500
+
+
+# 400 -----------------------------------------------------------------------------------
+class InvalidRequest(ClientError):
+    status = 400
+    default_message = "Invalid request"
+
+
+class UnknownAsset(InvalidRequest):
+    default_message = "Unknown assetId"
+
+
+class UserHeaderNotAllowed(InvalidRequest):
+    default_message = "X-USER-ID is not accepted on platform endpoints"
+
+
+class InvalidPasswordBadRequest(InvalidRequest):
+    """Bitcoin's wrong wallet password: a 400, per the spec."""
+
+    default_message = "Invalid password"
+
+
+# 401 -----------------------------------------------------------------------------------
+class Unauthorized(ClientError):
+    status = 401
+    default_message = "Invalid credentials"
+
+
+class InvalidCredentials(Unauthorized):
+    default_message = "Invalid credentials"
+
+
+class MissingOrExpiredToken(Unauthorized):
+    default_message = "Missing or expired token"
+
+
+class InvalidPassword(Unauthorized):
+    """Solana's wrong wallet password."""
+
+    default_message = "Invalid password"
+
+
+# 403 -----------------------------------------------------------------------------------
+class AssetNotEnabled(ClientError):
+    status = 403
+    default_message = "Asset not enabled for this api client"
+
+
+# 404 -----------------------------------------------------------------------------------
+class NotFound(ClientError):
+    status = 404
+    default_message = "Not found"
+
+
+class UserNotFound(NotFound):
+    default_message = "User not found"
+
+
+class TradeNotFound(NotFound):
+    default_message = "Trade not found"
+
+
+class PlatformWalletNotFound(NotFound):
+    default_message = "No platform wallet for this api client; the operator provisions it"
+
+
+class ApiClientNotFound(NotFound):
+    default_message = "Api client not found"
+
+
+# 409 -----------------------------------------------------------------------------------
+class Conflict(ClientError):
+    status = 409
+    default_message = "Conflict"
+
+
+class TradeNotApprovable(Conflict):
+    default_message = "Trade is not in an approvable state"
+
+
+class QuoteLapsed(TradeNotApprovable):
+    default_message = "Quote has lapsed; request a new quote"
+
+
+class TradeNotCancellable(Conflict):
+    default_message = "Only an open quote can be cancelled"
+
+
+# 5xx -----------------------------------------------------------------------------------
+class PriceUnavailable(ServerError):
+    status = 502
+    default_message = "No usable price; retry with backoff"
+
+
+class OrderRejected(ServerError):
+    status = 502
+    default_message = "Order rejected: the venue refused the order"
+
+    def __init__(self, reason: str | None = None) -> None:
+        self.reason = reason or "the venue refused the order"
+        super().__init__(f"Order rejected: {self.reason}")
+
+
+class TradingUnavailable(ServerError):
+    status = 503
+    default_message = "Trading is unavailable for this asset"
+
+
+class AssetUnavailableOnEndpoint(ServerError):
+    status = 503
+    default_message = "Asset not available on this endpoint; contact the operator"
+
+
+class ServiceUnavailable(ServerError):
+    status = 503
+    default_message = "Service temporarily unavailable; retry with backoff"
+
+
+class PricingTimeout(ServerError):
+    status = 504
+    default_message = "Pricing timed out; nothing was quoted; retry with backoff"
+
+
+class VenueTimeout(ServerError):
+    status = 504
+    default_message = "Order outcome unknown; the trade stays executing; poll /trade"

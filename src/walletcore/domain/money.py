@@ -1,0 +1,96 @@
+"""Money: the one parser that enforces an asset's decimals, and the one formatter.
+
+Money is `Decimal` end to end; floats appear only in the `/prices` map.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_DOWN, Decimal, localcontext
+from typing import Any
+
+from walletcore.domain.errors import InvalidRequest
+
+#: A plain, unsigned decimal: digits, optionally a point and more digits. No sign, no
+#: exponent, no whitespace, no thousands separators, no NaN or Infinity.
+_DECIMAL_RE = re.compile(r"\A(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]+))?\Z")
+#: Larger than any real balance of any asset (18 decimals + 30 integer digits).
+MAX_AMOUNT_CHARS = 50
+#: Places kept by the output formatter.
+OUTPUT_PLACES = 6
+_OUTPUT_QUANTUM = Decimal(1).scaleb(-OUTPUT_PLACES)
+
+
+def parse_amount(value: Any, decimals: int, field: str = "amount") -> Decimal:
+    """Parse a decimal string into a positive `Decimal` with at most `decimals` places.
+
+    Rejects non-strings, negatives, zero, exponents, NaN/Infinity and too many places,
+    each with a message naming the field.
+    """
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{field} must be a decimal string")
+    if len(value) > MAX_AMOUNT_CHARS:
+        raise InvalidRequest(f"{field} is too long")
+    match = _DECIMAL_RE.match(value)
+    if match is None:
+        raise InvalidRequest(f"{field} must be a plain positive decimal string such as \"1.5\"")
+    frac = match.group("frac") or ""
+    if len(frac.rstrip("0")) > decimals:
+        raise InvalidRequest(f"{field} has more than {decimals} decimal places")
+    with localcontext() as ctx:
+        ctx.prec = MAX_AMOUNT_CHARS + 10
+        amount = Decimal(value)
+    if amount == 0:
+        raise InvalidRequest(f"{field} must be greater than zero")
+    return amount
+
+
+def truncate(value: Decimal, places: int) -> Decimal:
+    """Cut (never round) to `places` decimal places, toward zero."""
+    with localcontext() as ctx:
+        ctx.prec = 80
+        return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_DOWN)
+
+
+def format_amount(value: Decimal) -> str:
+    """The wire form of an amount or price: cut to 6 places, trailing zeros trimmed.
+
+    `100.00` -> `100`, `0.0000009` -> `0`, `1.2345678` -> `1.234567`.
+    """
+    if not value.is_finite():
+        raise ValueError("cannot format a non-finite amount")
+    with localcontext() as ctx:
+        ctx.prec = 80
+        cut = value.quantize(_OUTPUT_QUANTUM, rounding=ROUND_DOWN)
+    text = format(cut, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if text in ("-0", ""):
+        text = "0"
+    return text
+
+
+def format_optional(value: Decimal | None) -> str | None:
+    return None if value is None else format_amount(value)
+
+
+def to_base_units(amount: Decimal, decimals: int) -> int:
+    """Whole base units (satoshi, wei, lamports ...) of an amount with at most `decimals` places."""
+    scaled = amount.scaleb(decimals)
+    if scaled != scaled.to_integral_value():
+        raise InvalidRequest(f"amount has more than {decimals} decimal places")
+    return int(scaled)
+
+
+def from_base_units(units: int, decimals: int) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 80
+        return Decimal(units).scaleb(-decimals)
+
+
+def format_balance(units: int, decimals: int) -> str:
+    """A balance in full precision (balances are not cut to 6 places)."""
+    text = format(from_base_units(units, decimals), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text or "0"

@@ -1,0 +1,22 @@
+"""UTC datetimes: ISO 8601 with milliseconds and `Z` on the wire."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def utc(dt: datetime) -> datetime:
+    """The same instant as an aware UTC datetime (naive values are taken as UTC)."""
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+def format_datetime(dt: datetime) -> str:
+    """`2026-11-22T04:06:23.123Z`: milliseconds, truncated, always UTC."""
+    value = utc(dt)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def format_optional_datetime(dt: datetime | None) -> str | None:
+    return None if dt is None else format_datetime(dt)

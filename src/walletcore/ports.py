@@ -1,0 +1,192 @@
+"""The ports: async `typing.Protocol`s the core drives, in domain types only.
+
+Adapters implement them (and may subclass them, so a type checker sees the promise):
+`walletcore.sandbox` holds the in-memory ones, the adapter packages the real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Protocol, runtime_checkable
+
+from walletcore.domain.assets import Asset, Chain, Fiat
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Side, Trade, TradeStatus
+from walletcore.domain.wallet import TxRow, WalletOwner, WalletRecord
+
+#: symbol -> price fiat -> price. Floats appear here and nowhere else (the `/prices` map).
+PriceMap = Mapping[str, Mapping[str, float]]
+
+
+class Clock(Protocol):
+    """Injected time, so lapsed quotes and token expiry are testable without sleeps."""
+
+    def now(self) -> datetime:
+        """The current instant, timezone-aware UTC."""
+        ...
+
+
+@runtime_checkable
+class Lifecycle(Protocol):
+    """Optional: adapters with background work or connections implement it."""
+
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class PriceSource(Protocol):
+    """Indicative fiat prices: the `/prices` map and the unit price a quote is made at."""
+
+    async def price_map(self) -> PriceMap:
+        """Last known prices for every symbol in USD, EUR, GBP, CAD; a missing fiat is 0."""
+        ...
+
+    async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
+        """Price of one whole coin in `fiat`.
+
+        Raises `PriceUnavailable` (502) when there is no usable price, `PricingTimeout` (504)
+        when the upstream did not answer in time.
+        """
+        ...
+
+
+class TradeVenue(Protocol):
+    """Where approved orders execute. The order's fixed leg is held; the other leg moves."""
+
+    async def execute(self, order: Order) -> Fill | Accepted:
+        """Price the order again and execute it.
+
+        Returns a `Fill` (settled) or `Accepted` (taken, being worked). Raises
+        `OrderRejected` (nothing traded), `PriceUnavailable` (nothing placed, safe to retry)
+        or `VenueTimeout` / `PricingTimeout` (outcome unknown).
+        """
+        ...
+
+    async def status(self, order: Order) -> OrderOutcome:
+        """What became of an order placed earlier, found by its trade id."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class NewWallet:
+    """A freshly created wallet. `mnemonic` is shown once (user wallets) and never kept."""
+
+    sealed: bytes = field(repr=False)
+    addresses: Mapping[Chain, str]
+    mnemonic: str | None = field(default=None, repr=False)
+
+
+class KeyStore(Protocol):
+    """Creates wallets from fresh entropy and keeps their seeds sealed.
+
+    User wallets are sealed under the wallet password; platform wallets under the operator
+    secret. A wrong password raises `WrongWalletPassword` before anything else happens.
+    """
+
+    async def create_wallet(self, password: str, chains: Collection[Chain]) -> NewWallet: ...
+
+    async def create_platform_wallet(self, chains: Collection[Chain]) -> NewWallet: ...
+
+    async def derive_addresses(
+        self, sealed: bytes, password: str | None, chains: Collection[Chain]
+    ) -> Mapping[Chain, str]:
+        """Unseal (password for a user wallet, None for a platform wallet) and derive."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FeeQuote:
+    """A fee in the chain's native base units; TRON adds bandwidth and energy."""
+
+    native_units: int
+    bandwidth: int | None = None
+    energy: int | None = None
+
+
+class ChainGateway(Protocol):
+    """One chain: balances, history, lookups, fees. Sends arrive with the wallet issue."""
+
+    chain: Chain
+
+    async def balance(self, address: str, asset: Asset) -> int: ...
+
+    async def history(self, address: str, asset: Asset, limit: int) -> list[TxRow]: ...
+
+    async def lookup(self, address: str, asset: Asset, tx_hash: str) -> TxRow: ...
+
+    async def fee(
+        self, sender: str, recipient: str, asset: Asset, amount_units: int | None
+    ) -> FeeQuote: ...
+
+
+class Repo(Protocol):
+    """Storage of api clients, users and wallets, trades and the audit log.
+
+    Every method is atomic. State changes that must not race go through `swap_trade`, a
+    compare-and-set on the trade's status.
+    """
+
+    # api clients
+    async def add_client(self, client: ApiClient) -> None: ...
+
+    async def get_client(self, client_id: str) -> ApiClient | None: ...
+
+    async def list_clients(self) -> list[ApiClient]: ...
+
+    async def update_client(self, client: ApiClient) -> None: ...
+
+    # users and wallets
+    async def add_user_wallet(self, user: User, wallet: WalletRecord) -> None:
+        """Store a new user and its wallet together."""
+        ...
+
+    async def get_user(self, client_id: str, user_id: str) -> User | None: ...
+
+    async def add_wallet(self, wallet: WalletRecord) -> bool:
+        """Store a wallet unless its owner has one; False when one was there already."""
+        ...
+
+    async def get_wallet(
+        self, client_id: str, owner: WalletOwner, user_id: str | None
+    ) -> WalletRecord | None: ...
+
+    async def update_wallet(self, wallet: WalletRecord) -> None: ...
+
+    # trades
+    async def add_trade(self, trade: Trade) -> None: ...
+
+    async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        """The trade, only if it belongs to this user of this client."""
+        ...
+
+    async def list_trades(
+        self,
+        client_id: str,
+        user_id: str,
+        *,
+        side: Side | None,
+        status: TradeStatus | None,
+        limit: int,
+    ) -> list[Trade]:
+        """Newest first (by creation), at most `limit`."""
+        ...
+
+    async def swap_trade(self, expected: TradeStatus, trade: Trade) -> bool:
+        """Replace the stored trade with `trade` if its status is still `expected`."""
+        ...
+
+    async def expire_lapsed(self, client_id: str, user_id: str, now: datetime) -> int:
+        """Move this user's open trades whose quote lapsed by `now` to `expired`."""
+        ...
+
+    # audit
+    async def append_audit(self, entry: AuditEntry) -> None: ...
+
+    async def list_audit(self, limit: int = 100) -> list[AuditEntry]:
+        """Newest first."""
+        ...

@@ -1,0 +1,1 @@
+"""Use cases, one module per group: auth, market, trading, wallets."""

@@ -1,0 +1,52 @@
+"""Which assets a caller may use where: catalog, environment limits, client, endpoint."""
+
+from __future__ import annotations
+
+from walletcore.domain.assets import CATALOG, Asset, Chain, asset_by_id, parse_asset_id
+from walletcore.domain.clients import ApiClient
+from walletcore.domain.errors import AssetNotEnabled, AssetUnavailableOnEndpoint, TradingUnavailable
+from walletcore.domain.errors import UnknownAsset
+from walletcore.settings import Settings
+
+TRADING_ENDPOINTS = frozenset({"sell", "order", "trade/approve"})
+
+
+class AssetPolicy:
+    """Resolves a raw `assetId` for one endpoint, in the order the errors are checked:
+
+    - malformed id: `400` naming the field;
+    - not in the catalog, or limited on this environment: `400 Unknown assetId`;
+    - not enabled for the api client: `403` (permanent);
+    - flagged unavailable on this endpoint: `503`.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._limited = frozenset(settings.limited_assets)
+        self._unavailable = {k: frozenset(v) for k, v in settings.unavailable_assets.items()}
+
+    def visible(self, client: ApiClient) -> list[Asset]:
+        """Assets the client is enabled for and the environment offers, in catalog order."""
+        return [a for a in CATALOG if client.is_enabled(a.id) and a.id not in self._limited]
+
+    def enabled_chains(self, client: ApiClient) -> list[Chain]:
+        """Chains with at least one visible asset, in the catalog's chain order."""
+        chains: list[Chain] = []
+        for asset in self.visible(client):
+            if asset.chain not in chains:
+                chains.append(asset.chain)
+        return chains
+
+    def resolve(self, client: ApiClient, raw_asset_id: object, endpoint: str) -> Asset:
+        asset = asset_by_id(parse_asset_id(raw_asset_id))
+        if asset.id in self._limited:
+            raise UnknownAsset()
+        if not client.is_enabled(asset.id):
+            raise AssetNotEnabled()
+        if asset.id in self._unavailable.get(endpoint, frozenset()):
+            if endpoint in TRADING_ENDPOINTS:
+                raise TradingUnavailable(f"Trading is unavailable for {asset.symbol} on {asset.chain}")
+            raise AssetUnavailableOnEndpoint(
+                f"{asset.symbol} on {asset.chain} is not available on /{endpoint}; "
+                "contact the operator"
+            )
+        return asset

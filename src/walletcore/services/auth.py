@@ -1,0 +1,170 @@
+"""Auth: api clients (key kept only as SHA-256), 15-minute Ed25519 tokens, the operator's
+client management.
+
+Rules:
+- `/auth` answers `401 Invalid credentials` for an unknown client, a wrong key or a disabled
+  client, alike and in the same time.
+- A token lasts 15 minutes; an absent, malformed, forged or lapsed token, or one issued
+  before the client's key was rotated or the client disabled, is `401 Missing or expired token`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+
+from walletcore.domain.assets import ASSET_IDS, ASSETS_BY_ID, FeePayer
+from walletcore.domain.clients import ApiClient
+from walletcore.domain.errors import (
+    ApiClientNotFound,
+    InvalidCredentials,
+    InvalidRequest,
+    MissingOrExpiredToken,
+)
+from walletcore.domain.ids import is_id, new_id
+from walletcore.domain.times import utc
+from walletcore.ports import Clock, Repo
+from walletcore.services.audit import Auditor
+from walletcore.services.tokens import TokenClaims, TokenSigner
+
+TOKEN_LIFETIME = timedelta(minutes=15)
+API_KEY_PREFIX = "wck_"
+_DUMMY_HASH = hashlib.sha256(b"walletcore: no such client").hexdigest()
+
+
+def hash_api_key(api_key: str) -> str:
+    return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+
+
+def new_api_key() -> str:
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    token: str = field(repr=False)
+    expires_at: object  # datetime; kept loose so the repr stays trivial
+
+    def __repr__(self) -> str:
+        return f"IssuedToken(token=<hidden>, expires_at={self.expires_at!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedKey:
+    """A client and its api key, shown once to the operator."""
+
+    client: ApiClient
+    api_key: str = field(repr=False)
+
+
+class AuthService:
+    def __init__(self, repo: Repo, clock: Clock, signer: TokenSigner, auditor: Auditor) -> None:
+        self._repo = repo
+        self._clock = clock
+        self._signer = signer
+        self._auditor = auditor
+
+    # -- /auth ------------------------------------------------------------------------
+    async def authenticate(self, client_id: object, api_key: object, request_id: str) -> IssuedToken:
+        safe_id = client_id if is_id(client_id) else None
+        async with self._auditor.record("auth", request_id, safe_id):
+            if not isinstance(client_id, str) or not isinstance(api_key, str):
+                raise InvalidCredentials()
+            client = await self._repo.get_client(client_id.lower()) if safe_id else None
+            presented = hash_api_key(api_key)
+            expected = client.key_hash if client is not None else _DUMMY_HASH
+            # Compare even when the client is unknown, so timing tells nothing.
+            matches = hmac.compare_digest(presented, expected)
+            if client is None or client.disabled or not matches:
+                raise InvalidCredentials()
+            now = utc(self._clock.now()).replace(microsecond=0)
+            claims = TokenClaims(client.client_id, client.key_generation, now, now + TOKEN_LIFETIME)
+            return IssuedToken(self._signer.sign(claims), claims.expires_at)
+
+    # -- every other endpoint ---------------------------------------------------------
+    async def verify(self, authorization: str | None) -> ApiClient:
+        """The api client behind an `Authorization: Bearer` header value, or a 401."""
+        if not authorization:
+            raise MissingOrExpiredToken()
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise MissingOrExpiredToken()
+        claims = self._signer.verify(token.strip())
+        if claims is None or utc(self._clock.now()) >= claims.expires_at:
+            raise MissingOrExpiredToken()
+        client = await self._repo.get_client(claims.client_id)
+        if client is None or client.disabled:
+            raise MissingOrExpiredToken()
+        if not hmac.compare_digest(str(client.key_generation), str(claims.generation)):
+            raise MissingOrExpiredToken()
+        return client
+
+    # -- operator ---------------------------------------------------------------------
+    async def create_client(
+        self,
+        name: str,
+        assets: Iterable[int] | None = None,
+        fee_payer: FeePayer = FeePayer.USER,
+        asset_fee_payers: Mapping[int, FeePayer] | None = None,
+        request_id: str = "operator",
+    ) -> IssuedKey:
+        name = name.strip()
+        if not name or len(name) > 100:
+            raise InvalidRequest("name must be 1 to 100 characters")
+        enabled = _check_assets(assets)
+        api_key = new_api_key()
+        client = ApiClient(
+            client_id=new_id(),
+            name=name,
+            key_hash=hash_api_key(api_key),
+            enabled_assets=enabled,
+            fee_payer=fee_payer,
+            asset_fee_payers=dict(asset_fee_payers or {}),
+            created_at=self._clock.now(),
+        )
+        async with self._auditor.record("client.create", request_id, client.client_id):
+            await self._repo.add_client(client)
+        return IssuedKey(client, api_key)
+
+    async def list_clients(self) -> list[ApiClient]:
+        return await self._repo.list_clients()
+
+    async def disable_client(self, client_id: str, request_id: str = "operator") -> ApiClient:
+        async with self._auditor.record("client.disable", request_id, client_id):
+            client = await self._get(client_id)
+            updated = replace(client, disabled=True, key_generation=client.key_generation + 1)
+            await self._repo.update_client(updated)
+            return updated
+
+    async def rotate_key(self, client_id: str, request_id: str = "operator") -> IssuedKey:
+        """Re-issue the api key: the old key and every token issued under it stop working."""
+        async with self._auditor.record("client.rotate", request_id, client_id):
+            client = await self._get(client_id)
+            api_key = new_api_key()
+            updated = replace(
+                client, key_hash=hash_api_key(api_key), key_generation=client.key_generation + 1
+            )
+            await self._repo.update_client(updated)
+            return IssuedKey(updated, api_key)
+
+    async def _get(self, client_id: str) -> ApiClient:
+        client = await self._repo.get_client(client_id) if is_id(client_id) else None
+        if client is None:
+            raise ApiClientNotFound()
+        return client
+
+
+def _check_assets(assets: Iterable[int] | None) -> tuple[int, ...]:
+    if assets is None:
+        return ASSET_IDS
+    wanted = set(assets)
+    unknown = sorted(wanted - set(ASSETS_BY_ID))
+    if unknown:
+        raise InvalidRequest(f"unknown asset ids: {unknown}")
+    if not wanted:
+        raise InvalidRequest("enable at least one asset")
+    return tuple(a for a in ASSET_IDS if a in wanted)

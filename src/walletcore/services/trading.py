@@ -1,0 +1,256 @@
+"""Trading: quote (sell and buy), approve, cancel, get (poll), list.
+
+Rules:
+- A quote is `open` for the quote lifetime; after `quote.expiresAt` an unapproved quote reads
+  as `expired` (its `completedAt` is the instant it lapsed).
+- Approve follows the transition table: the trade is committed as `executing` before the
+  venue is called, so a crash or timeout leaves it `executing`, never `open`.
+- Another user's trade, or another client's, is a 404 indistinguishable from none.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from walletcore.domain.assets import FIAT_DECIMALS, Asset, parse_fiat
+from walletcore.domain.errors import (
+    DomainError,
+    InvalidRequest,
+    OrderRejected,
+    PriceUnavailable,
+    PricingTimeout,
+    QuoteLapsed,
+    TradeNotApprovable,
+    TradeNotFound,
+    UserNotFound,
+    VenueTimeout,
+)
+from walletcore.domain.ids import new_id, parse_id
+from walletcore.domain.money import parse_amount
+from walletcore.domain.trade import (
+    IN_FLIGHT_STATUSES,
+    Accepted,
+    ApproveStep,
+    Fill,
+    FixedLeg,
+    Quote,
+    Rejected,
+    Side,
+    Trade,
+    TradeStatus,
+    derive_figures,
+    parse_side,
+    parse_status,
+)
+from walletcore.ports import Clock, PriceSource, Repo, TradeVenue
+from walletcore.services.assets import AssetPolicy
+from walletcore.services.audit import Auditor
+from walletcore.services.context import Caller
+
+log = logging.getLogger("walletcore.trading")
+
+#: How often a compare-and-set that lost a race is re-read and re-decided.
+_MAX_RACE_RETRIES = 3
+
+
+class TradingService:
+    def __init__(
+        self,
+        repo: Repo,
+        clock: Clock,
+        prices: PriceSource,
+        venue: TradeVenue,
+        policy: AssetPolicy,
+        auditor: Auditor,
+        quote_ttl_seconds: int = 60,
+        page_size: int = 10,
+    ) -> None:
+        self._repo = repo
+        self._clock = clock
+        self._prices = prices
+        self._venue = venue
+        self._policy = policy
+        self._auditor = auditor
+        self._quote_ttl = timedelta(seconds=quote_ttl_seconds)
+        self._page_size = page_size
+
+    # -- quotes -------------------------------------------------------------------------
+    async def sell(self, caller: Caller, **body: Any) -> Trade:
+        """`/sell`: an open sell quote. Nothing is sold."""
+        return await self.quote(caller, Side.SELL, **body)
+
+    async def order(self, caller: Caller, **body: Any) -> Trade:
+        """`/order`: an open buy quote, the mirror of `/sell`. Nothing is bought."""
+        return await self.quote(caller, Side.BUY, **body)
+
+    async def quote(
+        self,
+        caller: Caller,
+        side: Side,
+        *,
+        user_id: object,
+        asset_id: object,
+        fiat: object = None,
+        crypto_amount: object = None,
+        fiat_amount: object = None,
+    ) -> Trade:
+        endpoint = "sell" if side is Side.SELL else "order"
+        uid = parse_id(user_id, "userId")
+        async with self._auditor.record(
+            f"trade.{endpoint}", caller.request_id, caller.client_id, user_id=uid
+        ) as note:
+            asset = self._policy.resolve(caller.client, asset_id, endpoint)
+            trade_fiat = parse_fiat(fiat)
+            fixed_leg, fixed_amount = _fixed_leg(asset, crypto_amount, fiat_amount)
+            await self._require_user(caller, uid)
+            price = await self._unit_price(asset, trade_fiat)
+            figures = derive_figures(fixed_leg, fixed_amount, price, asset.decimals)
+            if figures.crypto_amount is not None and figures.crypto_amount <= 0:
+                raise InvalidRequest(f"fiatAmount is too small to buy or sell any {asset.symbol}")
+            now = self._clock.now()
+            trade = Trade(
+                trade_id=new_id(),
+                client_id=caller.client_id,
+                user_id=uid,
+                side=side,
+                asset_id=asset.id,
+                symbol=asset.symbol,
+                fiat=trade_fiat,
+                fixed_leg=fixed_leg,
+                quote=Quote(
+                    figures.crypto_amount, figures.fiat_amount, price, now + self._quote_ttl
+                ),
+                status=TradeStatus.OPEN,
+                created_at=now,
+            )
+            await self._repo.add_trade(trade)
+            note.target = trade.trade_id
+            return trade
+
+    # -- approve ------------------------------------------------------------------------
+    async def approve(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
+        """`/trade/approve`: price again holding the fixed leg, and execute."""
+        uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
+        async with self._auditor.record(
+            "trade.approve", caller.request_id, caller.client_id, user_id=uid, target=tid
+        ):
+            for _ in range(_MAX_RACE_RETRIES):
+                trade = await self._load(caller, uid, tid, expire=False)
+                now = self._clock.now()
+                step = trade.approve_step(now)  # raises the 409 rows
+                if step is ApproveStep.REPLAY:
+                    return trade
+                if step is ApproveStep.EXPIRE:
+                    if await self._repo.swap_trade(trade.status, trade.expire(now)):
+                        raise QuoteLapsed()
+                    continue
+                self._policy.resolve(caller.client, trade.asset_id, "trade/approve")
+                executing = trade.start_approval(now)
+                if await self._repo.swap_trade(TradeStatus.OPEN, executing):
+                    return await self._execute(executing)
+            raise TradeNotApprovable("The trade changed while it was being approved; poll /trade")
+
+    async def _execute(self, trade: Trade) -> Trade:
+        try:
+            outcome = await self._venue.execute(trade.order())
+        except OrderRejected as exc:
+            await self._move(trade, trade.fail(exc.reason, self._clock.now()))
+            raise
+        except PriceUnavailable:
+            # The venue placed nothing: the quote is open again and approve may be retried.
+            await self._move(trade, trade.reopen())
+            raise
+        except (VenueTimeout, PricingTimeout):
+            raise VenueTimeout() from None
+        except DomainError:
+            raise
+        except Exception:
+            # Anything else from the venue leaves the outcome unknown: stay executing.
+            log.exception("venue call failed for trade %s; it stays executing", trade.trade_id)
+            raise VenueTimeout() from None
+        return await self._apply(trade, outcome)
+
+    async def _apply(self, trade: Trade, outcome: Fill | Accepted | Rejected | object) -> Trade:
+        now = self._clock.now()
+        if isinstance(outcome, Fill):
+            return await self._move(trade, trade.settle(outcome, now))
+        if isinstance(outcome, Accepted) and trade.status is TradeStatus.EXECUTING:
+            return await self._move(trade, trade.accept(outcome))
+        if isinstance(outcome, Rejected):
+            return await self._move(trade, trade.fail(outcome.reason, now))
+        return trade
+
+    async def _move(self, current: Trade, new: Trade) -> Trade:
+        """Store `new` if `current` is still stored; else return what is stored now."""
+        if await self._repo.swap_trade(current.status, new):
+            return new
+        stored = await self._repo.get_trade(current.client_id, current.user_id, current.trade_id)
+        return stored if stored is not None else current
+
+    # -- cancel, get, list --------------------------------------------------------------
+    async def cancel(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
+        """`/trade/cancel`: open -> cancelled; cancelled again is returned unchanged."""
+        uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
+        async with self._auditor.record(
+            "trade.cancel", caller.request_id, caller.client_id, user_id=uid, target=tid
+        ):
+            for _ in range(_MAX_RACE_RETRIES):
+                trade = await self._load(caller, uid, tid)
+                cancelled = trade.cancel(self._clock.now())  # raises 409 unless open/cancelled
+                if cancelled is trade or await self._repo.swap_trade(trade.status, cancelled):
+                    return cancelled
+            raise TradeNotFound()  # pragma: no cover - needs three lost races in a row
+
+    async def get(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
+        """`/trade`: the trade; an `approved` or `executing` one is first asked of the venue."""
+        uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
+        trade = await self._load(caller, uid, tid)
+        if trade.status not in IN_FLIGHT_STATUSES:
+            return trade
+        try:
+            outcome = await self._venue.status(trade.order())
+        except Exception:  # a poll that cannot reach the venue shows the trade as stored
+            log.warning("venue status unavailable for trade %s", trade.trade_id)
+            return trade
+        return await self._apply(trade, outcome)
+
+    async def list(
+        self, caller: Caller, *, user_id: object, side: object = None, status: object = None
+    ) -> list[Trade]:
+        """`/trades`: the user's trades, newest first, one page, optionally filtered."""
+        uid = parse_id(user_id, "userId")
+        wanted_side, wanted_status = parse_side(side), parse_status(status)
+        await self._require_user(caller, uid)
+        await self._repo.expire_lapsed(caller.client_id, uid, self._clock.now())
+        return await self._repo.list_trades(
+            caller.client_id, uid, side=wanted_side, status=wanted_status, limit=self._page_size
+        )
+
+    # -- helpers --------------------------------------------------------------------------
+    async def _require_user(self, caller: Caller, user_id: str) -> None:
+        if await self._repo.get_user(caller.client_id, user_id) is None:
+            raise UserNotFound()
+
+    async def _load(self, caller: Caller, user_id: str, trade_id: str, *, expire: bool = True) -> Trade:
+        trade = await self._repo.get_trade(caller.client_id, user_id, trade_id)
+        if trade is None:
+            raise TradeNotFound()
+        if expire and trade.lapses_unapproved(self._clock.now()):
+            trade = await self._move(trade, trade.expire(self._clock.now()))
+        return trade
+
+    async def _unit_price(self, asset: Asset, fiat: Any) -> Any:
+        price = await self._prices.unit_price(asset.symbol, fiat)
+        if price <= 0:
+            raise PriceUnavailable()
+        return price
+
+
+def _fixed_leg(asset: Asset, crypto_amount: object, fiat_amount: object) -> tuple[FixedLeg, Any]:
+    if (crypto_amount is None) == (fiat_amount is None):
+        raise InvalidRequest("Exactly one of cryptoAmount and fiatAmount is required")
+    if crypto_amount is not None:
+        return FixedLeg.CRYPTO, parse_amount(crypto_amount, asset.decimals, "cryptoAmount")
+    return FixedLeg.FIAT, parse_amount(fiat_amount, FIAT_DECIMALS, "fiatAmount")
