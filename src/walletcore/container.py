@@ -21,6 +21,7 @@ from walletcore.services.auth import AuthService
 from walletcore.services.market import MarketService
 from walletcore.services.tokens import TokenSigner
 from walletcore.services.trading import TradingService
+from walletcore.services.wallets import WalletService
 from walletcore.settings import Profile, Settings
 
 #: Adapter names that only the sandbox profile may run.
@@ -73,6 +74,7 @@ class Container(containers.DeclarativeContainer):
         quote_ttl_seconds=settings.provided.quote_ttl_seconds,
         page_size=settings.provided.trades_page_size,
     )
+    wallets = providers.Singleton(WalletService, repo, clock, keystore, asset_policy, auditor)
 
 
 def create_container(settings: Settings | None = None, **overrides: Any) -> Container:

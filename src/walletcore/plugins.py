@@ -54,7 +54,7 @@ def load(group: str, name: str) -> Callable[..., Any]:
         raise AdapterNotFound(group, name, available(group))
     module, _, attr = target.partition(":")
     factory = getattr(import_module(module), attr)
-    return factory  # type: ignore[no-any-return]
+    return factory
 
 
 def build(group: str, name: str, **kwargs: Any) -> Any:

@@ -7,14 +7,16 @@ Adapters implement them (and may subclass them, so a type checker sees the promi
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Protocol, runtime_checkable
 
 from walletcore.domain.assets import Asset, Chain, Fiat
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Side, Trade, TradeStatus
 from walletcore.domain.wallet import TxRow, WalletOwner, WalletRecord
 
@@ -81,21 +83,58 @@ class NewWallet:
     mnemonic: str | None = field(default=None, repr=False)
 
 
+class ChainSigner(Protocol):
+    """One chain's private key, alive only inside one `KeyStore.unseal` block.
+
+    It never shows the key itself: its repr names the chain and address only, and after the
+    block it is wiped and refuses to sign.
+    """
+
+    chain: Chain
+    #: The address of the key on `chain`; compare it with the stored one before signing.
+    address: str
+
+    def sign(self, payload: bytes) -> bytes:
+        """Sign `payload`.
+
+        - BITCOIN, ETHEREUM, BSC, POLYGON, TRON: `payload` is a 32-byte digest (sighash,
+          transaction hash); the answer is 65 bytes `r || s || recovery id`, low-S.
+        - SOLANA: `payload` is the message; the answer is the 64-byte ed25519 signature.
+        """
+        ...
+
+
 class KeyStore(Protocol):
     """Creates wallets from fresh entropy and keeps their seeds sealed.
 
     User wallets are sealed under the wallet password; platform wallets under the operator
-    secret. A wrong password raises `WrongWalletPassword` before anything else happens.
+    secret (pass `password=None` to open them). A wrong password raises
+    `WrongWalletPassword` before anything else happens, after the full key-derivation time.
+    Adapters bound the number of unseals running at once.
     """
 
-    async def create_wallet(self, password: str, chains: Collection[Chain]) -> NewWallet: ...
+    async def create_wallet(self, password: str, chains: Collection[Chain]) -> NewWallet:
+        """A new user wallet: mnemonic (shown once), addresses for `chains`, sealed seed."""
+        ...
 
-    async def create_platform_wallet(self, chains: Collection[Chain]) -> NewWallet: ...
+    async def create_platform_wallet(self, chains: Collection[Chain]) -> NewWallet:
+        """A new platform wallet, sealed under the operator secret; `mnemonic` is None."""
+        ...
 
     async def derive_addresses(
         self, sealed: bytes, password: str | None, chains: Collection[Chain]
     ) -> Mapping[Chain, str]:
-        """Unseal (password for a user wallet, None for a platform wallet) and derive."""
+        """Unseal (password for a user wallet, None for a platform wallet) and derive.
+
+        The password is checked even when `chains` is empty.
+        """
+        ...
+
+    def unseal(
+        self, sealed: bytes, password: str | None, chain: Chain
+    ) -> AbstractAsyncContextManager[ChainSigner]:
+        """`async with keystore.unseal(sealed, password, chain) as signer:` the chain's key
+        for the length of the block, wiped when it ends. The password is checked on entry."""
         ...
 
 
@@ -125,10 +164,11 @@ class ChainGateway(Protocol):
 
 
 class Repo(Protocol):
-    """Storage of api clients, users and wallets, trades and the audit log.
+    """Storage of api clients, users and wallets, trades, sends and the audit log.
 
     Every method is atomic. State changes that must not race go through `swap_trade`, a
-    compare-and-set on the trade's status.
+    compare-and-set on the trade's status, and `begin_send` / `advance_send`, the
+    idempotency record of a send.
     """
 
     # api clients
@@ -183,6 +223,34 @@ class Repo(Protocol):
     async def expire_lapsed(self, client_id: str, user_id: str, now: datetime) -> int:
         """Move this user's open trades whose quote lapsed by `now` to `expired`."""
         ...
+
+    # sends: the idempotency record, one per (api client, X-Request-Id)
+    async def begin_send(
+        self,
+        client_id: str,
+        request_id: str,
+        fingerprint: str,
+        now: datetime,
+        *,
+        lease: timedelta = SEND_LEASE,
+    ) -> SendRecord:
+        """The record this request works with, atomically.
+
+        None stored: a new `started` record leased to the caller. Stored: `SendRecord.claim`
+        decides - finished is returned to replay its result, a live lease is
+        `IdempotencyConflict` (409), a lapsed one is taken over (next `attempt`) to resume,
+        another fingerprint is `IdempotencyKeyReused` (422).
+        """
+        ...
+
+    async def advance_send(self, current: SendRecord, new: SendRecord) -> bool:
+        """Store `new` if the stored record still has `current`'s state and attempt.
+
+        False means another request took the record over: stop, do not broadcast.
+        """
+        ...
+
+    async def get_send(self, client_id: str, request_id: str) -> SendRecord | None: ...
 
     # audit
     async def append_audit(self, entry: AuditEntry) -> None: ...

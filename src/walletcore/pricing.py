@@ -45,6 +45,7 @@ class RefreshingPriceSource(PriceSource):
         self._known: dict[tuple[str, Fiat], tuple[Decimal, datetime]] = {}
         self._last_attempt: datetime | None = None
         self._task: asyncio.Task[None] | None = None
+        self._closing = False
         self._refresh_lock = asyncio.Lock()
         self.failures = 0
 
@@ -52,21 +53,25 @@ class RefreshingPriceSource(PriceSource):
     async def start(self) -> None:
         await self.refresh()
         if self._task is None:
+            self._closing = False
             self._task = asyncio.create_task(self._loop(), name="walletcore-price-refresh")
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        task, self._task = self._task, None
+        if task is None:
+            return
+        # On Python 3.11, `asyncio.wait_for` swallows a cancel that lands just as the fetch
+        # completes; the loop would then run on and this await would never return. The flag
+        # ends the loop at its next turn whether or not the cancel got through.
+        self._closing = True
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
     async def _loop(self) -> None:
-        while True:
+        while not self._closing:
             await asyncio.sleep(self._interval)
-            await self.refresh()
+            if not self._closing:
+                await self.refresh()
 
     async def refresh(self) -> bool:
         """One refresh; False (and the old values kept) when the upstream failed."""

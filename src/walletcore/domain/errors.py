@@ -69,6 +69,15 @@ class InvalidPassword(Unauthorized):
     default_message = "Invalid password"
 
 
+class WrongWalletPassword(InvalidCredentials):
+    """Raised by a `KeyStore` when the wallet password does not open the sealed seed.
+
+    Internal: the wallet use cases translate it with `password_error_for(chain)`, since the
+    spec answers a wrong password differently per chain. Left untranslated it reads as the
+    EVM/TRON answer, `401 Invalid credentials`.
+    """
+
+
 # 403 -----------------------------------------------------------------------------------
 class AssetNotEnabled(ClientError):
     status = 403
@@ -115,6 +124,23 @@ class TradeNotCancellable(Conflict):
     default_message = "Only an open quote can be cancelled"
 
 
+class IdempotencyConflict(Conflict):
+    """A request with the same X-Request-Id is still being worked (its lease is live)."""
+
+    default_message = "A request with this X-Request-Id is still in progress"
+
+
+# 422 -----------------------------------------------------------------------------------
+class IdempotencyKeyReused(ClientError):
+    """The X-Request-Id of a send was used before with a different request.
+
+    422 as in the IETF Idempotency-Key draft: the key is fine, the payload does not match.
+    """
+
+    status = 422
+    default_message = "X-Request-Id was already used with a different request"
+
+
 # 5xx -----------------------------------------------------------------------------------
 class PriceUnavailable(ServerError):
     status = 502
@@ -153,3 +179,22 @@ class PricingTimeout(ServerError):
 class VenueTimeout(ServerError):
     status = 504
     default_message = "Order outcome unknown; the trade stays executing; poll /trade"
+
+
+# storage (raised by Repo adapters in place of their driver's exceptions) ----------------
+class StorageError(ServerError):
+    """The storage failed in a way a retry will not fix (a constraint, a bug, bad data)."""
+
+    default_message = "Internal error"
+
+
+class StorageUnavailable(ServiceUnavailable):
+    """The storage cannot be reached now (connection refused or lost, pool exhausted)."""
+
+    default_message = "Storage temporarily unavailable; retry with backoff"
+
+
+class InvalidSendTransition(ServerError):
+    """A send record asked to move to a state its recovery points do not allow (a bug)."""
+
+    default_message = "Internal error"

@@ -76,7 +76,11 @@ def format_optional(value: Decimal | None) -> str | None:
 
 def to_base_units(amount: Decimal, decimals: int) -> int:
     """Whole base units (satoshi, wei, lamports ...) of an amount with at most `decimals` places."""
-    scaled = amount.scaleb(decimals)
+    # The default context keeps 28 digits: 10**10 of an 18-decimal token would be rounded
+    # silently. Scale in a context wide enough for any amount `parse_amount` accepts.
+    with localcontext() as ctx:
+        ctx.prec = 80
+        scaled = amount.scaleb(decimals)
     if scaled != scaled.to_integral_value():
         raise InvalidRequest(f"amount has more than {decimals} decimal places")
     return int(scaled)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import InvalidRequest
+from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import Repo
@@ -26,6 +27,7 @@ class InMemoryRepo(Repo):
         self._wallets: dict[WalletKey, WalletRecord] = {}
         self._trades: dict[str, Trade] = {}
         self._audit: list[AuditEntry] = []
+        self._sends: dict[tuple[str, str], SendRecord] = {}
 
     # api clients
     async def add_client(self, client: ApiClient) -> None:
@@ -117,6 +119,37 @@ class InMemoryRepo(Repo):
                     self._trades[trade_id] = t.expire(now)
                     count += 1
             return count
+
+    # sends
+    async def begin_send(
+        self,
+        client_id: str,
+        request_id: str,
+        fingerprint: str,
+        now: datetime,
+        *,
+        lease: timedelta = SEND_LEASE,
+    ) -> SendRecord:
+        async with self._lock:
+            stored = self._sends.get((client_id, request_id))
+            if stored is None:
+                record = SendRecord.start(client_id, request_id, fingerprint, now, lease)
+            else:
+                record = stored.claim(fingerprint, now, lease)
+            self._sends[(client_id, request_id)] = record
+            return record
+
+    async def advance_send(self, current: SendRecord, new: SendRecord) -> bool:
+        current.require_successor(new)
+        async with self._lock:
+            stored = self._sends.get((current.client_id, current.request_id))
+            if stored is None or (stored.state, stored.attempt) != (current.state, current.attempt):
+                return False
+            self._sends[(current.client_id, current.request_id)] = new
+            return True
+
+    async def get_send(self, client_id: str, request_id: str) -> SendRecord | None:
+        return self._sends.get((client_id, request_id))
 
     # audit
     async def append_audit(self, entry: AuditEntry) -> None:

@@ -21,8 +21,8 @@ from typing import Any
 from walletcore.domain.errors import OrderRejected, VenueTimeout
 from walletcore.domain.trade import (
     Accepted,
-    Fill,
     Figures,
+    Fill,
     Order,
     OrderOutcome,
     Rejected,

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from walletcore.domain.assets import CATALOG, Asset, Chain, asset_by_id, parse_asset_id
 from walletcore.domain.clients import ApiClient
-from walletcore.domain.errors import AssetNotEnabled, AssetUnavailableOnEndpoint, TradingUnavailable
-from walletcore.domain.errors import UnknownAsset
+from walletcore.domain.errors import (
+    AssetNotEnabled,
+    AssetUnavailableOnEndpoint,
+    TradingUnavailable,
+    UnknownAsset,
+)
 from walletcore.settings import Settings
 
 TRADING_ENDPOINTS = frozenset({"sell", "order", "trade/approve"})

@@ -76,7 +76,8 @@ class TokenSigner:
         try:
             self._verify.verify(f"{header}.{body}".encode("ascii"), _b64d(signature))
             payload: Any = json.loads(_b64d(body))
-            if json.loads(_b64d(header)).get("alg") != "EdDSA":
+            parsed_header: Any = json.loads(_b64d(header))
+            if not isinstance(parsed_header, dict) or parsed_header.get("alg") != "EdDSA":
                 return None
             return TokenClaims(
                 client_id=str(payload["sub"]),
@@ -84,5 +85,13 @@ class TokenSigner:
                 issued_at=datetime.fromtimestamp(int(payload["iat"]), UTC),
                 expires_at=datetime.fromtimestamp(int(payload["exp"]), UTC),
             )
-        except (BadSignatureError, ValueError, KeyError, TypeError, UnicodeError, binascii.Error):
+        except (
+            BadSignatureError,
+            ValueError,
+            KeyError,
+            TypeError,
+            UnicodeError,
+            binascii.Error,
+            OverflowError,  # a timestamp beyond the platform's range
+        ):
             return None

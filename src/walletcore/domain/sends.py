@@ -1,0 +1,183 @@
+"""The idempotency record of a send: one per (api client, X-Request-Id), moved through
+recovery points so a retried or crashed send never signs or broadcasts twice.
+
+States (recovery points), each committed before the next side effect:
+
+    started --sign, commit raw tx + hash--> signed --broadcast--> broadcast --> finished
+       \\______________________________________________________________________/^
+                         (any state may finish, e.g. with an error result)
+
+- The record of a request in flight carries a lease (`locked_until`). A second request with
+  the same X-Request-Id while the lease is live is a 409 (`IdempotencyConflict`); after the
+  lease lapsed (the first process crashed) it takes the record over and resumes from the
+  last recovery point.
+- `attempt` is the fencing token: every takeover bumps it, and a record only advances
+  while the stored attempt is the caller's, so a slow process that lost its lease cannot
+  store a second signed transaction.
+- A different request under a used X-Request-Id is a 422 (`IdempotencyKeyReused`).
+- A finished record is returned as it is: the caller replays its stored `result`.
+
+See docs/idempotency.md for the design and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from walletcore.domain.errors import (
+    IdempotencyConflict,
+    IdempotencyKeyReused,
+    InvalidRequest,
+    InvalidSendTransition,
+)
+
+#: How long a request may hold a send record before another request may take it over.
+#: Safety does not depend on it (see `attempt`); only how soon a crashed send resumes.
+SEND_LEASE = timedelta(seconds=60)
+#: Longest X-Request-Id (and fingerprint) kept; longer ones are a 400.
+MAX_REQUEST_ID_LENGTH = 255
+MAX_FINGERPRINT_LENGTH = 128
+
+
+class SendState(StrEnum):
+    STARTED = "started"
+    SIGNED = "signed"
+    BROADCAST = "broadcast"
+    FINISHED = "finished"
+
+
+_NEXT: dict[SendState, frozenset[SendState]] = {
+    SendState.STARTED: frozenset({SendState.SIGNED, SendState.FINISHED}),
+    SendState.SIGNED: frozenset({SendState.BROADCAST, SendState.FINISHED}),
+    SendState.BROADCAST: frozenset({SendState.FINISHED}),
+    SendState.FINISHED: frozenset(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SendRecord:
+    client_id: str
+    request_id: str
+    #: A digest of the request (endpoint, user, asset, recipient, amount...), never of a
+    #: secret: the same X-Request-Id with another fingerprint is a different request.
+    fingerprint: str
+    state: SendState
+    created_at: datetime
+    updated_at: datetime
+    #: The lease of the request working on it; None once finished or released.
+    locked_until: datetime | None
+    #: Fencing token: bumped by every takeover of the lease.
+    attempt: int = 1
+    tx_hash: str | None = None
+    #: The signed transaction, kept so a resumed send re-broadcasts it instead of signing
+    #: another one.
+    raw_tx: bytes | None = field(default=None, repr=False)
+    #: The stored outcome (a JSON object) a finished record replays.
+    result: Mapping[str, Any] | None = None
+
+    @classmethod
+    def start(
+        cls,
+        client_id: str,
+        request_id: str,
+        fingerprint: str,
+        now: datetime,
+        lease: timedelta = SEND_LEASE,
+    ) -> SendRecord:
+        """A new record, leased to the request that creates it."""
+        if not request_id:
+            raise InvalidRequest("X-Request-Id is required")
+        if len(request_id) > MAX_REQUEST_ID_LENGTH:
+            raise InvalidRequest(f"X-Request-Id is longer than {MAX_REQUEST_ID_LENGTH} characters")
+        if not fingerprint or len(fingerprint) > MAX_FINGERPRINT_LENGTH:
+            raise InvalidSendTransition()  # the service computes it: a bug, not a 400
+        return cls(
+            client_id=client_id,
+            request_id=request_id,
+            fingerprint=fingerprint,
+            state=SendState.STARTED,
+            created_at=now,
+            updated_at=now,
+            locked_until=now + lease,
+        )
+
+    # -- reading ---------------------------------------------------------------------
+    @property
+    def is_finished(self) -> bool:
+        return self.state is SendState.FINISHED
+
+    def is_locked(self, now: datetime) -> bool:
+        """A request holds the lease: another one with this X-Request-Id must wait."""
+        return self.locked_until is not None and now < self.locked_until
+
+    # -- what begin_send does with a stored record -------------------------------------
+    def claim(self, fingerprint: str, now: datetime, lease: timedelta = SEND_LEASE) -> SendRecord:
+        """The record a new request with this X-Request-Id gets.
+
+        Finished: itself (replay its result). In flight: 409. Lease lapsed or released:
+        taken over with the next attempt, to resume from `state`.
+        """
+        if fingerprint != self.fingerprint:
+            raise IdempotencyKeyReused()
+        if self.is_finished:
+            return self
+        if self.is_locked(now):
+            raise IdempotencyConflict()
+        return replace(self, attempt=self.attempt + 1, locked_until=now + lease, updated_at=now)
+
+    # -- recovery points ---------------------------------------------------------------
+    def signed(
+        self, raw_tx: bytes, tx_hash: str, now: datetime, lease: timedelta = SEND_LEASE
+    ) -> SendRecord:
+        """started -> signed: commit this before broadcasting."""
+        self._require(SendState.SIGNED)
+        return replace(
+            self,
+            state=SendState.SIGNED,
+            raw_tx=raw_tx,
+            tx_hash=tx_hash,
+            updated_at=now,
+            locked_until=now + lease,
+        )
+
+    def broadcast(self, now: datetime, lease: timedelta = SEND_LEASE) -> SendRecord:
+        """signed -> broadcast: the node accepted (or already knew) the transaction."""
+        self._require(SendState.BROADCAST)
+        return replace(self, state=SendState.BROADCAST, updated_at=now, locked_until=now + lease)
+
+    def finish(self, result: Mapping[str, Any], now: datetime) -> SendRecord:
+        """-> finished with the result every later request with this X-Request-Id replays."""
+        self._require(SendState.FINISHED)
+        return replace(
+            self, state=SendState.FINISHED, result=dict(result), updated_at=now, locked_until=None
+        )
+
+    def release(self, now: datetime) -> SendRecord:
+        """Give the lease up without moving on (an error after which a retry is safe, such
+        as a wrong wallet password before signing): the next request resumes at once."""
+        if self.is_finished:
+            raise InvalidSendTransition()
+        return replace(self, updated_at=now, locked_until=None)
+
+    def require_successor(self, new: SendRecord) -> None:
+        """`advance_send` moves one record: same key, fingerprint and attempt."""
+        mine = (self.client_id, self.request_id, self.fingerprint, self.attempt)
+        if (new.client_id, new.request_id, new.fingerprint, new.attempt) != mine:
+            raise InvalidSendTransition()
+
+    def _require(self, target: SendState) -> None:
+        if target not in _NEXT[self.state]:
+            raise InvalidSendTransition()
+
+
+__all__ = [
+    "MAX_FINGERPRINT_LENGTH",
+    "MAX_REQUEST_ID_LENGTH",
+    "SEND_LEASE",
+    "SendRecord",
+    "SendState",
+]

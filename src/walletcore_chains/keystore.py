@@ -1,0 +1,218 @@
+"""The sealed KeyStore: BIP39 seeds sealed under Argon2id(wallet password) or the master key.
+
+- User wallets: Argon2id (64 MiB, 3 passes by default) derives the box key from the
+  password; the parameters travel in the record (`walletcore_chains.sealing`).
+- Platform wallets: sealed under the operator's 32-byte random master key (through a
+  keyed BLAKE2b over the record header); no password and no Argon2 are involved.
+- Unsealed material lives for one call: a thread runs the KDF and the derivation, at most
+  `max_concurrent_unseals` at a time, and wipes what it owns before returning.
+- Entry point `walletcore.keystores: sealed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hmac
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from walletcore.domain.assets import Chain
+from walletcore.ports import ChainSigner, KeyStore, NewWallet
+
+from walletcore_chains import bclib, hd, sealing
+from walletcore_chains.sealing import KdfParams, SealedRecordError
+from walletcore_chains.signatures import SECP256K1_N, verify_signature
+
+T = TypeVar("T")
+
+
+class ChainKey(ChainSigner):
+    """One chain's private key for the length of one `unseal` block (see `ChainSigner`)."""
+
+    __slots__ = ("_secret", "_wiped", "address", "chain")
+
+    def __init__(self, chain: Chain, secret: bytearray) -> None:
+        self.chain = chain
+        self._secret = secret
+        self._wiped = False
+        self.address = hd.address_of(chain, secret)
+
+    def __repr__(self) -> str:
+        state = "wiped" if self.wiped else "<hidden>"
+        return f"ChainKey(chain={self.chain.value}, address={self.address}, key={state})"
+
+    def __reduce__(self) -> Any:  # keep the key out of pickles and copies
+        raise TypeError("a ChainKey cannot be pickled or copied")
+
+    @property
+    def wiped(self) -> bool:
+        return self._wiped
+
+    def sign(self, payload: bytes) -> bytes:
+        """Sign (see `ChainSigner.sign`), and check the signature against `address` before
+        handing it out."""
+        if self.wiped:
+            raise RuntimeError("this key was wiped when its unseal block ended")
+        signature = self._sign(bytes(payload))
+        if not verify_signature(self.chain, self.address, payload, signature):
+            raise RuntimeError(f"a {self.chain} signature failed its own check; not used")
+        return signature
+
+    def _sign(self, payload: bytes) -> bytes:
+        if self.chain is Chain.SOLANA:
+            from nacl.signing import SigningKey
+
+            return bytes(SigningKey(bytes(self._secret)).sign(payload).signature)
+        if len(payload) != 32:
+            raise ValueError(f"{self.chain} signs a 32-byte digest")
+        from eth_keys import keys
+
+        signature = keys.PrivateKey(bytes(self._secret)).sign_msg_hash(payload)
+        r, s, recovery = signature.r, signature.s, signature.v
+        if s > SECP256K1_N // 2:  # low-S, as Bitcoin's policy and EIP-2 require
+            s, recovery = SECP256K1_N - s, recovery ^ 1
+        return r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([recovery])
+
+    def wipe(self) -> None:
+        hd.wipe(self._secret)
+        self._wiped = True
+
+
+class SealedKeyStore(KeyStore):
+    def __init__(
+        self,
+        master_key: bytes,
+        *,
+        max_concurrent_unseals: int = 4,
+        kdf: KdfParams = sealing.PRODUCTION_KDF,
+        allow_weak_kdf: bool = False,
+    ) -> None:
+        """`kdf` below `PRODUCTION_KDF` needs `allow_weak_kdf=True`: for tests only."""
+        if not isinstance(master_key, bytes) or len(master_key) != sealing.MASTER_KEY_BYTES:
+            raise ValueError("the operator master key is 32 bytes")
+        if not kdf.at_least(sealing.PRODUCTION_KDF) and not allow_weak_kdf:
+            raise ValueError("Argon2id parameters below 64 MiB / 3 passes are for tests only")
+        if max_concurrent_unseals < 1:
+            raise ValueError("max_concurrent_unseals must be at least 1")
+        self._master_key = master_key
+        self._kdf = kdf
+        self._slots = asyncio.Semaphore(max_concurrent_unseals)
+
+    def __repr__(self) -> str:
+        return f"SealedKeyStore(kdf={self._kdf})"
+
+    @property
+    def kdf(self) -> KdfParams:
+        return self._kdf
+
+    # -- the port -----------------------------------------------------------------------
+    async def create_wallet(self, password: str, chains: Collection[Chain]) -> NewWallet:
+        return await self._offload(self._create, password, tuple(chains))
+
+    async def create_platform_wallet(self, chains: Collection[Chain]) -> NewWallet:
+        return await self._offload(self._create, None, tuple(chains))
+
+    async def derive_addresses(
+        self, sealed: bytes, password: str | None, chains: Collection[Chain]
+    ) -> Mapping[Chain, str]:
+        return await self._offload(self._derive, sealed, password, tuple(chains))
+
+    @asynccontextmanager
+    async def unseal(
+        self, sealed: bytes, password: str | None, chain: Chain
+    ) -> AsyncIterator[ChainKey]:
+        key = await self._offload(self._chain_key, sealed, password, Chain(chain))
+        try:
+            yield key
+        finally:
+            key.wipe()
+
+    # -- work done in a thread ----------------------------------------------------------
+    def _create(self, password: str | None, chains: tuple[Chain, ...]) -> NewWallet:
+        mnemonic = hd.new_mnemonic()
+        seed = bytearray(hd.seed_from_mnemonic(mnemonic))
+        try:
+            addresses = hd.derive_addresses(bytes(seed), chains)
+            if password is None:
+                sealed = sealing.seal_with_master_key(seed, self._master_key)
+            else:
+                sealed = sealing.seal_with_password(seed, password, self._kdf)
+            # Open what we sealed before anyone is shown an address: a record that does not
+            # give the seed back would lose every coin sent to the wallet.
+            reopened = self._open(sealed, password)
+            try:
+                if not hmac.compare_digest(bytes(reopened), bytes(seed)):
+                    raise SealedRecordError("the sealed record did not open to its seed")
+            finally:
+                hd.wipe(reopened)
+        finally:
+            hd.wipe(seed)
+        return NewWallet(sealed, addresses, mnemonic if password is not None else None)
+
+    def _derive(
+        self, sealed: bytes, password: str | None, chains: tuple[Chain, ...]
+    ) -> dict[Chain, str]:
+        seed = self._open(sealed, password)
+        try:
+            return hd.derive_addresses(bytes(seed), chains)
+        finally:
+            hd.wipe(seed)
+
+    def _chain_key(self, sealed: bytes, password: str | None, chain: Chain) -> ChainKey:
+        seed = self._open(sealed, password)
+        try:
+            secret = hd.derive_private_key(bytes(seed), chain)
+        finally:
+            hd.wipe(seed)
+        try:
+            return ChainKey(chain, secret)
+        except BaseException:
+            hd.wipe(secret)
+            raise
+
+    def _open(self, sealed: bytes, password: str | None) -> bytearray:
+        # The record says how it was sealed; the caller's password must agree with it, so a
+        # user wallet never opens without its password.
+        if password is None:
+            return sealing.open_with_master_key(sealed, self._master_key)
+        return sealing.open_with_password(sealed, password)
+
+    # -- concurrency --------------------------------------------------------------------
+    async def _offload(self, func: Callable[..., T], *args: Any) -> T:
+        """Run `func` in a worker thread holding one of the unseal slots.
+
+        The slot is released when the thread finishes, not when the caller stops waiting, so
+        cancelled callers cannot push the number of Argon2 runs past the cap. A `ChainKey`
+        nobody is waiting for any more is wiped.
+        """
+        await self._slots.acquire()
+        loop = asyncio.get_running_loop()
+        try:
+            future = loop.run_in_executor(None, functools.partial(func, *args))
+        except BaseException:
+            self._slots.release()
+            raise
+        future.add_done_callback(lambda _: self._slots.release())
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(_wipe_abandoned)
+            raise
+
+
+def _wipe_abandoned(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        result = future.result()
+        if isinstance(result, ChainKey):
+            result.wipe()
+
+
+def build(*, settings: Any, master_key: bytes, **_: Any) -> SealedKeyStore:
+    """Entry point `walletcore.keystores: sealed` (production Argon2id parameters)."""
+    bclib.configure(settings.home)
+    return SealedKeyStore(master_key, max_concurrent_unseals=settings.max_concurrent_unseals)
+
+
+__all__ = ["ChainKey", "SealedKeyStore", "build"]

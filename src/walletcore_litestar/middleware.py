@@ -1,0 +1,124 @@
+"""The outermost ASGI layer: request id, `X-Request-Id` on every response, one log line each.
+
+It wraps the whole Litestar app (routing included), so unknown paths and wrong methods get
+the header and the log line too. The log line carries method, path, status, requestId and
+duration, never a body or a header value other than the request id.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from walletcore.domain.ids import new_id
+from walletcore_litestar.envelope import REQUEST_ID_KEY, encode_error
+
+log = logging.getLogger("walletcore.http")
+
+#: The longest `X-Request-Id` accepted (it is written to the audit log and echoed).
+MAX_REQUEST_ID_CHARS = 128
+_REQUEST_ID_HEADER = b"x-request-id"
+INVALID_REQUEST_ID = (
+    f"X-Request-Id must be 1 to {MAX_REQUEST_ID_CHARS} printable ASCII characters, sent once"
+)
+
+
+def parse_request_id(headers: list[tuple[bytes, bytes]]) -> tuple[str, bool]:
+    """(request id, valid): the inbound one if acceptable, else a fresh one.
+
+    Absent or empty: a fresh id, valid. Otherwise echoed exactly if it is at most 128
+    characters of printable ASCII (0x20-0x7E); longer, another byte, or the header sent
+    twice: a fresh id, not valid (a 400).
+    """
+    found: bytes | None = None
+    for name, value in headers:
+        if name == _REQUEST_ID_HEADER:
+            if found is not None:
+                return new_id(), False
+            found = value
+    if found is None:
+        return new_id(), True
+    value = found
+    if not value:
+        return new_id(), True
+    if len(value) > MAX_REQUEST_ID_CHARS or not all(0x20 <= b <= 0x7E for b in value):
+        return new_id(), False
+    return value.decode("ascii"), True
+
+
+def _printable(text: str, limit: int = 256) -> str:
+    """A path fit for one log line: non-printables escaped, length capped."""
+    if not text.isprintable():
+        text = text.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class RequestContextMiddleware:
+    """Raw ASGI middleware (cheap on the hot path) around the whole application."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id, valid = parse_request_id(scope["headers"])
+        scope.setdefault("state", {})[REQUEST_ID_KEY] = request_id
+        id_header = (b"x-request-id", request_id.encode("ascii"))
+        status = 500
+
+        async def send_with_id(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {**message, "headers": [*message.get("headers", ()), id_header]}
+            await send(message)
+
+        try:
+            if not valid:
+                await _send_error(send_with_id, 400, INVALID_REQUEST_ID, request_id)
+            elif scope["method"] == "OPTIONS":
+                await _send_error(
+                    send_with_id,
+                    405,
+                    "Method not allowed; every endpoint takes POST",
+                    request_id,
+                    [(b"allow", b"POST")],
+                )
+            else:
+                await self.app(scope, receive, send_with_id)
+        finally:
+            if log.isEnabledFor(logging.INFO):
+                log.info(
+                    "method=%s path=%s status=%d requestId=%s durationMs=%.2f",
+                    scope["method"],
+                    _printable(scope["path"]),
+                    status,
+                    request_id,
+                    (time.perf_counter() - started) * 1000.0,
+                )
+
+
+async def _send_error(
+    send: Any,
+    status: int,
+    message: str,
+    request_id: str,
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    body = encode_error(status, message, request_id)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode("ascii")),
+                *(extra_headers or ()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,45 @@
+"""The binding as a Litestar plugin: routes, the one exception handler, OpenAPI, lifespan."""
+
+from __future__ import annotations
+
+from dependency_injector import providers
+from litestar import Litestar
+from litestar.config.app import AppConfig
+from litestar.plugins import InitPluginProtocol
+
+from walletcore.container import Container, start, stop
+from walletcore_litestar.errors import MAX_BODY_BYTES, handle_exception
+from walletcore_litestar.openapi import openapi_config
+from walletcore_litestar.routes import build_routes
+from walletcore_litestar.services import STATE_KEY, Services
+from walletcore_litestar.tokens import CachingTokenSigner
+
+
+class WalletcorePlugin(InitPluginProtocol):
+    """Registers the walletcore HTTP API on a Litestar app built around `container`."""
+
+    def __init__(self, container: Container) -> None:
+        self.container = container
+        if not container.token_signer.overridden:
+            # Same key, same answers; a token verified once is not re-verified (tokens.py).
+            container.token_signer.override(
+                providers.Singleton(CachingTokenSigner, container.token_key)
+            )
+
+    def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        app_config.route_handlers.extend(build_routes())
+        # The one mapping: domain errors and framework errors alike become the envelope.
+        app_config.exception_handlers[Exception] = handle_exception
+        app_config.state[STATE_KEY] = Services(self.container)
+        app_config.request_max_body_size = MAX_BODY_BYTES
+        app_config.openapi_config = openapi_config()
+        app_config.on_startup.append(self._start)
+        app_config.on_shutdown.append(self._stop)
+        return app_config
+
+    async def _start(self, app: Litestar) -> None:
+        await start(self.container)
+        app.state[STATE_KEY].warm_up()
+
+    async def _stop(self, _: Litestar) -> None:
+        await stop(self.container)

@@ -1,0 +1,37 @@
+"""`/auth`: api credentials in, a 15-minute bearer token out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response, post
+from litestar.datastructures import CacheControlHeader
+
+from walletcore.domain.times import format_datetime
+from walletcore_litestar.envelope import ok, request_id_of
+from walletcore_litestar.routes._docs import errors
+from walletcore_litestar.schemas import AuthEnvelope
+from walletcore_litestar.services import services_of
+
+
+@post(
+    "/auth",
+    status_code=200,
+    summary="Obtain a bearer token",
+    description=(
+        "Headers `x-client-id` and `x-api-key`; no body, no `Authorization`. The token lasts "
+        "15 minutes; there is no refresh: call /auth again. `401 Invalid credentials` for a "
+        "wrong client id or api key (or a disabled client)."
+    ),
+    responses=errors(401),
+    cache_control=CacheControlHeader(no_store=True),
+    security=[],
+    tags=["auth"],
+)
+async def authenticate(request: Request[Any, Any, Any]) -> Response[AuthEnvelope]:
+    issued = await services_of(request.app).auth.authenticate(
+        request.headers.get("x-client-id"),
+        request.headers.get("x-api-key"),
+        request_id_of(request.scope),
+    )
+    return ok(request, {"token": issued.token, "expiresAt": format_datetime(issued.expires_at)})  # type: ignore[arg-type]

@@ -1,0 +1,79 @@
+"""Running the app under an ASGI server: granian (default, measured faster here) or uvicorn.
+
+Workers are separate processes, each importing `app_factory`; they share state only
+through the repo (the sandbox's file repo, or the database).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any, Literal
+
+from litestar import Litestar
+
+from walletcore_litestar.app import create_app
+
+APP_FACTORY = "walletcore_litestar.server:app_factory"
+LOG_LEVEL_ENV = "WALLETCORE_LOG_LEVEL"
+Server = Literal["granian", "uvicorn"]
+SERVERS: tuple[Server, ...] = ("granian", "uvicorn")
+
+
+def configure_logging(level: str | None = None) -> None:
+    """One handler on the `walletcore` logger (request log, audit warnings, errors)."""
+    name = (level or os.environ.get(LOG_LEVEL_ENV) or "info").upper()
+    logger = logging.getLogger("walletcore")
+    if not any(getattr(h, "_walletcore", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler._walletcore = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(name)
+    logger.propagate = False
+
+
+def app_factory() -> Litestar:
+    """What each server worker imports: logging set up, then the app from settings."""
+    configure_logging()
+    return create_app()
+
+
+def run(
+    *, host: str, port: int, workers: int, server: Server = "granian", log_level: str = "info"
+) -> None:
+    os.environ[LOG_LEVEL_ENV] = log_level
+    if server == "granian":
+        from granian import Granian
+        from granian.constants import Interfaces
+
+        Granian(
+            APP_FACTORY,
+            address=host,
+            port=port,
+            interface=Interfaces.ASGI,
+            workers=workers,
+            factory=True,
+            log_access=False,
+            log_level=_granian_level(log_level),
+        ).serve()
+    else:
+        import uvicorn
+
+        uvicorn.run(
+            APP_FACTORY,
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            access_log=False,
+            log_level=log_level,
+            lifespan="on",
+        )
+
+
+def _granian_level(level: str) -> Any:
+    from granian.log import LogLevels
+
+    return LogLevels(level.lower())

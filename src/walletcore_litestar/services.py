@@ -1,0 +1,76 @@
+"""The core's services as the binding reaches them: resolved once from the container."""
+
+from __future__ import annotations
+
+import logging
+from functools import cached_property
+from typing import Any
+
+from walletcore.container import Container
+from walletcore.domain.clients import ApiClient
+from walletcore.plugins import AdapterNotFound
+from walletcore.services.auth import AuthService
+from walletcore.services.market import MarketService
+from walletcore.services.trading import TradingService
+from walletcore.views import config_view
+
+log = logging.getLogger("walletcore.http")
+
+#: Key of the `Services` in the Litestar app's state.
+STATE_KEY = "walletcore"
+#: Distinct client configurations whose `/config` view is kept.
+CONFIG_CACHE_SIZE = 1024
+
+
+class Services:
+    """Lazily resolved singletons, so a route never pays for dependency resolution."""
+
+    def __init__(self, container: Container) -> None:
+        self.container = container
+        self._config_views: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def warm_up(self) -> None:
+        """Resolve the services at start-up rather than on a first request."""
+        _ = self.auth, self.market, self.trading
+        try:
+            _ = self.wallets
+        except AdapterNotFound as exc:  # no keystore installed: the wallet routes answer 500
+            log.warning("wallet service unavailable: %s", exc)
+
+    def config_view(self, client: ApiClient) -> dict[str, Any]:
+        """`/config`'s result: a function of the client's asset settings (and the
+        environment's, fixed for this app), so it is built once per distinct setting."""
+        key = (
+            client.enabled_assets,
+            client.fee_payer,
+            tuple(sorted(client.asset_fee_payers.items())),
+        )
+        view = self._config_views.get(key)
+        if view is None:
+            if len(self._config_views) >= CONFIG_CACHE_SIZE:
+                self._config_views.clear()
+            view = self._config_views[key] = config_view(self.market.config(client))
+        return view
+
+    @cached_property
+    def auth(self) -> AuthService:
+        return self.container.auth()
+
+    @cached_property
+    def market(self) -> MarketService:
+        return self.container.market()
+
+    @cached_property
+    def trading(self) -> TradingService:
+        return self.container.trading()
+
+    @cached_property
+    def wallets(self) -> Any:
+        # `WalletService` (walletcore.services.wallets): resolved on first use, so the rest of
+        # the API runs without a keystore adapter installed.
+        return self.container.wallets()
+
+
+def services_of(app: Any) -> Services:
+    services: Services = app.state[STATE_KEY]
+    return services

@@ -1,0 +1,1 @@
+"""Alembic migrations of walletcore_sql (a package, so wheels carry them)."""

@@ -1,0 +1,1 @@
+"""Revisions, oldest first by name."""

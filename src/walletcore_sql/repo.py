@@ -1,0 +1,372 @@
+"""`SqlRepo`: the Repo port on SQLAlchemy 2 (async), PostgreSQL or SQLite.
+
+Rules:
+- Every method is one transaction. `swap_trade` is one `UPDATE ... WHERE trade_id AND
+  status = expected` (rowcount 1 wins), `expire_lapsed` one `UPDATE`.
+- `begin_send` inserts or locks the (client, X-Request-Id) row in one transaction and lets
+  `SendRecord.claim` decide; `advance_send` is a compare-and-set on (state, attempt).
+- Lazy: the first use migrates (sandbox) or checks the schema (production), so a CLI that
+  never calls `start()` is safe. Driver errors surface as `StorageUnavailable` (503) or
+  `StorageError` (500).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Table, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.errors import InvalidRequest
+from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.trade import Side, Trade, TradeStatus
+from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.ports import Lifecycle, Repo
+from walletcore.secretfiles import ConfigurationError
+from walletcore_sql import rows
+from walletcore_sql.engine import SQLITE_WRITE, database_url, is_sqlite, make_engine, redacted
+from walletcore_sql.errors import storage_errors
+from walletcore_sql.migrate import check_schema_engine, upgrade_engine
+from walletcore_sql.tables import api_clients, audit_log, sends, trades, users, wallets
+
+
+@dataclass(slots=True)
+class _Bound:
+    """The engine of one event loop (asyncpg and aiosqlite connections belong to a loop)."""
+
+    loop: asyncio.AbstractEventLoop
+    engine: AsyncEngine
+    write_lock: asyncio.Lock | None  # SQLite: writers queue here rather than busy-wait
+    prepare_lock: asyncio.Lock
+
+
+class SqlRepo(Repo, Lifecycle):
+    def __init__(
+        self,
+        url: str,
+        *,
+        migrate: bool,
+        schema: str | None = None,
+        **engine_options: Any,
+    ) -> None:
+        """`migrate`: upgrade the schema on first use (sandbox); else only check it.
+
+        `schema` (PostgreSQL): the search_path, for tests and side-by-side installs.
+        """
+        self._url = url
+        self._migrate = migrate
+        self._schema = schema
+        self._sqlite = is_sqlite(url)
+        self._engine_options = engine_options
+        self._bound: _Bound | None = None
+        self._prepared = False
+
+    def __repr__(self) -> str:
+        return f"SqlRepo({redacted(self._url)!r}, migrate={self._migrate})"
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Migrate (sandbox) or check the schema (production); raises `SchemaError`."""
+        await self._ready()
+
+    async def aclose(self) -> None:
+        bound, self._bound = self._bound, None
+        if bound is not None:
+            await bound.engine.dispose()
+
+    async def _ready(self) -> _Bound:
+        loop = asyncio.get_running_loop()
+        bound = self._bound
+        if bound is None or bound.loop is not loop:
+            if bound is not None:  # made on another loop, most likely closed by now
+                await self._drop_engine(bound.engine)
+            bound = _Bound(
+                loop,
+                make_engine(self._url, schema=self._schema, **self._engine_options),
+                asyncio.Lock() if self._sqlite else None,
+                asyncio.Lock(),
+            )
+            self._bound = bound
+        if not self._prepared:
+            async with bound.prepare_lock:
+                if not self._prepared:
+                    if self._migrate:
+                        await upgrade_engine(bound.engine)
+                    else:
+                        await check_schema_engine(bound.engine)
+                    self._prepared = True
+        return bound
+
+    async def _drop_engine(self, engine: AsyncEngine) -> None:
+        """Dispose of an engine made on another event loop. aiosqlite's connections live in
+        threads and close from any loop; asyncpg's belong to their loop and cannot, so that
+        pool is only forgotten (call `aclose()` on the loop that used the repo)."""
+        if self._sqlite:
+            await engine.dispose()
+        else:
+            engine.sync_engine.dispose(close=False)
+
+    @asynccontextmanager
+    async def _tx(self, *, write: bool = False) -> AsyncIterator[AsyncConnection]:
+        """One transaction (a read on PostgreSQL: one autocommitted statement); on SQLite a
+        writing one holds the write lock from BEGIN."""
+        bound = await self._ready()
+        with storage_errors():
+            async with AsyncExitStack() as stack:
+                if write and bound.write_lock is not None:
+                    await stack.enter_async_context(bound.write_lock)
+                conn = await stack.enter_async_context(bound.engine.connect())
+                if self._sqlite:
+                    if write:
+                        conn = await conn.execution_options(**{SQLITE_WRITE: True})
+                elif not write:
+                    # A read is one SELECT, atomic on its own: no BEGIN/COMMIT round trips.
+                    conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                await stack.enter_async_context(conn.begin())
+                yield conn
+
+    def _insert(self, table: Table) -> Any:
+        return (sqlite.insert if self._sqlite else postgresql.insert)(table)
+
+    # -- api clients ----------------------------------------------------------------------
+    async def add_client(self, client: ApiClient) -> None:
+        statement = self._insert(api_clients).values(rows.client_values(client))
+        async with self._tx(write=True) as conn:
+            result = await conn.execute(statement.on_conflict_do_nothing())
+            if result.rowcount != 1:
+                raise InvalidRequest("api client exists already")
+
+    async def get_client(self, client_id: str) -> ApiClient | None:
+        async with self._tx() as conn:
+            row = await _one(conn, select(api_clients).where(api_clients.c.client_id == client_id))
+        return None if row is None else rows.client_from(row)
+
+    async def list_clients(self) -> list[ApiClient]:
+        """By creation time, then id."""
+        query = select(api_clients).order_by(
+            api_clients.c.created_at.asc().nulls_first(), api_clients.c.client_id
+        )
+        async with self._tx() as conn:
+            result = await conn.execute(query)
+            return [rows.client_from(r) for r in result.mappings()]
+
+    async def update_client(self, client: ApiClient) -> None:
+        values = rows.client_values(client)
+        statement = self._insert(api_clients).values(values)
+        statement = statement.on_conflict_do_update(
+            index_elements=[api_clients.c.client_id],
+            set_={k: v for k, v in values.items() if k != "client_id"},
+        )
+        async with self._tx(write=True) as conn:
+            await conn.execute(statement)
+
+    # -- users and wallets ------------------------------------------------------------------
+    async def add_user_wallet(self, user: User, wallet: WalletRecord) -> None:
+        async with self._tx(write=True) as conn:
+            await conn.execute(users.insert().values(rows.user_values(user)))
+            await conn.execute(wallets.insert().values(rows.wallet_values(wallet)))
+
+    async def get_user(self, client_id: str, user_id: str) -> User | None:
+        query = select(users).where(users.c.client_id == client_id, users.c.user_id == user_id)
+        async with self._tx() as conn:
+            row = await _one(conn, query)
+        return None if row is None else rows.user_from(row)
+
+    async def add_wallet(self, wallet: WalletRecord) -> bool:
+        statement = self._insert(wallets).values(rows.wallet_values(wallet))
+        async with self._tx(write=True) as conn:
+            result = await conn.execute(statement.on_conflict_do_nothing())
+            return bool(result.rowcount == 1)
+
+    async def get_wallet(
+        self, client_id: str, owner: WalletOwner, user_id: str | None
+    ) -> WalletRecord | None:
+        query = select(wallets).where(
+            wallets.c.client_id == client_id,
+            wallets.c.owner == owner.value,
+            wallets.c.user_id.is_(None) if user_id is None else wallets.c.user_id == user_id,
+        )
+        async with self._tx() as conn:
+            row = await _one(conn, query)
+        return None if row is None else rows.wallet_from(row)
+
+    async def update_wallet(self, wallet: WalletRecord) -> None:
+        """Replace the owner's wallet record (stored as new when there was none)."""
+        values = rows.wallet_values(wallet)
+        user_wallet = wallet.owner is WalletOwner.USER
+        statement = self._insert(wallets).values(values)
+        statement = statement.on_conflict_do_update(
+            index_elements=["client_id", "user_id"] if user_wallet else ["client_id"],
+            index_where=wallets.c.owner == wallet.owner.value,
+            set_={k: values[k] for k in ("sealed", "addresses", "created_at", "updated_at")},
+        )
+        async with self._tx(write=True) as conn:
+            await conn.execute(statement)
+
+    # -- trades ---------------------------------------------------------------------------
+    async def add_trade(self, trade: Trade) -> None:
+        async with self._tx(write=True) as conn:
+            await conn.execute(trades.insert().values(rows.trade_values(trade)))
+
+    async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        query = select(trades).where(
+            trades.c.trade_id == trade_id,
+            trades.c.client_id == client_id,
+            trades.c.user_id == user_id,
+        )
+        async with self._tx() as conn:
+            row = await _one(conn, query)
+        return None if row is None else rows.trade_from(row)
+
+    async def list_trades(
+        self,
+        client_id: str,
+        user_id: str,
+        *,
+        side: Side | None,
+        status: TradeStatus | None,
+        limit: int,
+    ) -> list[Trade]:
+        query = select(trades).where(trades.c.client_id == client_id, trades.c.user_id == user_id)
+        if side is not None:
+            query = query.where(trades.c.side == side.value)
+        if status is not None:
+            query = query.where(trades.c.status == status.value)
+        query = query.order_by(trades.c.created_at.desc(), trades.c.trade_id.desc())
+        query = query.limit(max(limit, 0))
+        async with self._tx() as conn:
+            result = await conn.execute(query)
+            return [rows.trade_from(r) for r in result.mappings()]
+
+    async def swap_trade(self, expected: TradeStatus, trade: Trade) -> bool:
+        values = rows.trade_values(trade)
+        del values["trade_id"]
+        statement = (
+            update(trades)
+            .where(trades.c.trade_id == trade.trade_id, trades.c.status == expected.value)
+            .values(values)
+        )
+        async with self._tx(write=True) as conn:
+            result = await conn.execute(statement)
+            return bool(result.rowcount == 1)
+
+    async def expire_lapsed(self, client_id: str, user_id: str, now: datetime) -> int:
+        """An unapproved quote expires at the instant it lapsed (as `Trade.expire` does)."""
+        statement = (
+            update(trades)
+            .where(
+                trades.c.client_id == client_id,
+                trades.c.user_id == user_id,
+                trades.c.status == TradeStatus.OPEN.value,
+                trades.c.quote_expires_at <= now,
+            )
+            .values(status=TradeStatus.EXPIRED.value, completed_at=trades.c.quote_expires_at)
+        )
+        async with self._tx(write=True) as conn:
+            result = await conn.execute(statement)
+            return int(result.rowcount)
+
+    # -- sends ----------------------------------------------------------------------------
+    async def begin_send(
+        self,
+        client_id: str,
+        request_id: str,
+        fingerprint: str,
+        now: datetime,
+        *,
+        lease: timedelta = SEND_LEASE,
+    ) -> SendRecord:
+        fresh = SendRecord.start(client_id, request_id, fingerprint, now, lease)
+        key = (sends.c.client_id == client_id, sends.c.request_id == request_id)
+        insert = self._insert(sends).values(rows.send_values(fresh)).on_conflict_do_nothing()
+        async with self._tx(write=True) as conn:
+            if (await conn.execute(insert)).rowcount == 1:
+                return fresh
+            # Another request made it first: lock the row and let the domain decide.
+            row = await _one(conn, select(sends).where(*key).with_for_update())
+            if row is None:  # pragma: no cover - rows are never deleted
+                raise InvalidRequest("X-Request-Id record vanished; retry")
+            stored = rows.send_from(row)
+            claimed = stored.claim(fingerprint, now, lease)  # raises the 409 and 422 rows
+            if claimed is not stored:
+                await conn.execute(
+                    update(sends)
+                    .where(*key, sends.c.attempt == stored.attempt)
+                    .values(
+                        attempt=claimed.attempt,
+                        locked_until=claimed.locked_until,
+                        updated_at=claimed.updated_at,
+                    )
+                )
+            return claimed
+
+    async def advance_send(self, current: SendRecord, new: SendRecord) -> bool:
+        current.require_successor(new)
+        values = rows.send_values(new)
+        statement = (
+            update(sends)
+            .where(
+                sends.c.client_id == current.client_id,
+                sends.c.request_id == current.request_id,
+                sends.c.state == current.state.value,
+                sends.c.attempt == current.attempt,
+            )
+            .values({k: values[k] for k in _SEND_MUTABLE})
+        )
+        async with self._tx(write=True) as conn:
+            result = await conn.execute(statement)
+            return bool(result.rowcount == 1)
+
+    async def get_send(self, client_id: str, request_id: str) -> SendRecord | None:
+        query = select(sends).where(
+            sends.c.client_id == client_id, sends.c.request_id == request_id
+        )
+        async with self._tx() as conn:
+            row = await _one(conn, query)
+        return None if row is None else rows.send_from(row)
+
+    # -- audit ------------------------------------------------------------------------------
+    async def append_audit(self, entry: AuditEntry) -> None:
+        async with self._tx(write=True) as conn:
+            await conn.execute(audit_log.insert().values(rows.audit_values(entry)))
+
+    async def list_audit(self, limit: int = 100) -> list[AuditEntry]:
+        query = select(audit_log).order_by(audit_log.c.entry_id.desc()).limit(max(limit, 0))
+        async with self._tx() as conn:
+            result = await conn.execute(query)
+            return [rows.audit_from(r) for r in result.mappings()]
+
+
+_SEND_MUTABLE = ("state", "locked_until", "tx_hash", "raw_tx", "result", "updated_at")
+
+
+async def _one(conn: AsyncConnection, query: Any) -> Any:
+    result = await conn.execute(query)
+    return result.mappings().one_or_none()
+
+
+def build(*, settings: Any, **_: Any) -> SqlRepo:
+    """Entry point `walletcore.repos: sql`.
+
+    URL: `WALLETCORE_DATABASE_URL`, else the SQLite file `WALLETCORE_HOME/walletcore.db`.
+    The sandbox profile migrates on start; production only checks the schema, and needs
+    an explicit database URL.
+    """
+    production = str(getattr(settings, "profile", "sandbox")) == "production"
+    if production and getattr(settings, "database_url", None) is None:
+        raise ConfigurationError(
+            "WALLETCORE_DATABASE_URL is required on the production profile "
+            "(e.g. postgresql+asyncpg://user@host/db)"
+        )
+    return SqlRepo(database_url(settings), migrate=not production)
+
+
+__all__ = ["SqlRepo", "build"]

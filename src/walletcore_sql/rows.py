@@ -1,0 +1,208 @@
+"""Rows <-> domain dataclasses, explicitly, in both directions (no ORM mapping)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from walletcore.domain.assets import Chain, FeePayer, Fiat
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.sends import SendRecord, SendState
+from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
+from walletcore.domain.wallet import WalletOwner, WalletRecord
+
+Row = Mapping[Any, Any]  # a RowMapping: column name -> value
+
+
+# api clients ----------------------------------------------------------------------------
+def client_values(client: ApiClient) -> dict[str, Any]:
+    return {
+        "client_id": client.client_id,
+        "name": client.name,
+        "key_hash": client.key_hash,
+        "enabled_assets": list(client.enabled_assets),
+        "fee_payer": client.fee_payer.value,
+        "asset_fee_payers": {str(k): v.value for k, v in client.asset_fee_payers.items()},
+        "disabled": client.disabled,
+        "key_generation": client.key_generation,
+        "created_at": client.created_at,
+    }
+
+
+def client_from(row: Row) -> ApiClient:
+    return ApiClient(
+        client_id=row["client_id"],
+        name=row["name"],
+        key_hash=row["key_hash"],
+        enabled_assets=tuple(int(a) for a in row["enabled_assets"]),
+        fee_payer=FeePayer(row["fee_payer"]),
+        asset_fee_payers={int(k): FeePayer(v) for k, v in row["asset_fee_payers"].items()},
+        disabled=bool(row["disabled"]),
+        key_generation=int(row["key_generation"]),
+        created_at=row["created_at"],
+    )
+
+
+# users and wallets ----------------------------------------------------------------------
+def user_values(user: User) -> dict[str, Any]:
+    return {"client_id": user.client_id, "user_id": user.user_id, "created_at": user.created_at}
+
+
+def user_from(row: Row) -> User:
+    return User(user_id=row["user_id"], client_id=row["client_id"], created_at=row["created_at"])
+
+
+def wallet_values(wallet: WalletRecord) -> dict[str, Any]:
+    return {
+        "client_id": wallet.client_id,
+        "owner": wallet.owner.value,
+        "user_id": wallet.user_id,
+        "sealed": bytes(wallet.sealed),
+        "addresses": {Chain(c).value: a for c, a in wallet.addresses.items()},
+        "created_at": wallet.created_at,
+        "updated_at": wallet.updated_at,
+    }
+
+
+def wallet_from(row: Row) -> WalletRecord:
+    return WalletRecord(
+        client_id=row["client_id"],
+        owner=WalletOwner(row["owner"]),
+        user_id=row["user_id"],
+        sealed=bytes(row["sealed"]),
+        addresses={Chain(c): a for c, a in row["addresses"].items()},
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+# trades ---------------------------------------------------------------------------------
+def trade_values(trade: Trade) -> dict[str, Any]:
+    quote = trade.quote
+    return {
+        "trade_id": trade.trade_id,
+        "client_id": trade.client_id,
+        "user_id": trade.user_id,
+        "side": trade.side.value,
+        "status": trade.status.value,
+        "asset_id": trade.asset_id,
+        "symbol": trade.symbol,
+        "fiat": trade.fiat.value,
+        "fixed_leg": trade.fixed_leg.value,
+        "quote_crypto_amount": quote.crypto_amount,
+        "quote_fiat_amount": quote.fiat_amount,
+        "quote_price": quote.price,
+        "quote_expires_at": quote.expires_at,
+        **_figures_values("approved", trade.approved),
+        **_figures_values("executed", trade.executed),
+        "reference": trade.reference,
+        "failure_reason": trade.failure_reason,
+        "created_at": trade.created_at,
+        "approved_at": trade.approved_at,
+        "completed_at": trade.completed_at,
+    }
+
+
+def trade_from(row: Row) -> Trade:
+    return Trade(
+        trade_id=row["trade_id"],
+        client_id=row["client_id"],
+        user_id=row["user_id"],
+        side=Side(row["side"]),
+        asset_id=int(row["asset_id"]),
+        symbol=row["symbol"],
+        fiat=Fiat(row["fiat"]),
+        fixed_leg=FixedLeg(row["fixed_leg"]),
+        quote=Quote(
+            crypto_amount=row["quote_crypto_amount"],
+            fiat_amount=row["quote_fiat_amount"],
+            price=row["quote_price"],
+            expires_at=row["quote_expires_at"],
+        ),
+        status=TradeStatus(row["status"]),
+        created_at=row["created_at"],
+        approved_at=row["approved_at"],
+        completed_at=row["completed_at"],
+        approved=_figures_from("approved", row),
+        executed=_figures_from("executed", row),
+        reference=row["reference"],
+        failure_reason=row["failure_reason"],
+    )
+
+
+def _figures_values(prefix: str, figures: Figures | None) -> dict[str, Decimal | None]:
+    return {
+        f"{prefix}_crypto_amount": None if figures is None else figures.crypto_amount,
+        f"{prefix}_fiat_amount": None if figures is None else figures.fiat_amount,
+        f"{prefix}_price": None if figures is None else figures.price,
+    }
+
+
+def _figures_from(prefix: str, row: Row) -> Figures | None:
+    price = row[f"{prefix}_price"]  # a price is always present when the figures are
+    if price is None:
+        return None
+    return Figures(row[f"{prefix}_crypto_amount"], row[f"{prefix}_fiat_amount"], price)
+
+
+# sends ----------------------------------------------------------------------------------
+def send_values(record: SendRecord) -> dict[str, Any]:
+    return {
+        "client_id": record.client_id,
+        "request_id": record.request_id,
+        "fingerprint": record.fingerprint,
+        "state": record.state.value,
+        "attempt": record.attempt,
+        "locked_until": record.locked_until,
+        "tx_hash": record.tx_hash,
+        "raw_tx": None if record.raw_tx is None else bytes(record.raw_tx),
+        "result": None if record.result is None else dict(record.result),
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    }
+
+
+def send_from(row: Row) -> SendRecord:
+    raw = row["raw_tx"]
+    return SendRecord(
+        client_id=row["client_id"],
+        request_id=row["request_id"],
+        fingerprint=row["fingerprint"],
+        state=SendState(row["state"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        locked_until=row["locked_until"],
+        attempt=int(row["attempt"]),
+        tx_hash=row["tx_hash"],
+        raw_tx=None if raw is None else bytes(raw),
+        result=row["result"],
+    )
+
+
+# audit ----------------------------------------------------------------------------------
+def audit_values(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "at": entry.at,
+        "client_id": entry.client_id,
+        "action": entry.action,
+        "request_id": entry.request_id,
+        "outcome": entry.outcome,
+        "user_id": entry.user_id,
+        "target": entry.target,
+        "detail": entry.detail,
+    }
+
+
+def audit_from(row: Row) -> AuditEntry:
+    return AuditEntry(
+        at=row["at"],
+        client_id=row["client_id"],
+        action=row["action"],
+        request_id=row["request_id"],
+        outcome=row["outcome"],
+        user_id=row["user_id"],
+        target=row["target"],
+        detail=row["detail"],
+    )

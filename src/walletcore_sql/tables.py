@@ -1,0 +1,192 @@
+"""The tables (SQLAlchemy Core). Domain classes stay free of the ORM: `rows.py` maps them.
+
+Migrations (`migrations/versions`) create exactly this; a test compares the two.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    text,
+)
+
+from walletcore_sql.types import Money, UTCDateTime
+
+#: Constraint names are fixed, so migrations can name what they alter.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata = MetaData(naming_convention=NAMING)
+
+ID = 64  # ids are 24 hex; room for operator-chosen client ids
+#: A BIGINT surrogate key that is SQLite's rowid there (only INTEGER PRIMARY KEY is).
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+api_clients = Table(
+    "api_clients",
+    metadata,
+    Column("client_id", String(ID), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("key_hash", String(128), nullable=False),  # SHA-256 hex of the api key, never the key
+    Column("enabled_assets", JSON, nullable=False),  # [int, ...] in catalog order
+    Column("fee_payer", String(16), nullable=False),
+    Column("asset_fee_payers", JSON, nullable=False),  # {"21": "PLATFORM", ...}
+    Column("disabled", Boolean(create_constraint=False), nullable=False),
+    Column("key_generation", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=True),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), primary_key=True),
+    Column("user_id", String(ID), primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+wallets = Table(
+    "wallets",
+    metadata,
+    Column("wallet_id", BigId, primary_key=True, autoincrement=True),
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), nullable=False),
+    Column("owner", String(16), nullable=False),
+    Column("user_id", String(ID), nullable=True),  # null for the client's platform wallet
+    Column("sealed", LargeBinary, nullable=False),  # the KeyStore's ciphertext
+    Column("addresses", JSON, nullable=False),  # {"ETHEREUM": "0x...", ...}
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=True),
+    # A user wallet belongs to a stored user; a platform wallet (user_id null) to none.
+    ForeignKeyConstraint(["client_id", "user_id"], ["users.client_id", "users.user_id"]),
+    CheckConstraint("owner IN ('user', 'platform')", name="owner"),
+    CheckConstraint("(owner = 'user') = (user_id IS NOT NULL)", name="owner_user"),
+    # One wallet per user, one platform wallet per client.
+    Index(
+        "uq_wallets_user",
+        "client_id",
+        "user_id",
+        unique=True,
+        postgresql_where=text("owner = 'user'"),
+        sqlite_where=text("owner = 'user'"),
+    ),
+    Index(
+        "uq_wallets_platform",
+        "client_id",
+        unique=True,
+        postgresql_where=text("owner = 'platform'"),
+        sqlite_where=text("owner = 'platform'"),
+    ),
+)
+
+TRADE_STATUSES = "('open', 'approved', 'executing', 'completed', 'failed', 'expired', 'cancelled')"
+
+trades = Table(
+    "trades",
+    metadata,
+    Column("trade_id", String(ID), primary_key=True),
+    Column("client_id", String(ID), nullable=False),
+    Column("user_id", String(ID), nullable=False),
+    Column("side", String(8), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("asset_id", Integer, nullable=False),
+    Column("symbol", String(16), nullable=False),
+    Column("fiat", String(8), nullable=False),
+    Column("fixed_leg", String(8), nullable=False),
+    # the quote, as given; never changed after
+    Column("quote_crypto_amount", Money, nullable=True),
+    Column("quote_fiat_amount", Money, nullable=True),
+    Column("quote_price", Money, nullable=False),
+    Column("quote_expires_at", UTCDateTime, nullable=False),
+    # figures confirmed at approval, and executed ones (price null: none)
+    Column("approved_crypto_amount", Money, nullable=True),
+    Column("approved_fiat_amount", Money, nullable=True),
+    Column("approved_price", Money, nullable=True),
+    Column("executed_crypto_amount", Money, nullable=True),
+    Column("executed_fiat_amount", Money, nullable=True),
+    Column("executed_price", Money, nullable=True),
+    Column("reference", Text, nullable=True),
+    Column("failure_reason", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("approved_at", UTCDateTime, nullable=True),
+    Column("completed_at", UTCDateTime, nullable=True),
+    ForeignKeyConstraint(["client_id", "user_id"], ["users.client_id", "users.user_id"]),
+    CheckConstraint("side IN ('buy', 'sell')", name="side"),
+    CheckConstraint(f"status IN {TRADE_STATUSES}", name="status"),
+    CheckConstraint("fixed_leg IN ('crypto', 'fiat')", name="fixed_leg"),
+    # expire_lapsed: a user's open quotes only (small: quotes lapse within minutes).
+    Index(
+        "ix_trades_open_expiry",
+        "client_id",
+        "user_id",
+        "quote_expires_at",
+        postgresql_where=text("status = 'open'"),
+        sqlite_where=text("status = 'open'"),
+    ),
+)
+
+# /trades: one user's trades newest first, optionally by side and status.
+Index(
+    "ix_trades_user_created",
+    trades.c.client_id,
+    trades.c.user_id,
+    trades.c.created_at.desc(),
+    trades.c.trade_id.desc(),
+)
+Index(
+    "ix_trades_user_side_status_created",
+    trades.c.client_id,
+    trades.c.user_id,
+    trades.c.side,
+    trades.c.status,
+    trades.c.created_at.desc(),
+    trades.c.trade_id.desc(),
+)
+
+SEND_STATES = "('started', 'signed', 'broadcast', 'finished')"
+
+sends = Table(
+    "sends",
+    metadata,
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), primary_key=True),
+    Column("request_id", String(255), primary_key=True),  # the X-Request-Id
+    Column("fingerprint", String(128), nullable=False),
+    Column("state", String(16), nullable=False),  # the recovery point reached
+    Column("attempt", Integer, nullable=False),  # fencing token, bumped by every takeover
+    Column("locked_until", UTCDateTime, nullable=True),  # the lease; null when none
+    Column("tx_hash", Text, nullable=True),
+    Column("raw_tx", LargeBinary, nullable=True),
+    Column("result", JSON(none_as_null=True), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    CheckConstraint(f"state IN {SEND_STATES}", name="state"),
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("entry_id", BigId, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("client_id", String(ID), nullable=True),  # no FK: failed /auth of unknown ids too
+    Column("action", Text, nullable=False),
+    Column("request_id", Text, nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("user_id", String(ID), nullable=True),
+    Column("target", Text, nullable=True),
+    Column("detail", Text, nullable=True),
+)

@@ -1,0 +1,83 @@
+"""Helpers for tests against a real PostgreSQL: a throwaway schema per run.
+
+`pg_test_url()` is WALLETCORE_TEST_DATABASE_URL or the local `test` database;
+`create_schema(url)` makes a schema named `wc_<pid>_<random>`, unique per run; migrate it
+with `migrate.upgrade(url, schema=name)`, use it with `SqlRepo(url, migrate=False,
+schema=name)`, empty it between tests with `truncate_async` and drop it with `drop_schema`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import secrets
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from sqlalchemy import text
+
+from walletcore_sql.engine import make_engine
+
+T = TypeVar("T")
+
+TEST_DATABASE_URL_ENV = "WALLETCORE_TEST_DATABASE_URL"
+DEFAULT_TEST_DATABASE_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+#: Every table the migrations create, children first.
+TABLES = ("audit_log", "sends", "trades", "wallets", "users", "api_clients")
+_SCHEMA_RE = re.compile(r"\A[a-z_][a-z0-9_]{0,62}\Z")
+
+
+def off_loop(work: Callable[[], T]) -> T:
+    """Run blocking set-up that runs its own event loop (`migrate.upgrade`, `create_schema`)
+    from code that is inside one, such as a fixture of an async test."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(work).result()
+
+
+def pg_test_url() -> str:
+    return os.environ.get(TEST_DATABASE_URL_ENV) or DEFAULT_TEST_DATABASE_URL
+
+
+def unique_schema_name(prefix: str = "wc") -> str:
+    return f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
+
+
+async def create_schema_async(url: str, name: str | None = None) -> str:
+    name = name or unique_schema_name()
+    await _execute(url, f'CREATE SCHEMA "{_checked(name)}"')
+    return name
+
+
+async def drop_schema_async(url: str, name: str) -> None:
+    await _execute(url, f'DROP SCHEMA IF EXISTS "{_checked(name)}" CASCADE')
+
+
+async def truncate_async(url: str, schema: str) -> None:
+    """Empty every table of a migrated schema (TRUNCATE fires no row triggers)."""
+    tables = ", ".join(f'"{_checked(schema)}"."{t}"' for t in TABLES)
+    await _execute(url, f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+
+
+def create_schema(url: str, name: str | None = None) -> str:
+    return asyncio.run(create_schema_async(url, name))
+
+
+def drop_schema(url: str, name: str) -> None:
+    asyncio.run(drop_schema_async(url, name))
+
+
+async def _execute(url: str, statement: str) -> None:
+    engine = make_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text(statement))
+    finally:
+        await engine.dispose()
+
+
+def _checked(name: str) -> str:
+    if not _SCHEMA_RE.match(name):
+        raise ValueError(f"not a plain schema name: {name!r}")
+    return name

@@ -1,0 +1,133 @@
+"""Column types that keep money exact and datetimes UTC on both PostgreSQL and SQLite."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import ROUND_DOWN, Decimal, localcontext
+from typing import Any
+
+from sqlalchemy import DateTime, Numeric, String
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.functions import GenericFunction
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from walletcore.domain.times import utc
+
+#: Places kept after the point: the most any asset has (ETH, BNB, POL...).
+MONEY_SCALE = 18
+#: Total digits: 60 before the point, more than any amount the parser accepts.
+MONEY_PRECISION = 78
+_QUANTUM = Decimal(1).scaleb(-MONEY_SCALE)
+#: Widest text a money value takes on SQLite (digits, point, sign).
+MONEY_TEXT_LENGTH = MONEY_PRECISION + 2
+
+
+def cut_money(value: Decimal) -> Decimal:
+    """Cut (never round) to 18 places, toward zero: what the column keeps.
+
+    Amounts of assets and fiats never have more places; a derived fiat amount or a price
+    may, and cutting it here changes no wire value (those are cut to 6 places anyway).
+    """
+    if not value.is_finite():
+        raise ValueError("a money column holds finite values only")
+    if value.as_tuple().exponent >= -MONEY_SCALE:  # type: ignore[operator]
+        return value
+    with localcontext() as ctx:
+        ctx.prec = MONEY_PRECISION + 10
+        return value.quantize(_QUANTUM, rounding=ROUND_DOWN)
+
+
+def trim_money(value: Decimal) -> Decimal:
+    """Without trailing zeros after the point (and never in exponent form when printed)."""
+    with localcontext() as ctx:
+        ctx.prec = MONEY_PRECISION + 10
+        if value == value.to_integral_value():
+            return value.quantize(Decimal(1))
+        return value.normalize()
+
+
+class trimmed_money(GenericFunction[Decimal]):
+    """A money column read without the zeros NUMERIC(78, 18) pads it with.
+
+    PostgreSQL (13+) trims on the server (`trim_scale`), so reads cost no Python work;
+    SQLite returns the text as written.
+    """
+
+    inherit_cache = True
+    name = "trimmed_money"
+
+
+@compiles(trimmed_money)
+def _trimmed_money_default(element: trimmed_money, compiler: SQLCompiler, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)
+
+
+@compiles(trimmed_money, "postgresql")
+def _trimmed_money_pg(element: trimmed_money, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"trim_scale({compiler.process(element.clauses, **kw)})"
+
+
+class Money(TypeDecorator[Decimal]):
+    """NUMERIC(78, 18) on PostgreSQL; exact decimal text on SQLite.
+
+    SQLite has no decimal type: a NUMERIC column there may turn a value into a float, so
+    money is kept as its decimal string (TEXT affinity) and parsed back exactly.
+    """
+
+    impl = Numeric(MONEY_PRECISION, MONEY_SCALE, asdecimal=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(MONEY_TEXT_LENGTH))
+        return dialect.type_descriptor(Numeric(MONEY_PRECISION, MONEY_SCALE, asdecimal=True))
+
+    def column_expression(self, colexpr: ColumnElement[Any]) -> ColumnElement[Any]:
+        return trimmed_money(colexpr, type_=self)
+
+    def process_bind_param(self, value: Decimal | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, Decimal):
+            raise TypeError(f"money must be a Decimal, not {type(value).__name__}")
+        cut = cut_money(value)
+        if dialect.name == "sqlite":
+            return format(trim_money(cut), "f")  # trimmed once here, read back as is
+        return cut
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        if isinstance(value, Decimal):  # PostgreSQL, trimmed by the server
+            return value
+        if isinstance(value, str):  # SQLite: the exact text written
+            return Decimal(value)
+        raise TypeError(f"a money column returned a {type(value).__name__}")  # a float: refuse
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """TIMESTAMP WITH TIME ZONE on PostgreSQL; UTC text on SQLite. Reads are aware UTC."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        aware = utc(value)
+        if dialect.name == "sqlite":
+            # Fixed-width text without an offset: it sorts and compares as time does.
+            return aware.replace(tzinfo=None)
+        return aware
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is UTC:  # asyncpg's timestamptz
+            return value
+        if value.tzinfo is None:  # SQLite's text, written as UTC
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)

@@ -1,0 +1,53 @@
+"""Fixtures of the SQL adapter's own tests: fresh databases (SQLite file, PostgreSQL schema)
+and the trading service wired to a repo, a clock-driven price source and a venue.
+
+PostgreSQL must be reachable: its tests fail rather than skip when it is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sql_helpers import Database, trading_service
+
+from walletcore.ports import Clock, Repo, TradeVenue
+from walletcore.services.trading import TradingService
+from walletcore.settings import Settings
+from walletcore_sql.engine import sqlite_url
+from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_test_url
+
+
+@pytest.fixture
+async def pg_database() -> AsyncIterator[Database]:
+    """A schema of its own (unmigrated), dropped after the test."""
+    url = pg_test_url()
+    schema = await create_schema_async(url)
+    try:
+        yield Database("postgres", url, schema)
+    finally:
+        await drop_schema_async(url, schema)
+
+
+@pytest.fixture
+def sqlite_database(tmp_path: Path) -> Database:
+    return Database("sqlite", sqlite_url(tmp_path / "db" / "walletcore.db"))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest) -> Database:
+    """An empty, unmigrated database of each kind."""
+    name = "sqlite_database" if request.param == "sqlite" else "pg_database"
+    db: Database = request.getfixturevalue(name)
+    return db
+
+
+@pytest.fixture
+def make_trading(settings: Settings) -> object:
+    """`make_trading(repo, clock, venue)` -> a TradingService."""
+
+    def make(repo: Repo, clock: Clock, venue: TradeVenue) -> TradingService:
+        return trading_service(repo, clock, venue, settings)
+
+    return make

@@ -1,0 +1,69 @@
+"""Helpers of the SQL adapter's tests (imported by name: this directory is on sys.path)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+
+from walletcore.domain.assets import Fiat
+from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome
+from walletcore.ports import Clock, PriceMap, PriceSource, Repo, TradeVenue
+from walletcore.sandbox.prices import sandbox_unit_price
+from walletcore.sandbox.venue import SandboxVenue
+from walletcore.services.assets import AssetPolicy
+from walletcore.services.audit import Auditor
+from walletcore.services.trading import TradingService
+from walletcore.settings import Settings
+from walletcore_sql.repo import SqlRepo
+
+
+@dataclass(frozen=True)
+class Database:
+    """An empty database: `url` plus, on PostgreSQL, the schema to use."""
+
+    kind: str
+    url: str
+    schema: str | None = None
+
+    def repo(self, *, migrate: bool = False) -> SqlRepo:
+        return SqlRepo(self.url, migrate=migrate, schema=self.schema)
+
+
+class ClockPrices(PriceSource):
+    """Sandbox prices at the clock's time, without the background refresh."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+
+    async def price_map(self) -> PriceMap:
+        return {}
+
+    async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
+        return sandbox_unit_price(symbol, fiat, self._clock.now())
+
+
+class CountingVenue(TradeVenue):
+    """The sandbox venue, counting the orders it executes and taking a while to answer."""
+
+    def __init__(self, delay: float = 0.05) -> None:
+        self.executed: Counter[str] = Counter()
+        self._inner = SandboxVenue()
+        self._delay = delay
+
+    async def execute(self, order: Order) -> Fill | Accepted:
+        self.executed[order.trade_id] += 1
+        await asyncio.sleep(self._delay)
+        return await self._inner.execute(order)
+
+    async def status(self, order: Order) -> OrderOutcome:
+        return await self._inner.status(order)
+
+
+def trading_service(
+    repo: Repo, clock: Clock, venue: TradeVenue, settings: Settings
+) -> TradingService:
+    return TradingService(
+        repo, clock, ClockPrices(clock), venue, AssetPolicy(settings), Auditor(repo, clock)
+    )

@@ -1,0 +1,112 @@
+"""What the SQL stores add to the Repo contract: referential integrity, an append-only
+audit log, driver errors turned into port-level errors, SQLite's concurrency settings."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from sql_helpers import Database
+from sqlalchemy import text
+
+from walletcore.domain.assets import Fiat
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.clients import ApiClient
+from walletcore.domain.errors import StorageError, StorageUnavailable
+from walletcore.domain.ids import new_id
+from walletcore.domain.trade import FixedLeg, Quote, Side, Trade, TradeStatus
+from walletcore_sql.repo import SqlRepo
+
+T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+@pytest.fixture
+async def repo(database: Database) -> AsyncIterator[SqlRepo]:
+    r = database.repo(migrate=True)
+    await r.start()
+    try:
+        yield r
+    finally:
+        await r.aclose()
+
+
+def _trade(client_id: str, user_id: str) -> Trade:
+    return Trade(
+        trade_id=new_id(),
+        client_id=client_id,
+        user_id=user_id,
+        side=Side.BUY,
+        asset_id=1,
+        symbol="BTC",
+        fiat=Fiat.USD,
+        fixed_leg=FixedLeg.FIAT,
+        quote=Quote(Decimal("0.001"), Decimal(65), Decimal(65000), T0 + timedelta(minutes=1)),
+        status=TradeStatus.OPEN,
+        created_at=T0,
+    )
+
+
+async def test_a_trade_of_an_unknown_user_is_refused(repo: SqlRepo) -> None:
+    client = ApiClient(client_id=new_id(), name="x", key_hash="00" * 32)
+    await repo.add_client(client)
+    with pytest.raises(StorageError) as caught:
+        await repo.add_trade(_trade(client.client_id, new_id()))
+    assert caught.value.status == 500 and caught.value.message == "Internal error"
+    assert caught.value.__cause__ is not None  # the driver's error, for the log only
+
+
+async def test_the_audit_log_is_append_only(repo: SqlRepo) -> None:
+    await repo.append_audit(AuditEntry(T0, None, "auth", "r1", "401", detail="Invalid credentials"))
+    for statement in ("UPDATE audit_log SET outcome = 'ok'", "DELETE FROM audit_log"):
+        with pytest.raises(StorageError):
+            async with repo._tx(write=True) as conn:
+                await conn.execute(text(statement))
+    assert [e.outcome for e in await repo.list_audit()] == ["401"]
+
+
+async def test_an_unreachable_database_is_a_503() -> None:
+    repo = SqlRepo("postgresql+asyncpg://postgres@127.0.0.1:1/test", migrate=False)
+    with pytest.raises(StorageUnavailable) as caught:
+        await repo.get_client(new_id())
+    assert caught.value.status == 503
+    await repo.aclose()
+
+
+async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_database: Database) -> None:
+    repo = sqlite_database.repo(migrate=True)
+    try:
+        async with repo._tx() as conn:
+            mode = (await conn.execute(text("PRAGMA journal_mode"))).scalar_one()
+            timeout = (await conn.execute(text("PRAGMA busy_timeout"))).scalar_one()
+            keys = (await conn.execute(text("PRAGMA foreign_keys"))).scalar_one()
+        assert (mode, keys) == ("wal", 1) and timeout >= 5000
+    finally:
+        await repo.aclose()
+
+
+async def test_sqlite_keeps_money_as_exact_text(sqlite_database: Database) -> None:
+    repo = sqlite_database.repo(migrate=True)
+    try:
+        client = ApiClient(client_id=new_id(), name="x", key_hash="00" * 32)
+        await repo.add_client(client)
+        from walletcore.domain.clients import User
+        from walletcore.domain.wallet import WalletOwner, WalletRecord
+
+        uid = new_id()
+        await repo.add_user_wallet(
+            User(uid, client.client_id, T0),
+            WalletRecord(client.client_id, WalletOwner.USER, uid, b"", {}, T0),
+        )
+        t = _trade(client.client_id, uid)
+        await repo.add_trade(t)
+        async with repo._tx() as conn:
+            row = (
+                await conn.execute(
+                    text("SELECT typeof(quote_price), quote_price, typeof(created_at) FROM trades")
+                )
+            ).one()
+        assert tuple(row) == ("text", "65000", "text")
+    finally:
+        await repo.aclose()

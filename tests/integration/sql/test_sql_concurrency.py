@@ -1,0 +1,164 @@
+"""Races against the real stores: concurrent approves, approve against cancel, concurrent
+sends under one X-Request-Id. Several repos (engines) share one database, as several
+server processes would."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from sql_helpers import CountingVenue, Database
+from sqlalchemy import func, select
+
+from walletcore.clock import ManualClock
+from walletcore.domain.clients import ApiClient
+from walletcore.domain.errors import IdempotencyConflict, TradeNotApprovable, TradeNotCancellable
+from walletcore.domain.ids import new_id
+from walletcore.domain.sends import SEND_LEASE, SendState
+from walletcore.domain.trade import Trade, TradeStatus
+from walletcore.ports import Repo
+from walletcore.services.context import Caller
+from walletcore.services.trading import TradingService
+from walletcore_sql.repo import SqlRepo
+from walletcore_sql.tables import sends
+
+MakeTrading = Callable[[Repo, ManualClock, CountingVenue], TradingService]
+PROCESSES = 5
+CONCURRENCY = 50
+
+
+@pytest.fixture
+async def repos(database: Database) -> AsyncIterator[list[SqlRepo]]:
+    first = database.repo(migrate=True)
+    await first.start()
+    others = [database.repo() for _ in range(PROCESSES - 1)]
+    for r in others:
+        await r.start()
+    try:
+        yield [first, *others]
+    finally:
+        for r in (first, *others):
+            await r.aclose()
+
+
+async def _seed(
+    repo: Repo, clock: ManualClock, make_user: Callable[..., object]
+) -> tuple[Caller, str]:
+    client = ApiClient(client_id=new_id(), name="racer", key_hash="00" * 32, created_at=clock.now())
+    await repo.add_client(client)
+    user_id: str = await make_user(repo, clock, client.client_id)  # type: ignore[misc]
+    return Caller(client, new_id()), user_id
+
+
+async def test_fifty_concurrent_approves_execute_one_order(
+    repos: list[SqlRepo],
+    clock: ManualClock,
+    make_user: Callable[..., object],
+    make_trading: MakeTrading,
+) -> None:
+    caller, user_id = await _seed(repos[0], clock, make_user)
+    venue = CountingVenue()
+    services = [make_trading(r, clock, venue) for r in repos]
+    quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1.5")
+
+    results = await asyncio.gather(
+        *(
+            services[i % PROCESSES].approve(caller, user_id=user_id, trade_id=quoted.trade_id)
+            for i in range(CONCURRENCY)
+        ),
+        return_exceptions=True,
+    )
+
+    assert venue.executed == {quoted.trade_id: 1}
+    final = await repos[0].get_trade(caller.client_id, user_id, quoted.trade_id)
+    assert final is not None and final.status is TradeStatus.COMPLETED
+    won = [r for r in results if isinstance(r, Trade)]
+    lost = [r for r in results if not isinstance(r, Trade)]
+    assert won and all(t == final for t in won)  # the executor, and replays of its result
+    assert all(isinstance(e, TradeNotApprovable) for e in lost), lost
+    audit = [e for e in await repos[0].list_audit(limit=500) if e.action == "trade.approve"]
+    assert len(audit) == CONCURRENCY
+
+
+async def test_approve_racing_cancel_ends_in_exactly_one(
+    repos: list[SqlRepo],
+    clock: ManualClock,
+    make_user: Callable[..., object],
+    make_trading: MakeTrading,
+) -> None:
+    caller, user_id = await _seed(repos[0], clock, make_user)
+    venue = CountingVenue(delay=0.01)
+    services = [make_trading(r, clock, venue) for r in repos]
+    rng = random.Random(5)
+    outcomes = []
+    for _ in range(20):
+        quoted = await services[0].sell(caller, user_id=user_id, asset_id=1, crypto_amount="0.01")
+        a, b = rng.sample(services, 2)
+        approve = a.approve(caller, user_id=user_id, trade_id=quoted.trade_id)
+        cancel = b.cancel(caller, user_id=user_id, trade_id=quoted.trade_id)
+        pair = [approve, cancel] if rng.random() < 0.5 else [cancel, approve]
+        results = dict(
+            zip(("first", "second"), await asyncio.gather(*pair, return_exceptions=True))
+        )
+        approved, cancelled = (
+            (results["first"], results["second"])
+            if pair[0] is approve
+            else (results["second"], results["first"])
+        )
+        final = await repos[0].get_trade(caller.client_id, user_id, quoted.trade_id)
+        assert final is not None
+        if isinstance(approved, Trade):
+            assert isinstance(cancelled, TradeNotCancellable), cancelled
+            assert final.status is TradeStatus.COMPLETED
+            assert venue.executed[quoted.trade_id] == 1
+            outcomes.append("approved")
+        else:
+            assert isinstance(approved, TradeNotApprovable), approved
+            assert isinstance(cancelled, Trade) and cancelled.status is TradeStatus.CANCELLED
+            assert final.status is TradeStatus.CANCELLED
+            assert venue.executed[quoted.trade_id] == 0
+            outcomes.append("cancelled")
+    assert len(outcomes) == 20
+
+
+async def test_fifty_concurrent_sends_under_one_request_id_make_one_record(
+    repos: list[SqlRepo], clock: ManualClock, make_user: Callable[..., object]
+) -> None:
+    caller, _ = await _seed(repos[0], clock, make_user)
+    now = clock.now()
+
+    results = await asyncio.gather(
+        *(
+            repos[i % PROCESSES].begin_send(caller.client_id, "req-dup", "fp", now)
+            for i in range(CONCURRENCY)
+        ),
+        return_exceptions=True,
+    )
+
+    leased = [r for r in results if not isinstance(r, BaseException)]
+    refused = [r for r in results if isinstance(r, BaseException)]
+    assert len(leased) == 1 and leased[0].state is SendState.STARTED and leased[0].attempt == 1
+    assert len(refused) == CONCURRENCY - 1
+    assert all(isinstance(e, IdempotencyConflict) for e in refused), refused
+    assert await _count_sends(repos[0]) == 1
+
+    # The first process dies; after its lease exactly one of fifty retries takes over.
+    later = now + SEND_LEASE
+    retries = await asyncio.gather(
+        *(
+            repos[i % PROCESSES].begin_send(caller.client_id, "req-dup", "fp", later)
+            for i in range(CONCURRENCY)
+        ),
+        return_exceptions=True,
+    )
+    taken = [r for r in retries if not isinstance(r, BaseException)]
+    assert len(taken) == 1 and taken[0].attempt == 2
+    assert all(isinstance(e, IdempotencyConflict) for e in retries if isinstance(e, BaseException))
+    assert await _count_sends(repos[0]) == 1
+
+
+async def _count_sends(repo: SqlRepo) -> int:
+    async with repo._tx() as conn:
+        return int((await conn.execute(select(func.count()).select_from(sends))).scalar_one())

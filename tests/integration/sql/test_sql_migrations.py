@@ -1,0 +1,133 @@
+"""Migrations: upgrade creates the schema the code expects; the start-up check refuses an
+unmigrated database and one migrated by a newer walletcore, with a message that says what
+to do."""
+
+from __future__ import annotations
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sql_helpers import Database
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection
+
+from walletcore_sql import migrate
+from walletcore_sql.engine import make_engine
+from walletcore_sql.errors import SchemaError, SchemaNotMigrated, SchemaTooNew
+from walletcore_sql.repo import SqlRepo
+from walletcore_sql.tables import metadata
+from walletcore_sql.testing import off_loop
+
+TABLES = {"alembic_version", "api_clients", "users", "wallets", "trades", "sends", "audit_log"}
+
+
+async def _sync(db: Database, work):  # type: ignore[no-untyped-def]
+    engine = make_engine(db.url, schema=db.schema)
+    try:
+        async with engine.begin() as conn:
+            return await conn.run_sync(work)
+    finally:
+        await engine.dispose()
+
+
+def _tables(conn: Connection) -> set[str]:
+    return set(inspect(conn).get_table_names())
+
+
+async def test_upgrade_on_an_empty_database_creates_the_schema(database: Database) -> None:
+    assert await migrate.current_async(database.url, schema=database.schema) is None
+    assert await _sync(database, _tables) == set()
+
+    reached = await migrate.upgrade_async(database.url, schema=database.schema)
+
+    assert reached == migrate.head() == "0001"
+    assert await _sync(database, _tables) == TABLES
+    assert await migrate.current_async(database.url, schema=database.schema) == migrate.head()
+    await migrate.check_schema_async(database.url, schema=database.schema)
+    # Again is a no-op.
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == "0001"
+
+
+async def test_the_migrated_schema_matches_the_tables_of_the_code(database: Database) -> None:
+    await migrate.upgrade_async(database.url, schema=database.schema)
+
+    def diff(conn: Connection) -> list[object]:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        return list(compare_metadata(context, metadata))
+
+    assert await _sync(database, diff) == []
+
+
+async def test_check_schema_refuses_an_unmigrated_database(database: Database) -> None:
+    with pytest.raises(SchemaNotMigrated) as caught:
+        await migrate.check_schema_async(database.url, schema=database.schema)
+    message = str(caught.value)
+    assert "unmigrated" in message and "walletcore db upgrade" in message
+    # The production repo refuses to start with the same message; nothing is created.
+    repo = SqlRepo(database.url, migrate=False, schema=database.schema)
+    with pytest.raises(SchemaNotMigrated):
+        await repo.start()
+    await repo.aclose()
+    assert await _sync(database, _tables) == set()
+
+
+async def test_check_schema_refuses_a_newer_schema(database: Database) -> None:
+    await migrate.upgrade_async(database.url, schema=database.schema)
+    await _sync(
+        database, lambda c: c.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    )
+
+    with pytest.raises(SchemaTooNew) as caught:
+        await migrate.check_schema_async(database.url, schema=database.schema)
+    assert "9999" in str(caught.value) and "newer" in str(caught.value)
+    # Neither the CLI upgrade nor a sandbox start touches it.
+    with pytest.raises(SchemaTooNew):
+        await migrate.upgrade_async(database.url, schema=database.schema)
+    sandbox = SqlRepo(database.url, migrate=True, schema=database.schema)
+    with pytest.raises(SchemaTooNew):
+        await sandbox.start()
+    await sandbox.aclose()
+    assert await migrate.current_async(database.url, schema=database.schema) == "9999"
+
+
+async def test_schema_errors_are_configuration_errors_without_the_password(
+    database: Database,
+) -> None:
+    from walletcore.secretfiles import ConfigurationError
+
+    if database.kind == "sqlite":
+        url = database.url
+    else:
+        url = database.url.replace("postgres@", "postgres:hunter2@")
+    with pytest.raises(SchemaError) as caught:
+        await migrate.check_schema_async(url, schema=database.schema)
+    assert isinstance(caught.value, ConfigurationError)
+    assert "hunter2" not in str(caught.value)
+
+
+async def test_downgrade_removes_everything_and_upgrade_restores_it(database: Database) -> None:
+    from alembic import command
+
+    await migrate.upgrade_async(database.url, schema=database.schema)
+
+    def down(conn: Connection) -> None:
+        config = migrate.alembic_config()
+        config.attributes["connection"] = conn
+        command.downgrade(config, "base")
+
+    await _sync(database, down)
+    assert await _sync(database, _tables) == {"alembic_version"}
+    await migrate.upgrade_async(database.url, schema=database.schema)
+    assert await _sync(database, _tables) == TABLES
+
+
+def test_the_sync_functions_run_their_own_loop(sqlite_database: Database) -> None:
+    assert migrate.upgrade(sqlite_database.url) == "0001"
+    assert migrate.current(sqlite_database.url) == "0001"
+    migrate.check_schema(sqlite_database.url)
+
+
+async def test_the_sync_functions_refuse_a_running_loop(sqlite_database: Database) -> None:
+    with pytest.raises(RuntimeError, match="_async"):
+        migrate.current(sqlite_database.url)
+    assert off_loop(lambda: migrate.current(sqlite_database.url)) is None

@@ -1,0 +1,122 @@
+"""Fixtures of the core's unit tests: a sandbox core on a manual clock, a client, a user."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from walletcore import Caller, Container, Settings, create_container
+from walletcore.clock import ManualClock
+from walletcore.domain.clients import ApiClient
+from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade
+from walletcore.ports import Clock, Repo, TradeVenue
+from walletcore.sandbox.prices import SandboxPriceSource
+from walletcore.sandbox.repo import InMemoryRepo
+from walletcore.sandbox.venue import SandboxVenue
+
+
+class YieldingRepo(InMemoryRepo):
+    """Yields to other tasks right after reading a trade, so concurrent requests interleave
+    between their read and their compare-and-set, as they would against a database."""
+
+    async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        trade = await super().get_trade(client_id, user_id, trade_id)
+        await asyncio.sleep(0)
+        return trade
+
+
+class CountingVenue(TradeVenue):
+    """Wraps a venue and counts the orders it was asked to execute."""
+
+    def __init__(self, inner: TradeVenue | None = None, delay: float = 0.0) -> None:
+        self.inner = inner or SandboxVenue()
+        self.delay = delay
+        self.executed: list[Order] = []
+        self.polled: list[Order] = []
+
+    async def execute(self, order: Order) -> Fill | Accepted:
+        self.executed.append(order)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return await self.inner.execute(order)
+
+    async def status(self, order: Order) -> OrderOutcome:
+        self.polled.append(order)
+        return await self.inner.status(order)
+
+
+@dataclass
+class Core:
+    container: Container
+    clock: ManualClock
+    repo: InMemoryRepo
+    venue: CountingVenue
+    client: ApiClient
+    api_key: str = field(repr=False)
+    user_id: str = ""
+    requests: list[str] = field(default_factory=list)
+
+    def caller(self, request_id: str | None = None) -> Caller:
+        rid = request_id or f"req-{len(self.requests) + 1}"
+        self.requests.append(rid)
+        return Caller(self.client, rid)
+
+    @property
+    def trading(self) -> Any:
+        return self.container.trading()
+
+    @property
+    def auth(self) -> Any:
+        return self.container.auth()
+
+    async def sell(self, **body: Any) -> Trade:
+        body.setdefault("asset_id", 1)
+        trade: Trade = await self.trading.sell(self.caller(), user_id=self.user_id, **body)
+        return trade
+
+    async def stored(self, trade: Trade) -> Trade:
+        found = await self.repo.get_trade(trade.client_id, trade.user_id, trade.trade_id)
+        assert found is not None
+        return found
+
+
+CoreFactory = Callable[..., Awaitable[Core]]
+
+
+@pytest.fixture
+def make_core(
+    settings: Settings, clock: ManualClock, make_user: Callable[[Repo, Clock, str], Awaitable[str]]
+) -> CoreFactory:
+    """`await make_core(repo=..., venue=..., prices=..., **settings changes)`."""
+
+    async def build(
+        *,
+        repo: InMemoryRepo | None = None,
+        venue: CountingVenue | None = None,
+        prices: Any = None,
+        assets: list[int] | None = None,
+        **changes: Any,
+    ) -> Core:
+        repo = repo if repo is not None else InMemoryRepo()
+        venue = venue if venue is not None else CountingVenue()
+        container = create_container(
+            settings.model_copy(update=changes),
+            clock=clock,
+            repo=repo,
+            venue=venue,
+            prices=prices if prices is not None else SandboxPriceSource(clock),
+        )
+        issued = await container.auth().create_client("Acme Pay", assets=assets)
+        user_id = await make_user(repo, clock, issued.client.client_id)
+        return Core(container, clock, repo, venue, issued.client, issued.api_key, user_id)
+
+    return build
+
+
+@pytest.fixture
+async def core(make_core: CoreFactory) -> Core:
+    return await make_core()

@@ -1,0 +1,134 @@
+"""Settings from WALLETCORE_* variables, and the operator secrets they lead to."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from walletcore.secretfiles import ConfigurationError, operator_secret
+from walletcore.settings import DEFAULT_UNAVAILABLE, Profile, Settings
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("WALLETCORE_"):
+            monkeypatch.delenv(name)
+
+
+def test_defaults_are_the_sandbox_profile(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+    assert settings.profile is Profile.SANDBOX
+    assert (settings.repo, settings.prices, settings.venue) == ("memory", "sandbox", "sandbox")
+    assert (settings.quote_ttl_seconds, settings.trades_page_size) == (60, 10)
+    assert settings.limited_assets == []
+    # the spec's "unavailable on some endpoints" assets, 42, 51 and 61
+    assert {tuple(v) for v in settings.unavailable_assets.values()} == {(42, 51, 61)}
+    assert settings.unavailable_assets == DEFAULT_UNAVAILABLE
+    assert settings.is_unavailable("platform/balance", 51)
+    assert not settings.is_unavailable("sell", 51)
+
+
+def test_values_come_from_prefixed_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WALLETCORE_PROFILE", "production")
+    monkeypatch.setenv("WALLETCORE_QUOTE_TTL_SECONDS", "90")
+    monkeypatch.setenv("WALLETCORE_TRADES_PAGE_SIZE", "25")
+    monkeypatch.setenv("WALLETCORE_REPO", "sql")
+    monkeypatch.setenv("QUOTE_TTL_SECONDS", "5")  # unprefixed: ignored
+    settings = Settings()
+    assert settings.profile is Profile.PRODUCTION
+    assert (settings.quote_ttl_seconds, settings.trades_page_size, settings.repo) == (90, 25, "sql")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("1,2,21", [1, 2, 21]), (" 42 , 61 ", [42, 61]), ("[51, 62]", [51, 62]), ("", [])],
+)
+def test_limited_assets_accept_a_comma_list_or_json(
+    monkeypatch: pytest.MonkeyPatch, raw: str, expected: list[int]
+) -> None:
+    monkeypatch.setenv("WALLETCORE_LIMITED_ASSETS", raw)
+    assert Settings().limited_assets == expected
+
+
+@pytest.mark.parametrize("raw", ["7", "1,99", "BTC", "1;2", "[1, \"x\"]"])
+def test_limited_assets_refuse_what_is_not_in_the_catalog(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv("WALLETCORE_LIMITED_ASSETS", raw)
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_unavailable_assets_from_json_with_or_without_slashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WALLETCORE_UNAVAILABLE_ASSETS", '{"/sell": [42], "platform/fee/": [61]}')
+    assert Settings().unavailable_assets == {"sell": [42], "platform/fee": [61]}
+
+
+def test_unavailable_assets_refuse_an_unknown_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WALLETCORE_UNAVAILABLE_ASSETS", '{"withdraw": [42]}')
+    with pytest.raises(ValidationError, match="unknown endpoints"):
+        Settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("WALLETCORE_QUOTE_TTL_SECONDS", "0"),
+        ("WALLETCORE_QUOTE_TTL_SECONDS", "3601"),
+        ("WALLETCORE_TRADES_PAGE_SIZE", "0"),
+        ("WALLETCORE_TRADES_PAGE_SIZE", "101"),
+        ("WALLETCORE_PRICE_REFRESH_SECONDS", "0"),
+        ("WALLETCORE_PROFILE", "staging"),
+    ],
+)
+def test_out_of_range_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_secrets_never_show_in_a_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "ab" * 32
+    monkeypatch.setenv("WALLETCORE_TOKEN_SIGNING_KEY", key)
+    monkeypatch.setenv("WALLETCORE_DATABASE_URL", "postgresql://u:hunter2@db/walletcore")
+    settings = Settings()
+    assert key not in repr(settings) and "hunter2" not in repr(settings)
+    assert key not in str(settings.model_dump())
+
+
+# -- operator secrets --------------------------------------------------------------------
+def test_the_sandbox_generates_a_secret_once_and_keeps_it(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    first = operator_secret(settings, "token_signing_key", "token-signing.key")
+    assert len(first) == 32
+    assert operator_secret(settings, "token_signing_key", "token-signing.key") == first
+    path = tmp_path / "home" / "token-signing.key"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert operator_secret(Settings(home=tmp_path / "other"), "token_signing_key", "token-signing.key") != first
+
+
+def test_a_configured_secret_wins(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, token_signing_key="11" * 32)  # type: ignore[arg-type]
+    assert operator_secret(settings, "token_signing_key", "token-signing.key") == bytes.fromhex("11" * 32)
+    assert not (tmp_path / "token-signing.key").exists()
+
+
+@pytest.mark.parametrize("value", ["11" * 31, "zz" * 32, "11" * 33])
+def test_a_malformed_secret_is_a_configuration_error(tmp_path: Path, value: str) -> None:
+    settings = Settings(home=tmp_path, master_key=value)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError) as raised:
+        operator_secret(settings, "master_key", "master.key")
+    assert value not in str(raised.value)  # the message names the variable, not the value
+    assert "WALLETCORE_MASTER_KEY" in str(raised.value)
+
+
+def test_production_never_generates_a_secret(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, profile=Profile.PRODUCTION)
+    with pytest.raises(ConfigurationError, match="WALLETCORE_TOKEN_SIGNING_KEY"):
+        operator_secret(settings, "token_signing_key", "token-signing.key")
+    assert not list(tmp_path.iterdir())

@@ -1,0 +1,118 @@
+"""Compare-and-set under concurrency: an open trade is approved once, or cancelled, never both."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from walletcore.domain.errors import DomainError
+from walletcore.domain.trade import Trade, TradeStatus
+
+from .conftest import CoreFactory, CountingVenue, YieldingRepo
+
+
+async def test_swap_trade_is_a_compare_and_set(core) -> None:  # type: ignore[no-untyped-def]
+    trade = await core.sell(crypto_amount="0.5")
+    cancelled = trade.cancel(core.clock.now())
+    assert not await core.repo.swap_trade(TradeStatus.EXECUTING, cancelled)
+    assert (await core.stored(trade)).status is TradeStatus.OPEN
+    assert await core.repo.swap_trade(TradeStatus.OPEN, cancelled)
+    assert not await core.repo.swap_trade(TradeStatus.OPEN, cancelled)  # a second swap loses
+    assert (await core.stored(trade)).status is TradeStatus.CANCELLED
+    assert not await core.repo.swap_trade(TradeStatus.OPEN, replace(trade, trade_id="f" * 24))
+
+
+@pytest.mark.parametrize("venue_delay", [0.0, 0.01], ids=["instant venue", "slow venue"])
+async def test_fifty_concurrent_approvals_execute_one_order(
+    make_core: CoreFactory, venue_delay: float
+) -> None:
+    core = await make_core(repo=YieldingRepo(), venue=CountingVenue(delay=venue_delay))
+    trade = await core.sell(crypto_amount="0.5")
+
+    outcomes = await asyncio.gather(
+        *(core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+          for _ in range(50)),
+        return_exceptions=True,
+    )
+
+    assert len(core.venue.executed) == 1
+    stored = await core.stored(trade)
+    assert stored.status is TradeStatus.COMPLETED
+    answers = [o for o in outcomes if isinstance(o, Trade)]
+    refusals = [o for o in outcomes if not isinstance(o, Trade)]
+    assert answers, "the winning approval answers 200"
+    assert all(isinstance(r, DomainError) and r.status == 409 for r in refusals), refusals
+    # every 200 is the settled trade (the winner, or a replay of it)
+    assert all(a == stored for a in answers)
+    if venue_delay:
+        # while the order is at the venue, the trade is executing: every loser is a 409
+        assert len(answers) == 1 and len(refusals) == 49
+
+
+@pytest.mark.parametrize("approve_first", [True, False])
+@pytest.mark.parametrize("venue_delay", [0.0, 0.01], ids=["instant venue", "slow venue"])
+async def test_approve_racing_cancel_ends_in_exactly_one(
+    make_core: CoreFactory, approve_first: bool, venue_delay: float
+) -> None:
+    core = await make_core(repo=YieldingRepo(), venue=CountingVenue(delay=venue_delay))
+    trade = await core.sell(crypto_amount="0.5")
+    approve = core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+    cancel = core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+    calls = [approve, cancel] if approve_first else [cancel, approve]
+
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    approved, cancelled = results if approve_first else results[::-1]
+
+    stored = await core.stored(trade)
+    if stored.status is TradeStatus.COMPLETED:
+        assert approved == stored and len(core.venue.executed) == 1
+        assert isinstance(cancelled, DomainError) and cancelled.status == 409
+    else:
+        assert stored.status is TradeStatus.CANCELLED
+        assert cancelled == stored and not core.venue.executed
+        assert isinstance(approved, DomainError) and approved.status == 409
+
+
+async def test_both_outcomes_of_the_race_can_happen(make_core: CoreFactory) -> None:
+    """Whoever swaps first wins: the test above is not passing on one lucky ordering."""
+    seen = set()
+    for approve_first in (True, False):
+        core = await make_core(repo=YieldingRepo())
+        trade = await core.sell(crypto_amount="0.5")
+        approve = core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+        cancel = core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+        await asyncio.gather(*([approve, cancel] if approve_first else [cancel, approve]),
+                             return_exceptions=True)
+        seen.add((await core.stored(trade)).status)
+    assert seen == {TradeStatus.COMPLETED, TradeStatus.CANCELLED}
+
+
+async def test_concurrent_cancels_all_answer_the_cancelled_trade(make_core: CoreFactory) -> None:
+    core = await make_core(repo=YieldingRepo())
+    trade = await core.sell(crypto_amount="0.5")
+    results = await asyncio.gather(
+        *(core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+          for _ in range(20)),
+        return_exceptions=True,
+    )
+    stored = await core.stored(trade)
+    assert stored.status is TradeStatus.CANCELLED
+    assert all(r == stored for r in results), results
+
+
+async def test_concurrent_approvals_of_a_lapsed_quote_all_409_and_expire_it(
+    make_core: CoreFactory,
+) -> None:
+    core = await make_core(repo=YieldingRepo())
+    trade = await core.sell(crypto_amount="0.5")
+    core.clock.advance(61)
+    results = await asyncio.gather(
+        *(core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+          for _ in range(10)),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, DomainError) and r.status == 409 for r in results), results
+    assert (await core.stored(trade)).status is TradeStatus.EXPIRED
+    assert not core.venue.executed
