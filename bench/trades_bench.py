@@ -125,7 +125,7 @@ def batches(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str
 
 
 async def seed_users(repo: SqlRepo, client_id: str, ids: list[str]) -> None:
-    async with repo._tx(write=True) as conn:
+    async with repo.database.transaction(write=True) as conn:
         await conn.execute(
             insert(users), [{"client_id": client_id, "user_id": u, "created_at": NOW} for u in ids]
         )
@@ -136,22 +136,22 @@ async def load_trades(
 ) -> None:
     columns = [c.name for c in trades.columns]
     for chunk in batches(rows, batch):
-        async with repo._tx(write=True) as conn:
-            if repo._sqlite:
+        async with repo.database.transaction(write=True) as conn:
+            if repo.database.is_sqlite:
                 await conn.execute(insert(trades), chunk)
-                continue
-            raw = await conn.get_raw_connection()
-            driver: Any = raw.driver_connection  # asyncpg: COPY, the fast path
-            await driver.copy_records_to_table(
-                "trades",
-                records=[tuple(r[c] for c in columns) for r in chunk],
-                columns=columns,
-                schema_name=schema,
-            )
+            else:
+                raw = await conn.get_raw_connection()
+                driver: Any = raw.driver_connection  # asyncpg: COPY, the fast path
+                await driver.copy_records_to_table(
+                    "trades",
+                    records=[tuple(r[c] for c in columns) for r in chunk],
+                    columns=columns,
+                    schema_name=schema,
+                )
         print(".", end="", flush=True)
     print()
-    async with repo._tx(write=True) as conn:
-        await conn.execute(text("ANALYZE" if repo._sqlite else "ANALYZE trades"))
+    async with repo.database.transaction(write=True) as conn:
+        await conn.execute(text("ANALYZE" if repo.database.is_sqlite else "ANALYZE trades"))
 
 
 # -- measuring --------------------------------------------------------------------------------

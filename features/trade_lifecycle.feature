@@ -10,6 +10,7 @@ Feature: Trade lifecycle
     - 502 is rejected by the venue: nothing trades and the trade fails;
     - 504 times out: the outcome is unknown until the trade is checked again;
     - 202 is accepted and worked: it settles when the trade is checked again;
+    - 203 is accepted and worked but never settles;
     - any other amount settles at once.
 
   Background:
@@ -148,11 +149,18 @@ Feature: Trade lifecycle
       And nothing has been sent to the venue
 
     Scenario: An order accepted but never settled expires when approved after the quote lapsed
-      Given the user has an approved trade
+      Given the user has an approved trade that the venue never settles
       When the quote lifetime passes
       And the user approves the trade again
       Then the request fails with status 409
       And the trade is expired
+      And the venue has been asked to execute 1 order
+
+    Scenario: An accepted order the venue settled meanwhile is recorded, not expired
+      Given the user has an approved trade
+      When the quote lifetime passes
+      And the user approves the trade again
+      Then the trade is completed
       And the venue has been asked to execute 1 order
 
   Rule: A rejected order fails the trade and nothing trades
@@ -188,6 +196,13 @@ Feature: Trade lifecycle
       When the user approves the trade again
       Then the request fails with status 409
       And the trade is executing
+      And the venue has been asked to execute 1 order
+
+    Scenario: An order accepted and being worked cannot be approved again
+      Given the user has an approved trade
+      When the user approves the trade again
+      Then the request fails with status 409
+      And the trade is approved
       And the venue has been asked to execute 1 order
 
     Scenario: An accepted order settles when the trade is checked

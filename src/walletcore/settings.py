@@ -113,6 +113,9 @@ class Settings(BaseSettings):
         unknown = sorted(set(cleaned) - set(FLAGGABLE_ENDPOINTS))
         if unknown:
             raise ValueError(f"unknown endpoints: {unknown}; known: {list(FLAGGABLE_ENDPOINTS)}")
+        bad_ids = sorted({a for ids in cleaned.values() for a in ids} - set(ASSETS_BY_ID))
+        if bad_ids:
+            raise ValueError(f"unknown asset ids: {bad_ids}")
         return cleaned
 
     def is_unavailable(self, endpoint: str, asset_id: int) -> bool:

@@ -194,7 +194,7 @@ def _bitcoin(text: str) -> str:
 
 
 def _evm(chain: Chain, text: str) -> str:
-    from eth_utils import to_checksum_address
+    from eth_utils.address import to_checksum_address
 
     if not _EVM_RE.match(text):
         raise InvalidRequest(f"Invalid {chain} address: expected 0x and 40 hex digits")

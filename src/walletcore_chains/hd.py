@@ -20,7 +20,6 @@ from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
 from walletcore.domain.assets import Chain
-
 from walletcore_chains import bclib
 
 MNEMONIC_WORDS = 24
@@ -60,8 +59,15 @@ def mnemonic_from_entropy(entropy: bytes) -> str:
 
 
 def seed_from_mnemonic(mnemonic: str, passphrase: str = "") -> bytes:
-    """The 64-byte BIP39 seed (PBKDF2-HMAC-SHA512, 2048 rounds); the checksum is verified."""
-    seed: bytes = bclib.mnemonic().Mnemonic().to_seed(mnemonic, passphrase)
+    """The 64-byte BIP39 seed (PBKDF2-HMAC-SHA512, 2048 rounds); the checksum is verified.
+
+    A phrase that does not verify raises `ValueError` without bitcoinlib's message, which
+    quotes the entropy (a secret) in its text.
+    """
+    try:
+        seed: bytes = bclib.mnemonic().Mnemonic().to_seed(mnemonic, passphrase)
+    except Exception:  # noqa: BLE001 - any failure; its message may quote the entropy
+        raise ValueError("not a valid BIP39 mnemonic") from None
     if len(seed) != SEED_BYTES:  # pragma: no cover - PBKDF2 with sha512 is 64 bytes
         raise ValueError("a BIP39 seed is 64 bytes")
     return seed
@@ -92,7 +98,7 @@ def address_of(chain: Chain, private_key: bytes | bytearray) -> str:
 
         return str(Account.from_key(key).address)
     if chain is Chain.TRON:
-        from tronpy.keys import PrivateKey
+        from tronpy.keys import PrivateKey  # type: ignore[import-untyped]
 
         return str(PrivateKey(key).public_key.to_base58check_address())
     if chain is Chain.SOLANA:

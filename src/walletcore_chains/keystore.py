@@ -19,13 +19,18 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.errors import WrongWalletPassword
 from walletcore.ports import ChainSigner, KeyStore, NewWallet
-
 from walletcore_chains import bclib, hd, sealing
 from walletcore_chains.sealing import KdfParams, SealedRecordError
 from walletcore_chains.signatures import SECP256K1_N, verify_signature
 
 T = TypeVar("T")
+
+
+class KeyMaterialError(RuntimeError):
+    """A library failed while it held key material. Its message is dropped (it may quote
+    the material, as bitcoinlib's checksum error quotes the entropy); only its type is kept."""
 
 
 class ChainKey(ChainSigner):
@@ -67,10 +72,10 @@ class ChainKey(ChainSigner):
             return bytes(SigningKey(bytes(self._secret)).sign(payload).signature)
         if len(payload) != 32:
             raise ValueError(f"{self.chain} signs a 32-byte digest")
-        from eth_keys import keys
+        from eth_keys.datatypes import PrivateKey
 
-        signature = keys.PrivateKey(bytes(self._secret)).sign_msg_hash(payload)
-        r, s, recovery = signature.r, signature.s, signature.v
+        signature = PrivateKey(bytes(self._secret)).sign_msg_hash(payload)
+        r, s, recovery = int(signature.r), int(signature.s), int(signature.v)
         if s > SECP256K1_N // 2:  # low-S, as Bitcoin's policy and EIP-2 require
             s, recovery = SECP256K1_N - s, recovery ^ 1
         return r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([recovery])
@@ -141,7 +146,10 @@ class SealedKeyStore(KeyStore):
                 sealed = sealing.seal_with_password(seed, password, self._kdf)
             # Open what we sealed before anyone is shown an address: a record that does not
             # give the seed back would lose every coin sent to the wallet.
-            reopened = self._open(sealed, password)
+            try:
+                reopened = self._open(sealed, password)
+            except WrongWalletPassword:  # the password we just used: a sealing fault
+                raise SealedRecordError("the new sealed record did not open") from None
             try:
                 if not hmac.compare_digest(bytes(reopened), bytes(seed)):
                     raise SealedRecordError("the sealed record did not open to its seed")
@@ -190,7 +198,7 @@ class SealedKeyStore(KeyStore):
         await self._slots.acquire()
         loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(None, functools.partial(func, *args))
+            future = loop.run_in_executor(None, functools.partial(_guarded, func, *args))
         except BaseException:
             self._slots.release()
             raise
@@ -200,6 +208,16 @@ class SealedKeyStore(KeyStore):
         except asyncio.CancelledError:
             future.add_done_callback(_wipe_abandoned)
             raise
+
+
+def _guarded(func: Callable[..., T], *args: Any) -> T:
+    """Run `func`; an exception that is not ours leaves without its message or context."""
+    try:
+        return func(*args)
+    except (WrongWalletPassword, SealedRecordError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - any library failure, message dropped
+        raise KeyMaterialError(f"{type(exc).__name__} while handling key material") from None
 
 
 def _wipe_abandoned(future: asyncio.Future[Any]) -> None:
@@ -215,4 +233,4 @@ def build(*, settings: Any, master_key: bytes, **_: Any) -> SealedKeyStore:
     return SealedKeyStore(master_key, max_concurrent_unseals=settings.max_concurrent_unseals)
 
 
-__all__ = ["ChainKey", "SealedKeyStore", "build"]
+__all__ = ["ChainKey", "KeyMaterialError", "SealedKeyStore", "build"]

@@ -120,9 +120,7 @@ def open_with_master_key(record: bytes, master_key: bytes) -> bytearray:
         raise SealedRecordError("the record is not sealed under the operator master key")
     seed = _open(record, master_key, header)
     if seed is None:
-        raise SealedRecordError(
-            "the platform wallet does not open under the configured master key"
-        )
+        raise SealedRecordError("the platform wallet does not open under the configured master key")
     return seed
 
 

@@ -7,7 +7,6 @@ fault (or a key that does not belong to the address) never reaches a transaction
 from __future__ import annotations
 
 from walletcore.domain.assets import Chain
-
 from walletcore_chains import bclib
 from walletcore_chains.addresses import b58check_encode, b58decode
 
@@ -43,9 +42,9 @@ def _verify_ed25519(address: str, payload: bytes, signature: bytes) -> bool:
 
 
 def _recover_secp256k1(chain: Chain, digest: bytes, signature: bytes) -> str | None:
-    from eth_keys import keys
+    from eth_keys.datatypes import Signature
     from eth_keys.exceptions import BadSignature
-    from eth_utils import keccak
+    from eth_utils.crypto import keccak
 
     if len(digest) != 32 or len(signature) != 65 or signature[64] not in (0, 1):
         return None
@@ -53,7 +52,7 @@ def _recover_secp256k1(chain: Chain, digest: bytes, signature: bytes) -> str | N
     if not (0 < r < SECP256K1_N and 0 < s <= SECP256K1_N // 2):
         return None
     try:
-        public = keys.Signature(vrs=(signature[64], r, s)).recover_public_key_from_msg_hash(
+        public = Signature(vrs=(signature[64], r, s)).recover_public_key_from_msg_hash(
             bytes(digest)
         )
     except (BadSignature, ValueError):

@@ -19,6 +19,7 @@ log = logging.getLogger("walletcore.http")
 #: The longest `X-Request-Id` accepted (it is written to the audit log and echoed).
 MAX_REQUEST_ID_CHARS = 128
 _REQUEST_ID_HEADER = b"x-request-id"
+_LINE = "method=%s path=%s status=%d requestId=%s durationMs=%.2f"
 INVALID_REQUEST_ID = (
     f"X-Request-Id must be 1 to {MAX_REQUEST_ID_CHARS} printable ASCII characters, sent once"
 )
@@ -92,13 +93,24 @@ class RequestContextMiddleware:
                 await self.app(scope, receive, send_with_id)
         finally:
             if log.isEnabledFor(logging.INFO):
-                log.info(
-                    "method=%s path=%s status=%d requestId=%s durationMs=%.2f",
-                    scope["method"],
-                    _printable(scope["path"]),
-                    status,
-                    request_id,
-                    (time.perf_counter() - started) * 1000.0,
+                # makeRecord + handle: the same record as log.info, without its stack walk
+                # (findCaller), which is a measurable share of a cheap request.
+                log.handle(
+                    log.makeRecord(
+                        log.name,
+                        logging.INFO,
+                        __file__,
+                        0,
+                        _LINE,
+                        (
+                            scope["method"],
+                            _printable(scope["path"]),
+                            status,
+                            request_id,
+                            (time.perf_counter() - started) * 1000.0,
+                        ),
+                        None,
+                    )
                 )
 
 

@@ -12,6 +12,7 @@ use the `*_async` ones. `settings_url(settings)` is the URL the repo would use.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import RevisionError
 from alembic.util.exc import CommandError
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -30,6 +32,8 @@ from walletcore_sql.errors import SchemaNotMigrated, SchemaOutdated, SchemaTooNe
 
 T = TypeVar("T")
 _PACKAGE = Path(__file__).resolve().parent
+#: Taken by every migrating transaction on PostgreSQL, so migrators run one at a time.
+MIGRATION_LOCK_KEY = 0x77616C6C6574  # "wallet"
 UPGRADE_HINT = "run `walletcore db upgrade`"
 
 
@@ -81,12 +85,21 @@ async def check_schema_async(url: str, *, schema: str | None = None) -> None:
 
 async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> str:
     """Upgrade in one write transaction (PostgreSQL: DDL is transactional, and migrators
-    queue on an advisory lock; SQLite: BEGIN IMMEDIATE). Refuses a newer schema."""
-    with storage_errors():
-        async with engine.connect() as conn:
-            conn = await conn.execution_options(**{SQLITE_WRITE: True})
-            async with conn.begin():
-                return await conn.run_sync(_upgrade_sync, revision, redacted(engine.url))
+    queue on an advisory lock; SQLite: BEGIN IMMEDIATE). Refuses a newer schema.
+
+    Alembic keeps its running migration in module globals, so within one process
+    migrations also take turns on a lock.
+    """
+    async with _process_lock():
+        with storage_errors():
+            async with engine.connect() as conn:
+                conn = await conn.execution_options(**{SQLITE_WRITE: True})
+                async with conn.begin():
+                    if conn.dialect.name == "postgresql":
+                        await conn.execute(
+                            text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+                        )
+                    return await conn.run_sync(_upgrade_sync, revision, redacted(engine.url))
 
 
 async def current_engine(engine: AsyncEngine) -> str | None:
@@ -102,6 +115,20 @@ async def check_schema_engine(engine: AsyncEngine) -> None:
 
 
 # -- helpers -------------------------------------------------------------------------------
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _process_lock() -> asyncio.Lock:
+    """This event loop's migration lock (an asyncio.Lock serves one loop only)."""
+    loop = asyncio.get_running_loop()
+    lock = _LOCKS.get(loop)
+    if lock is None:
+        lock = _LOCKS[loop] = asyncio.Lock()
+    return lock
+
+
 def _upgrade_sync(conn: Connection, revision: str, where: str) -> str:
     found = _current_sync(conn)
     if found is not None and not _known(found):

@@ -5,23 +5,16 @@ Rules:
   status = expected` (rowcount 1 wins), `expire_lapsed` one `UPDATE`.
 - `begin_send` inserts or locks the (client, X-Request-Id) row in one transaction and lets
   `SendRecord.claim` decide; `advance_send` is a compare-and-set on (state, attempt).
-- Lazy: the first use migrates (sandbox) or checks the schema (production), so a CLI that
-  never calls `start()` is safe. Driver errors surface as `StorageUnavailable` (503) or
-  `StorageError` (500).
+- Connections, transactions, lazy migration and error mapping: `walletcore_sql.database`.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
@@ -32,109 +25,32 @@ from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import Lifecycle, Repo
 from walletcore.secretfiles import ConfigurationError
 from walletcore_sql import rows
-from walletcore_sql.engine import SQLITE_WRITE, database_url, is_sqlite, make_engine, redacted
-from walletcore_sql.errors import storage_errors
-from walletcore_sql.migrate import check_schema_engine, upgrade_engine
+from walletcore_sql.database import Database
+from walletcore_sql.engine import database_url, redacted
 from walletcore_sql.tables import api_clients, audit_log, sends, trades, users, wallets
-
-
-@dataclass(slots=True)
-class _Bound:
-    """The engine of one event loop (asyncpg and aiosqlite connections belong to a loop)."""
-
-    loop: asyncio.AbstractEventLoop
-    engine: AsyncEngine
-    write_lock: asyncio.Lock | None  # SQLite: writers queue here rather than busy-wait
-    prepare_lock: asyncio.Lock
 
 
 class SqlRepo(Repo, Lifecycle):
     def __init__(
-        self,
-        url: str,
-        *,
-        migrate: bool,
-        schema: str | None = None,
-        **engine_options: Any,
+        self, url: str, *, migrate: bool, schema: str | None = None, **engine_options: Any
     ) -> None:
         """`migrate`: upgrade the schema on first use (sandbox); else only check it.
 
         `schema` (PostgreSQL): the search_path, for tests and side-by-side installs.
         """
-        self._url = url
-        self._migrate = migrate
-        self._schema = schema
-        self._sqlite = is_sqlite(url)
-        self._engine_options = engine_options
-        self._bound: _Bound | None = None
-        self._prepared = False
+        self.database = Database(url, migrate=migrate, schema=schema, **engine_options)
+        self._tx = self.database.transaction
+        self._insert = self.database.insert
 
     def __repr__(self) -> str:
-        return f"SqlRepo({redacted(self._url)!r}, migrate={self._migrate})"
+        return f"SqlRepo({redacted(self.database.url)!r}, migrate={self.database.migrate})"
 
-    # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
         """Migrate (sandbox) or check the schema (production); raises `SchemaError`."""
-        await self._ready()
+        await self.database.start()
 
     async def aclose(self) -> None:
-        bound, self._bound = self._bound, None
-        if bound is not None:
-            await bound.engine.dispose()
-
-    async def _ready(self) -> _Bound:
-        loop = asyncio.get_running_loop()
-        bound = self._bound
-        if bound is None or bound.loop is not loop:
-            if bound is not None:  # made on another loop, most likely closed by now
-                await self._drop_engine(bound.engine)
-            bound = _Bound(
-                loop,
-                make_engine(self._url, schema=self._schema, **self._engine_options),
-                asyncio.Lock() if self._sqlite else None,
-                asyncio.Lock(),
-            )
-            self._bound = bound
-        if not self._prepared:
-            async with bound.prepare_lock:
-                if not self._prepared:
-                    if self._migrate:
-                        await upgrade_engine(bound.engine)
-                    else:
-                        await check_schema_engine(bound.engine)
-                    self._prepared = True
-        return bound
-
-    async def _drop_engine(self, engine: AsyncEngine) -> None:
-        """Dispose of an engine made on another event loop. aiosqlite's connections live in
-        threads and close from any loop; asyncpg's belong to their loop and cannot, so that
-        pool is only forgotten (call `aclose()` on the loop that used the repo)."""
-        if self._sqlite:
-            await engine.dispose()
-        else:
-            engine.sync_engine.dispose(close=False)
-
-    @asynccontextmanager
-    async def _tx(self, *, write: bool = False) -> AsyncIterator[AsyncConnection]:
-        """One transaction (a read on PostgreSQL: one autocommitted statement); on SQLite a
-        writing one holds the write lock from BEGIN."""
-        bound = await self._ready()
-        with storage_errors():
-            async with AsyncExitStack() as stack:
-                if write and bound.write_lock is not None:
-                    await stack.enter_async_context(bound.write_lock)
-                conn = await stack.enter_async_context(bound.engine.connect())
-                if self._sqlite:
-                    if write:
-                        conn = await conn.execution_options(**{SQLITE_WRITE: True})
-                elif not write:
-                    # A read is one SELECT, atomic on its own: no BEGIN/COMMIT round trips.
-                    conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-                await stack.enter_async_context(conn.begin())
-                yield conn
-
-    def _insert(self, table: Table) -> Any:
-        return (sqlite.insert if self._sqlite else postgresql.insert)(table)
+        await self.database.aclose()
 
     # -- api clients ----------------------------------------------------------------------
     async def add_client(self, client: ApiClient) -> None:
@@ -353,7 +269,7 @@ async def _one(conn: AsyncConnection, query: Any) -> Any:
     return result.mappings().one_or_none()
 
 
-def build(*, settings: Any, **_: Any) -> SqlRepo:
+def build(*, settings: Any, clock: Any = None, **_: Any) -> SqlRepo:
     """Entry point `walletcore.repos: sql`.
 
     URL: `WALLETCORE_DATABASE_URL`, else the SQLite file `WALLETCORE_HOME/walletcore.db`.

@@ -1,7 +1,8 @@
 """Helpers for tests against a real PostgreSQL: a throwaway schema per run.
 
 `pg_test_url()` is WALLETCORE_TEST_DATABASE_URL or the local `test` database;
-`create_schema(url)` makes a schema named `wc_<pid>_<random>`, unique per run; migrate it
+`create_schema(url)` makes a schema named `wc_<pid>_<random>`, unique per run (and first
+drops those of runs that died without cleaning up); migrate it
 with `migrate.upgrade(url, schema=name)`, use it with `SqlRepo(url, migrate=False,
 schema=name)`, empty it between tests with `truncate_async` and drop it with `drop_schema`.
 """
@@ -17,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from walletcore_sql.engine import make_engine
 
@@ -45,6 +47,7 @@ def unique_schema_name(prefix: str = "wc") -> str:
 
 
 async def create_schema_async(url: str, name: str | None = None) -> str:
+    await drop_stale_schemas_async(url)
     name = name or unique_schema_name()
     await _execute(url, f'CREATE SCHEMA "{_checked(name)}"')
     return name
@@ -58,6 +61,36 @@ async def truncate_async(url: str, schema: str) -> None:
     """Empty every table of a migrated schema (TRUNCATE fires no row triggers)."""
     tables = ", ".join(f'"{_checked(schema)}"."{t}"' for t in TABLES)
     await _execute(url, f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+
+
+async def drop_stale_schemas_async(url: str) -> list[str]:
+    """Drop the schemas of test runs that died before cleaning up: `wc_<pid>_<hex>` whose
+    process is gone. Only for a server on this machine, where the pids mean something."""
+    if make_url(url).host not in ("127.0.0.1", "localhost", "::1", None):
+        return []
+    engine = make_engine(url)
+    try:
+        async with engine.connect() as conn:
+            result = await conn.execute(
+                text("SELECT nspname FROM pg_namespace WHERE nspname ~ '^wc_[0-9]+_[0-9a-f]+$'")
+            )
+            names = [str(n) for n in result.scalars()]
+    finally:
+        await engine.dispose()
+    stale = [n for n in names if not _alive(int(n.split("_")[1]))]
+    for name in stale:
+        await drop_schema_async(url, name)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def create_schema(url: str, name: str | None = None) -> str:

@@ -19,7 +19,6 @@ import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,11 +29,8 @@ from pytest_bdd import given, parsers, then, when
 from walletcore import Caller, Container, DomainError, Settings, create_container
 from walletcore.clock import ManualClock
 from walletcore.domain.assets import CATALOG, Asset
-from walletcore.domain.clients import ApiClient
-from walletcore.domain.ids import new_id
-from walletcore.domain.money import format_amount
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade
-from walletcore.sandbox.prices import SandboxPriceSource, sandbox_unit_price
+from walletcore.sandbox.prices import SandboxPriceSource
 from walletcore.sandbox.repo import InMemoryRepo
 from walletcore.sandbox.venue import SandboxVenue
 from walletcore.views import trade_view
@@ -83,7 +79,7 @@ class Party:
     """An api client as a scenario knows it: its id and the api keys it was issued."""
 
     client_id: str
-    api_key: str
+    api_key: str = field(repr=False)
 
 
 @dataclass
@@ -107,7 +103,8 @@ class World:
     remembered: Any = None
     #: trade ids in the order the scenario created them
     made: list[str] = field(default_factory=list)
-    tokens: dict[str, Any] = field(default_factory=dict)
+    #: auth scenarios: tokens issued (by label), keys replaced, request ids used
+    tokens: dict[str, Any] = field(default_factory=dict, repr=False)
     #: the last request made against someone else's trade: action, party, user
     last_act: dict[str, str] = field(default_factory=dict)
     _prices: SandboxPriceSource | None = None
@@ -163,18 +160,14 @@ class World:
         """The trade under discussion as stored now, without asking the venue."""
         assert self.trade_id is not None
         party, user_id = self.users["the user"]
-        trade = self.run(
-            self.repo.get_trade(self.parties[party].client_id, user_id, self.trade_id)
-        )
+        trade = self.run(self.repo.get_trade(self.parties[party].client_id, user_id, self.trade_id))
         assert trade is not None
         return check_trade_shape(trade_view(trade))
 
     def stored_trade(self) -> Trade:
         party, user_id = self.users["the user"]
         assert self.trade_id is not None
-        trade = self.run(
-            self.repo.get_trade(self.parties[party].client_id, user_id, self.trade_id)
-        )
+        trade = self.run(self.repo.get_trade(self.parties[party].client_id, user_id, self.trade_id))
         assert trade is not None
         return trade
 
@@ -183,7 +176,9 @@ class World:
         return self.answer
 
     # step helpers, reachable from every step module through the `world` fixture
-    def ask_for_quote(self, request: str | tuple[str, dict[str, Any]], user: str = "the user") -> None:
+    def ask_for_quote(
+        self, request: str | tuple[str, dict[str, Any]], user: str = "the user"
+    ) -> None:
         """`sell 0.5 BTC for USD` (or a side and a raw body) as a quote request."""
         side, body = quote_request(request) if isinstance(request, str) else request
         ask_for_quote(self, side, body, user)
@@ -218,8 +213,19 @@ def world(tmp_path: Path, clock: ManualClock) -> Iterator[World]:
 
 # -- the spec's field rules for a trade -----------------------------------------------------
 REQUIRED = {
-    "tradeId", "side", "status", "assetId", "symbol", "fiat", "cryptoAmount", "fiatAmount",
-    "price", "quote", "createdAt", "approvedAt", "completedAt",
+    "tradeId",
+    "side",
+    "status",
+    "assetId",
+    "symbol",
+    "fiat",
+    "cryptoAmount",
+    "fiatAmount",
+    "price",
+    "quote",
+    "createdAt",
+    "approvedAt",
+    "completedAt",
 }
 OPTIONAL = {"reference", "failureReason"}
 #: At most 6 places, trailing zeros trimmed, no sign, no exponent.
@@ -317,8 +323,14 @@ def ask_for_quote(world: World, side: str, body: dict[str, Any], user: str = "th
         world.made.append(trade.trade_id)
 
 
-def act_on_trade(world: World, action: str, *, party: str = "the api client",
-                 user: str = "the user", trade_id: str | None = None) -> None:
+def act_on_trade(
+    world: World,
+    action: str,
+    *,
+    party: str = "the api client",
+    user: str = "the user",
+    trade_id: str | None = None,
+) -> None:
     trading = world.container.trading()
     caller = world.caller(party)
     method = {"approve": trading.approve, "cancel": trading.cancel, "check": trading.get}[action]
@@ -345,7 +357,10 @@ def given_api_client(world: World, assets: str) -> None:
 @given("a user of that api client")
 def given_user(world: World, make_user: Any) -> None:
     client_id = world.parties["the api client"].client_id
-    world.users["the user"] = ("the api client", world.run(make_user(world.repo, world.clock, client_id)))
+    world.users["the user"] = (
+        "the api client",
+        world.run(make_user(world.repo, world.clock, client_id)),
+    )
 
 
 @given("another user of the same api client")

@@ -42,8 +42,11 @@ def _b64d(text: str) -> bytes:
 def credentials(world: World, words: str) -> tuple[object, object]:
     party = world.parties["the api client"]
     key = party.api_key
-    if words in ("its client id and api key", "its client id and its api key",
-                 "its client id and new api key"):
+    if words in (
+        "its client id and api key",
+        "its client id and its api key",
+        "its client id and new api key",
+    ):
         return party.client_id, key
     if words == "its client id and old api key":
         return party.client_id, world.tokens["old api key"]
@@ -66,7 +69,9 @@ def credentials(world: World, words: str) -> tuple[object, object]:
 def authenticate(world: World, client_id: object, api_key: object, label: str) -> None:
     request_id = world.next_request_id()
     world.tokens.setdefault("auth requests", []).append(request_id)
-    issued = world.attempt(lambda: world.container.auth().authenticate(client_id, api_key, request_id))
+    issued = world.attempt(
+        lambda: world.container.auth().authenticate(client_id, api_key, request_id)
+    )
     if issued is not None:
         world.tokens[label] = (issued, world.clock.now())
 
@@ -120,11 +125,7 @@ def auth_refused(world: World, message: str) -> None:
     assert (world.error.status, world.error.message) == (401, message)
 
 
-@then(
-    parsers.parse(
-        'the api client authenticating with {words} is refused with 401 "{message}"'
-    )
-)
+@then(parsers.parse('the api client authenticating with {words} is refused with 401 "{message}"'))
 def authenticating_refused(world: World, words: str, message: str) -> None:
     client_id, api_key = credentials(world, words)
     authenticate(world, client_id, api_key, "refused")
@@ -146,7 +147,9 @@ def token_text(world: World, label: str | None) -> str:
     return issued.token
 
 
-@then(parsers.re(r"a request with the (?:(?P<label>old|new|other api client's) )?token is accepted"))
+@then(
+    parsers.re(r"a request with the (?:(?P<label>old|new|other api client's) )?token is accepted")
+)
 def token_accepted(world: World, label: str | None) -> None:
     present(world, f"Bearer {token_text(world, label)}")
     party = "another api client" if label == "other api client's" else "the api client"
@@ -181,7 +184,9 @@ def _pushed_expiry(world: World, token: str) -> str:
     header, body, signature = token.split(".")
     payload = json.loads(_b64d(body))
     payload["exp"] += 3600
-    return f"Bearer {header}.{_b64e(json.dumps(payload, separators=(',', ':')).encode())}.{signature}"
+    return (
+        f"Bearer {header}.{_b64e(json.dumps(payload, separators=(',', ':')).encode())}.{signature}"
+    )
 
 
 def _claims(token: str) -> TokenClaims:
@@ -189,8 +194,10 @@ def _claims(token: str) -> TokenClaims:
     from datetime import UTC, datetime
 
     return TokenClaims(
-        payload["sub"], payload["gen"],
-        datetime.fromtimestamp(payload["iat"], UTC), datetime.fromtimestamp(payload["exp"], UTC),
+        payload["sub"],
+        payload["gen"],
+        datetime.fromtimestamp(payload["iat"], UTC),
+        datetime.fromtimestamp(payload["exp"], UTC),
     )
 
 
@@ -296,7 +303,9 @@ def _strings(value: Any, seen: set[int]) -> list[str]:
     if isinstance(value, list | tuple | set | frozenset):
         return [s for v in value for s in _strings(v, seen)]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [s for f in dataclasses.fields(value) for s in _strings(getattr(value, f.name), seen)]
+        return [
+            s for f in dataclasses.fields(value) for s in _strings(getattr(value, f.name), seen)
+        ]
     if hasattr(value, "__dict__"):
         return _strings(vars(value), seen)
     return [repr(value)]
@@ -314,7 +323,7 @@ def key_nowhere(world: World) -> None:
 
 @then(
     parsers.parse(
-        'the audit log records the authentications with their request ids and outcomes '
+        "the audit log records the authentications with their request ids and outcomes "
         '"{first}" and "{second}"'
     )
 )

@@ -129,14 +129,12 @@ def create_wallet(world: World, story: Story, password: str) -> None:
 def ask_addresses(world: World, story: Story) -> None:
     wallets = world.container.wallets()
     caller = world.caller()
-    story.answers.append(
-        world.attempt(lambda: wallets.addresses(caller, user_id=world.user_id()))
-    )
+    story.answers.append(world.attempt(lambda: wallets.addresses(caller, user_id=world.user_id())))
 
 
 @when(
     parsers.re(
-        r'the (?P<party>api client|other api client) extends the wallet with the password '
+        r"the (?P<party>api client|other api client) extends the wallet with the password "
         r'"(?P<password>.*)"'
     )
 )
@@ -145,9 +143,7 @@ def extend_wallet(world: World, story: Story, party: str, password: str) -> None
     wallets = world.container.wallets()
     caller = world.caller("another api client" if party == "other api client" else "the api client")
     story.answers.append(
-        world.attempt(
-            lambda: wallets.extend(caller, user_id=world.user_id(), password=password)
-        )
+        world.attempt(lambda: wallets.extend(caller, user_id=world.user_id(), password=password))
     )
 
 
@@ -222,9 +218,7 @@ def no_secret_leaks(world: World, story: Story, caplog: pytest.LogCaptureFixture
     # pytest-bdd logs the step text itself (which quotes the password); the service's and
     # the libraries' own lines are what must stay clean.
     logged = [
-        record.getMessage()
-        for record in caplog.records
-        if not record.name.startswith("pytest_bdd")
+        record.getMessage() for record in caplog.records if not record.name.startswith("pytest_bdd")
     ]
     texts = [*logged, *map(repr, story.answers), *map(str, story.answers), *map(repr, audit)]
     texts.append(repr(_stored_wallet(world)))

@@ -45,8 +45,14 @@ def _spec_rows() -> list[tuple[int, str, str, str, str | None, int]]:
         asset_id, chain, symbol, kind, decimals = (c.strip() for c in line.split("|"))
         native = kind == "native"
         rows.append(
-            (int(asset_id), chain, symbol, "NATIVE" if native else "TOKEN",
-             None if native else kind, int(decimals))
+            (
+                int(asset_id),
+                chain,
+                symbol,
+                "NATIVE" if native else "TOKEN",
+                None if native else kind,
+                int(decimals),
+            )
         )
     return rows
 
@@ -81,7 +87,9 @@ def test_an_id_outside_the_catalog_is_unknown(asset_id: int) -> None:
     assert (raised.value.status, raised.value.message) == (400, "Unknown assetId")
 
 
-@pytest.mark.parametrize(("raw", "expected"), [(21, 21), ("21", 21), ("1", 1), (1, 1), ("62", 62), ("021", 21)])
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(21, 21), ("21", 21), ("1", 1), (1, 1), ("62", 62), ("021", 21)]
+)
 def test_parse_asset_id_accepts_ints_and_all_digit_strings(raw: object, expected: int) -> None:
     assert parse_asset_id(raw) == expected
     assert type(parse_asset_id(raw)) is int
@@ -89,8 +97,28 @@ def test_parse_asset_id_accepts_ints_and_all_digit_strings(raw: object, expected
 
 @pytest.mark.parametrize(
     "raw",
-    ["2.0", " 21", "21 ", "-1", "+1", "", "0x15", "2e1", "٢١", "21\n", "1_0",
-     True, False, None, 1.5, 21.0, [21], {"id": 21}, b"21", "9" * 40],
+    [
+        "2.0",
+        " 21",
+        "21 ",
+        "-1",
+        "+1",
+        "",
+        "0x15",
+        "2e1",
+        "٢١",
+        "21\n",
+        "1_0",
+        True,
+        False,
+        None,
+        1.5,
+        21.0,
+        [21],
+        {"id": 21},
+        b"21",
+        "9" * 40,
+    ],
     ids=repr,
 )
 def test_parse_asset_id_rejects_everything_else_with_400(raw: object) -> None:
@@ -101,7 +129,18 @@ def test_parse_asset_id_rejects_everything_else_with_400(raw: object) -> None:
 
 
 def test_fiats_are_the_ten_of_the_spec_and_prices_cover_four() -> None:
-    assert [f.value for f in Fiat] == ["USD", "EUR", "GBP", "CAD", "AUD", "SEK", "DKK", "PLN", "BRL", "AED"]
+    assert [f.value for f in Fiat] == [
+        "USD",
+        "EUR",
+        "GBP",
+        "CAD",
+        "AUD",
+        "SEK",
+        "DKK",
+        "PLN",
+        "BRL",
+        "AED",
+    ]
     assert [f.value for f in PRICE_FIATS] == ["USD", "EUR", "GBP", "CAD"]
     assert DEFAULT_FIAT is Fiat.USD
 

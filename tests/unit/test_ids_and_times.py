@@ -28,8 +28,19 @@ def test_parse_id_normalises_upper_case() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [None, "", "abc", "g" * 24, "a" * 23, "a" * 25, " " + "a" * 23, "a" * 24 + "\n",
-     12345, ["a" * 24], "0x" + "a" * 22],
+    [
+        None,
+        "",
+        "abc",
+        "g" * 24,
+        "a" * 23,
+        "a" * 25,
+        " " + "a" * 23,
+        "a" * 24 + "\n",
+        12345,
+        ["a" * 24],
+        "0x" + "a" * 22,
+    ],
     ids=repr,
 )
 def test_parse_id_rejects_what_is_not_24_hex(value: object) -> None:
@@ -48,13 +59,22 @@ def test_datetime_has_milliseconds_and_z() -> None:
 
 def test_datetime_is_always_utc() -> None:
     paris = timezone(timedelta(hours=1))
-    assert format_datetime(datetime(2026, 1, 1, 13, 0, 0, tzinfo=paris)) == "2026-01-01T12:00:00.000Z"
-    assert format_datetime(datetime(2026, 1, 1, 12, 0, 0)) == "2026-01-01T12:00:00.000Z"  # naive = UTC
+    assert (
+        format_datetime(datetime(2026, 1, 1, 13, 0, 0, tzinfo=paris)) == "2026-01-01T12:00:00.000Z"
+    )
+    assert (
+        format_datetime(datetime(2026, 1, 1, 12, 0, 0)) == "2026-01-01T12:00:00.000Z"
+    )  # naive = UTC
     assert utc(datetime(2026, 1, 1, 13, tzinfo=paris)).tzinfo is UTC
 
 
-@given(st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9999, 12, 30),
-                    timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7, minutes=-30))])))
+@given(
+    st.datetimes(
+        min_value=datetime(1970, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7, minutes=-30))]),
+    )
+)
 def test_datetime_wire_form_parses_back_to_the_same_millisecond(moment: datetime) -> None:
     text = format_datetime(moment)
     assert WIRE_DATETIME.match(text), text

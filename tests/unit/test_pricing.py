@@ -12,7 +12,12 @@ from walletcore.clock import ManualClock
 from walletcore.domain.assets import PRICE_FIATS, SYMBOLS, Fiat
 from walletcore.domain.errors import PriceUnavailable
 from walletcore.pricing import PriceTable, RefreshingPriceSource
-from walletcore.sandbox.prices import FX_PER_USD, SandboxPriceSource, sandbox_table, sandbox_unit_price
+from walletcore.sandbox.prices import (
+    FX_PER_USD,
+    SandboxPriceSource,
+    sandbox_table,
+    sandbox_unit_price,
+)
 
 
 class Upstream:
@@ -53,7 +58,7 @@ def source(upstream: Upstream, clock: ManualClock, **kwargs: float) -> Refreshin
 async def test_the_map_covers_every_symbol_in_the_four_fiats_as_numbers(clock: ManualClock) -> None:
     prices = await source(Upstream(FULL), clock).price_map()
     assert set(prices) == {"BNB", "BTC", "ETH", "POL", "SOL", "TRX", "USDC", "USDT"}
-    for symbol, by_fiat in prices.items():
+    for by_fiat in prices.values():
         assert list(by_fiat) == ["USD", "EUR", "GBP", "CAD"]
         assert all(type(v) is float for v in by_fiat.values())
     assert prices["BNB"]["USD"] == 10.0 and prices["BTC"]["EUR"] == 18.0
@@ -121,7 +126,9 @@ async def test_no_price_at_all_is_502(clock: ManualClock) -> None:
         await failing.unit_price("BTC", Fiat.USD)
 
 
-async def test_without_a_background_task_reads_refresh_once_per_interval(clock: ManualClock) -> None:
+async def test_without_a_background_task_reads_refresh_once_per_interval(
+    clock: ManualClock,
+) -> None:
     upstream = Upstream(FULL)
     prices = source(upstream, clock)
     await prices.price_map()
@@ -175,12 +182,11 @@ async def test_background_refresh_survives_failures(clock: ManualClock) -> None:
     await close_or_fail(prices)
 
 
-
 # -- the sandbox prices ------------------------------------------------------------------------
 def test_sandbox_prices_are_deterministic_and_positive(clock: ManualClock) -> None:
     at = clock.now()
     assert sandbox_table(at) == sandbox_table(at)
-    for symbol, by_fiat in sandbox_table(at).items():
+    for by_fiat in sandbox_table(at).values():
         assert set(by_fiat) == set(Fiat)
         assert all(p > 0 and -p.as_tuple().exponent <= 8 for p in by_fiat.values())  # type: ignore[operator]
 
@@ -208,8 +214,12 @@ def test_sandbox_prices_follow_fx_and_stablecoins_stay_pegged(clock: ManualClock
 
 async def test_the_sandbox_source_serves_the_sandbox_table(clock: ManualClock) -> None:
     prices = SandboxPriceSource(clock)
-    assert await prices.unit_price("SOL", Fiat.CAD) == sandbox_unit_price("SOL", Fiat.CAD, clock.now())
-    assert (await prices.price_map())["BTC"]["USD"] == float(sandbox_unit_price("BTC", Fiat.USD, clock.now()))
+    assert await prices.unit_price("SOL", Fiat.CAD) == sandbox_unit_price(
+        "SOL", Fiat.CAD, clock.now()
+    )
+    assert (await prices.price_map())["BTC"]["USD"] == float(
+        sandbox_unit_price("BTC", Fiat.USD, clock.now())
+    )
 
 
 async def test_aclose_always_stops_the_refresh_task(clock: ManualClock) -> None:

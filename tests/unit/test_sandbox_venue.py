@@ -17,8 +17,15 @@ from walletcore.sandbox.venue import SandboxVenue
 APPROVED = datetime(2026, 1, 1, 12, 1, 15, tzinfo=UTC)
 
 
-def order(amount: str, leg: FixedLeg = FixedLeg.FIAT, *, symbol: str = "BTC", decimals: int = 8,
-          side: Side = Side.SELL, fiat: Fiat = Fiat.USD) -> Order:
+def order(
+    amount: str,
+    leg: FixedLeg = FixedLeg.FIAT,
+    *,
+    symbol: str = "BTC",
+    decimals: int = 8,
+    side: Side = Side.SELL,
+    fiat: Fiat = Fiat.USD,
+) -> Order:
     return Order(
         trade_id="0123456789abcdef01234567",
         side=side,
@@ -39,7 +46,9 @@ def venue() -> SandboxVenue:
 
 @pytest.mark.parametrize("leg", list(FixedLeg))
 @pytest.mark.parametrize("amount", ["502", "502.00"])
-async def test_502_is_rejected_and_stays_rejected(venue: SandboxVenue, leg: FixedLeg, amount: str) -> None:
+async def test_502_is_rejected_and_stays_rejected(
+    venue: SandboxVenue, leg: FixedLeg, amount: str
+) -> None:
     with pytest.raises(OrderRejected) as raised:
         await venue.execute(order(amount, leg))
     assert raised.value.status == 502
@@ -58,7 +67,9 @@ async def test_504_times_out_then_settles_on_a_poll(venue: SandboxVenue, leg: Fi
 
 
 @pytest.mark.parametrize("leg", list(FixedLeg))
-async def test_202_is_accepted_then_settles_at_the_same_figures(venue: SandboxVenue, leg: FixedLeg) -> None:
+async def test_202_is_accepted_then_settles_at_the_same_figures(
+    venue: SandboxVenue, leg: FixedLeg
+) -> None:
     accepted = await venue.execute(order("202", leg))
     assert isinstance(accepted, Accepted)
     settled = await venue.status(order("202", leg))
@@ -71,7 +82,9 @@ async def test_any_other_amount_fills_at_once(venue: SandboxVenue, amount: str) 
     assert isinstance(await venue.execute(order(amount)), Fill)
 
 
-async def test_a_crypto_leg_is_held_and_fiat_derived_at_the_approval_price(venue: SandboxVenue) -> None:
+async def test_a_crypto_leg_is_held_and_fiat_derived_at_the_approval_price(
+    venue: SandboxVenue,
+) -> None:
     fill = await venue.execute(order("0.5", FixedLeg.CRYPTO))
     assert isinstance(fill, Fill)
     price = sandbox_unit_price("BTC", Fiat.USD, APPROVED)
@@ -79,8 +92,12 @@ async def test_a_crypto_leg_is_held_and_fiat_derived_at_the_approval_price(venue
     assert fill.figures.price == price and fill.figures.fiat_amount == Decimal("0.5") * price
 
 
-async def test_a_fiat_leg_is_held_and_crypto_derived_within_the_assets_decimals(venue: SandboxVenue) -> None:
-    fill = await venue.execute(order("1000", FixedLeg.FIAT, symbol="ETH", decimals=18, fiat=Fiat.EUR))
+async def test_a_fiat_leg_is_held_and_crypto_derived_within_the_assets_decimals(
+    venue: SandboxVenue,
+) -> None:
+    fill = await venue.execute(
+        order("1000", FixedLeg.FIAT, symbol="ETH", decimals=18, fiat=Fiat.EUR)
+    )
     assert isinstance(fill, Fill)
     price = sandbox_unit_price("ETH", Fiat.EUR, APPROVED)
     crypto = fill.figures.crypto_amount
@@ -99,7 +116,11 @@ async def test_the_venue_is_stateless(venue: SandboxVenue) -> None:
 
 async def test_prices_follow_the_approval_minute(venue: SandboxVenue) -> None:
     now = await venue.execute(order("0.5", FixedLeg.CRYPTO))
-    next_minute = replace(order("0.5", FixedLeg.CRYPTO), approved_at=APPROVED + timedelta(minutes=1))
+    next_minute = replace(
+        order("0.5", FixedLeg.CRYPTO), approved_at=APPROVED + timedelta(minutes=1)
+    )
     moved = await venue.execute(next_minute)
     assert now.figures.price != moved.figures.price
-    assert moved.figures.price == sandbox_unit_price("BTC", Fiat.USD, APPROVED + timedelta(minutes=1))
+    assert moved.figures.price == sandbox_unit_price(
+        "BTC", Fiat.USD, APPROVED + timedelta(minutes=1)
+    )

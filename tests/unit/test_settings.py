@@ -55,7 +55,7 @@ def test_limited_assets_accept_a_comma_list_or_json(
     assert Settings().limited_assets == expected
 
 
-@pytest.mark.parametrize("raw", ["7", "1,99", "BTC", "1;2", "[1, \"x\"]"])
+@pytest.mark.parametrize("raw", ["7", "1,99", "BTC", "1;2", '[1, "x"]'])
 def test_limited_assets_refuse_what_is_not_in_the_catalog(
     monkeypatch: pytest.MonkeyPatch, raw: str
 ) -> None:
@@ -64,7 +64,9 @@ def test_limited_assets_refuse_what_is_not_in_the_catalog(
         Settings()
 
 
-def test_unavailable_assets_from_json_with_or_without_slashes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unavailable_assets_from_json_with_or_without_slashes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("WALLETCORE_UNAVAILABLE_ASSETS", '{"/sell": [42], "platform/fee/": [61]}')
     assert Settings().unavailable_assets == {"sell": [42], "platform/fee": [61]}
 
@@ -86,7 +88,9 @@ def test_unavailable_assets_refuse_an_unknown_endpoint(monkeypatch: pytest.Monke
         ("WALLETCORE_PROFILE", "staging"),
     ],
 )
-def test_out_of_range_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+def test_out_of_range_values_are_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError):
         Settings()
@@ -109,12 +113,17 @@ def test_the_sandbox_generates_a_secret_once_and_keeps_it(tmp_path: Path) -> Non
     assert operator_secret(settings, "token_signing_key", "token-signing.key") == first
     path = tmp_path / "home" / "token-signing.key"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert operator_secret(Settings(home=tmp_path / "other"), "token_signing_key", "token-signing.key") != first
+    assert (
+        operator_secret(Settings(home=tmp_path / "other"), "token_signing_key", "token-signing.key")
+        != first
+    )
 
 
 def test_a_configured_secret_wins(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, token_signing_key="11" * 32)  # type: ignore[arg-type]
-    assert operator_secret(settings, "token_signing_key", "token-signing.key") == bytes.fromhex("11" * 32)
+    assert operator_secret(settings, "token_signing_key", "token-signing.key") == bytes.fromhex(
+        "11" * 32
+    )
     assert not (tmp_path / "token-signing.key").exists()
 
 

@@ -3,14 +3,42 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from walletcore.domain.errors import DomainError
 from walletcore.domain.trade import Trade, TradeStatus
+from walletcore.sandbox.filerepo import FileRepo
+from walletcore.sandbox.repo import InMemoryRepo
 
 from .conftest import CoreFactory, CountingVenue, YieldingRepo
+
+
+class YieldingFileRepo(FileRepo):
+    """The sandbox's file repo, yielding between a read of a trade and the caller's write."""
+
+    async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        trade = await super().get_trade(client_id, user_id, trade_id)
+        await asyncio.sleep(0)
+        return trade
+
+
+@pytest.fixture(params=["memory", "file"])
+def racing_repo(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], InMemoryRepo]:
+    """A factory of repos whose reads interleave: the in-memory one and the sandbox file one."""
+    count = iter(range(1000))
+
+    def build() -> InMemoryRepo:
+        if request.param == "memory":
+            return YieldingRepo()
+        folder = tmp_path / f"repo-{next(count)}"
+        folder.mkdir()
+        return YieldingFileRepo(folder / "data.json")  # type: ignore[return-value]
+
+    return build
 
 
 async def test_swap_trade_is_a_compare_and_set(core) -> None:  # type: ignore[no-untyped-def]
@@ -26,14 +54,16 @@ async def test_swap_trade_is_a_compare_and_set(core) -> None:  # type: ignore[no
 
 @pytest.mark.parametrize("venue_delay", [0.0, 0.01], ids=["instant venue", "slow venue"])
 async def test_fifty_concurrent_approvals_execute_one_order(
-    make_core: CoreFactory, venue_delay: float
+    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo], venue_delay: float
 ) -> None:
-    core = await make_core(repo=YieldingRepo(), venue=CountingVenue(delay=venue_delay))
+    core = await make_core(repo=racing_repo(), venue=CountingVenue(delay=venue_delay))
     trade = await core.sell(crypto_amount="0.5")
 
     outcomes = await asyncio.gather(
-        *(core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
-          for _ in range(50)),
+        *(
+            core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+            for _ in range(50)
+        ),
         return_exceptions=True,
     )
 
@@ -54,9 +84,12 @@ async def test_fifty_concurrent_approvals_execute_one_order(
 @pytest.mark.parametrize("approve_first", [True, False])
 @pytest.mark.parametrize("venue_delay", [0.0, 0.01], ids=["instant venue", "slow venue"])
 async def test_approve_racing_cancel_ends_in_exactly_one(
-    make_core: CoreFactory, approve_first: bool, venue_delay: float
+    make_core: CoreFactory,
+    racing_repo: Callable[[], InMemoryRepo],
+    approve_first: bool,
+    venue_delay: float,
 ) -> None:
-    core = await make_core(repo=YieldingRepo(), venue=CountingVenue(delay=venue_delay))
+    core = await make_core(repo=racing_repo(), venue=CountingVenue(delay=venue_delay))
     trade = await core.sell(crypto_amount="0.5")
     approve = core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
     cancel = core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
@@ -75,26 +108,33 @@ async def test_approve_racing_cancel_ends_in_exactly_one(
         assert isinstance(approved, DomainError) and approved.status == 409
 
 
-async def test_both_outcomes_of_the_race_can_happen(make_core: CoreFactory) -> None:
+async def test_both_outcomes_of_the_race_can_happen(
+    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+) -> None:
     """Whoever swaps first wins: the test above is not passing on one lucky ordering."""
     seen = set()
     for approve_first in (True, False):
-        core = await make_core(repo=YieldingRepo())
+        core = await make_core(repo=racing_repo())
         trade = await core.sell(crypto_amount="0.5")
         approve = core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
         cancel = core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
-        await asyncio.gather(*([approve, cancel] if approve_first else [cancel, approve]),
-                             return_exceptions=True)
+        await asyncio.gather(
+            *([approve, cancel] if approve_first else [cancel, approve]), return_exceptions=True
+        )
         seen.add((await core.stored(trade)).status)
     assert seen == {TradeStatus.COMPLETED, TradeStatus.CANCELLED}
 
 
-async def test_concurrent_cancels_all_answer_the_cancelled_trade(make_core: CoreFactory) -> None:
-    core = await make_core(repo=YieldingRepo())
+async def test_concurrent_cancels_all_answer_the_cancelled_trade(
+    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+) -> None:
+    core = await make_core(repo=racing_repo())
     trade = await core.sell(crypto_amount="0.5")
     results = await asyncio.gather(
-        *(core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
-          for _ in range(20)),
+        *(
+            core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+            for _ in range(20)
+        ),
         return_exceptions=True,
     )
     stored = await core.stored(trade)
@@ -103,14 +143,16 @@ async def test_concurrent_cancels_all_answer_the_cancelled_trade(make_core: Core
 
 
 async def test_concurrent_approvals_of_a_lapsed_quote_all_409_and_expire_it(
-    make_core: CoreFactory,
+    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
 ) -> None:
-    core = await make_core(repo=YieldingRepo())
+    core = await make_core(repo=racing_repo())
     trade = await core.sell(crypto_amount="0.5")
     core.clock.advance(61)
     results = await asyncio.gather(
-        *(core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
-          for _ in range(10)),
+        *(
+            core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+            for _ in range(10)
+        ),
         return_exceptions=True,
     )
     assert all(isinstance(r, DomainError) and r.status == 409 for r in results), results

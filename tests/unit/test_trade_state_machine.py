@@ -11,7 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from walletcore.domain.assets import Fiat
-from walletcore.domain.errors import InvalidRequest, QuoteLapsed, TradeNotApprovable, TradeNotCancellable
+from walletcore.domain.errors import (
+    InvalidRequest,
+    QuoteLapsed,
+    TradeNotApprovable,
+    TradeNotCancellable,
+)
 from walletcore.domain.trade import (
     TERMINAL_STATUSES,
     Accepted,
@@ -33,9 +38,9 @@ T0 = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
 EXPIRES = T0 + timedelta(seconds=60)
 LIVE = T0 + timedelta(seconds=30)
 LAPSED = EXPIRES + timedelta(seconds=1)
-QUOTED = Figures(Decimal("0.5"), Decimal("32500"), Decimal("65000"))
-CONFIRMED = Figures(Decimal("0.5"), Decimal("32600.5"), Decimal("65201"))
-EXECUTED = Figures(Decimal("0.5"), Decimal("32601"), Decimal("65202"))
+QUOTED = Figures(Decimal("0.5"), Decimal(32500), Decimal(65000))
+CONFIRMED = Figures(Decimal("0.5"), Decimal("32600.5"), Decimal(65201))
+EXECUTED = Figures(Decimal("0.5"), Decimal(32601), Decimal(65202))
 S = TradeStatus
 
 
@@ -54,7 +59,9 @@ def a_trade(status: TradeStatus = S.OPEN, **changes: object) -> Trade:
         created_at=T0,
     )
     if status is not S.OPEN:
-        trade = replace(trade, status=status, approved_at=LIVE if status is not S.CANCELLED else None)
+        trade = replace(
+            trade, status=status, approved_at=LIVE if status is not S.CANCELLED else None
+        )
     if status in TERMINAL_STATUSES:
         trade = replace(trade, completed_at=LIVE)
     return replace(trade, **changes)  # type: ignore[arg-type]
@@ -223,14 +230,18 @@ def test_best_known_figures() -> None:
 def test_order_holds_the_fixed_leg() -> None:
     by_fiat = a_trade(S.EXECUTING, fixed_leg=FixedLeg.FIAT)
     order = by_fiat.order()
-    assert (order.fixed_leg, order.fixed_amount, order.decimals) == (FixedLeg.FIAT, Decimal("32500"), 8)
+    assert (order.fixed_leg, order.fixed_amount, order.decimals) == (
+        FixedLeg.FIAT,
+        Decimal(32500),
+        8,
+    )
     assert a_trade(S.EXECUTING).order().fixed_amount == Decimal("0.5")
     with pytest.raises(InvalidTransition):
         a_trade().order()  # no order before approval
 
 
-PRICES = st.decimals(min_value=Decimal("0.0001"), max_value=Decimal("1000000"), places=8)
-AMOUNTS = st.decimals(min_value=Decimal("0.01"), max_value=Decimal("100000000"), places=2)
+PRICES = st.decimals(min_value=Decimal("0.0001"), max_value=Decimal(1000000), places=8)
+AMOUNTS = st.decimals(min_value=Decimal("0.01"), max_value=Decimal(100000000), places=2)
 
 
 @given(AMOUNTS, PRICES, st.sampled_from([6, 8, 9, 18]))
@@ -247,7 +258,7 @@ def test_derive_from_fiat_never_gives_more_crypto_than_the_fiat_buys(
         assert (crypto + Decimal(1).scaleb(-decimals)) * price > fiat  # the largest such amount
 
 
-@given(st.decimals(min_value=Decimal("0.00000001"), max_value=Decimal("100000"), places=8), PRICES)
+@given(st.decimals(min_value=Decimal("0.00000001"), max_value=Decimal(100000), places=8), PRICES)
 def test_derive_from_crypto_is_exact(crypto: Decimal, price: Decimal) -> None:
     with localcontext() as ctx:
         ctx.prec = 100

@@ -35,7 +35,7 @@ from walletcore.sandbox.venue import SandboxVenue
 from .conftest import Core, CoreFactory, CountingVenue
 
 S = TradeStatus
-FIGURES = Figures(Decimal("0.5"), Decimal("33000"), Decimal("66000"))
+FIGURES = Figures(Decimal("0.5"), Decimal(33000), Decimal(66000))
 
 
 class ScriptedVenue(SandboxVenue):
@@ -57,7 +57,7 @@ class ScriptedVenue(SandboxVenue):
 
 
 class ScriptedPrices:
-    def __init__(self, price: Any = Decimal("66000")) -> None:
+    def __init__(self, price: Any = Decimal(66000)) -> None:
         self.price = price
 
     async def price_map(self) -> PriceMap:
@@ -88,7 +88,11 @@ async def test_the_order_holds_the_fixed_leg(scripted: tuple[Core, ScriptedVenue
     by_fiat = await core.sell(fiat_amount="1000.50", fiat="EUR")
     await approve(core, by_fiat.trade_id)
     order = core.venue.executed[-1]
-    assert (order.fixed_leg, order.fixed_amount, order.fiat) == (FixedLeg.FIAT, Decimal("1000.50"), Fiat.EUR)
+    assert (order.fixed_leg, order.fixed_amount, order.fiat) == (
+        FixedLeg.FIAT,
+        Decimal("1000.50"),
+        Fiat.EUR,
+    )
     assert (order.trade_id, order.symbol, order.decimals) == (by_fiat.trade_id, "BTC", 8)
     assert order.approved_at == core.clock.now()
 
@@ -102,19 +106,26 @@ async def test_a_fill_completes_with_executed_figures(scripted: tuple[Core, Scri
     assert await core.stored(trade) == done
 
 
-async def test_a_rejection_fails_the_trade_with_its_reason(scripted: tuple[Core, ScriptedVenue]) -> None:
+async def test_a_rejection_fails_the_trade_with_its_reason(
+    scripted: tuple[Core, ScriptedVenue],
+) -> None:
     core, venue = scripted
     venue.on_execute = OrderRejected("insufficient liquidity")
     trade = await core.sell(crypto_amount="0.5")
     with pytest.raises(OrderRejected) as raised:
         await approve(core, trade.trade_id)
-    assert (raised.value.status, raised.value.message) == (502, "Order rejected: insufficient liquidity")
+    assert (raised.value.status, raised.value.message) == (
+        502,
+        "Order rejected: insufficient liquidity",
+    )
     stored = await core.stored(trade)
     assert stored.status is S.FAILED and stored.failure_reason == "insufficient liquidity"
     assert stored.executed is None
 
 
-async def test_no_price_at_the_venue_reopens_the_quote(scripted: tuple[Core, ScriptedVenue]) -> None:
+async def test_no_price_at_the_venue_reopens_the_quote(
+    scripted: tuple[Core, ScriptedVenue],
+) -> None:
     """Nothing was placed: a 502 that is not a rejection, and the quote may be approved again."""
     core, venue = scripted
     venue.on_execute = PriceUnavailable()
@@ -129,7 +140,8 @@ async def test_no_price_at_the_venue_reopens_the_quote(scripted: tuple[Core, Scr
 
 
 @pytest.mark.parametrize(
-    "error", [VenueTimeout(), PricingTimeout(), RuntimeError("connection reset"), TimeoutError()],
+    "error",
+    [VenueTimeout(), PricingTimeout(), RuntimeError("connection reset"), TimeoutError()],
     ids=repr,
 )
 async def test_an_unknown_outcome_is_504_and_the_trade_stays_executing(
@@ -186,7 +198,9 @@ async def test_a_poll_that_cannot_reach_the_venue_shows_the_stored_trade(
     assert await poll(core, trade.trade_id) == approved
 
 
-async def test_settled_trades_are_not_polled_at_the_venue(scripted: tuple[Core, ScriptedVenue]) -> None:
+async def test_settled_trades_are_not_polled_at_the_venue(
+    scripted: tuple[Core, ScriptedVenue],
+) -> None:
     core, _ = scripted
     trade = await core.sell(crypto_amount="0.5")
     await approve(core, trade.trade_id)
@@ -200,7 +214,9 @@ async def test_settled_trades_are_not_polled_at_the_venue(scripted: tuple[Core, 
     [(PriceUnavailable(), 502), (PricingTimeout(), 504), (Decimal(0), 502), (Decimal(-1), 502)],
     ids=repr,
 )
-async def test_no_usable_price_quotes_nothing(make_core: CoreFactory, price: Any, status: int) -> None:
+async def test_no_usable_price_quotes_nothing(
+    make_core: CoreFactory, price: Any, status: int
+) -> None:
     core = await make_core(prices=ScriptedPrices(price))
     with pytest.raises(DomainError) as raised:
         await core.sell(crypto_amount="0.5")
@@ -209,7 +225,7 @@ async def test_no_usable_price_quotes_nothing(make_core: CoreFactory, price: Any
 
 
 async def test_a_fiat_amount_too_small_for_one_base_unit_is_refused(make_core: CoreFactory) -> None:
-    core = await make_core(prices=ScriptedPrices(Decimal("1000000000000")))
+    core = await make_core(prices=ScriptedPrices(Decimal(1000000000000)))
     with pytest.raises(DomainError) as raised:
         await core.sell(fiat_amount="0.01")
     assert raised.value.status == 400
@@ -259,6 +275,8 @@ async def test_listing_expires_lapsed_quotes_of_that_user_only(core: Core, make_
     theirs = await core.trading.sell(core.caller(), user_id=other_id, asset_id=1, crypto_amount="1")
     core.clock.advance(60)
     listed = await core.trading.list(core.caller(), user_id=core.user_id)
-    assert [(t.trade_id, t.status, t.approved_at) for t in listed] == [(mine.trade_id, S.EXPIRED, None)]
+    assert [(t.trade_id, t.status, t.approved_at) for t in listed] == [
+        (mine.trade_id, S.EXPIRED, None)
+    ]
     assert listed[0].completed_at == mine.quote.expires_at
     assert (await core.stored(theirs)).status is S.OPEN  # untouched until its own user reads it

@@ -7,6 +7,7 @@ The fixed-leg amount the quote was asked for (its `cryptoAmount` or `fiatAmount`
 | exactly 502 | 502 `Order rejected: ...` | `failed`, `failureReason` set | stays `failed` |
 | exactly 504 | 504 (outcome unknown) | stays `executing` | `completed` |
 | exactly 202 | 200 | `approved` (accepted, being worked) | `completed` |
+| exactly 203 | 200 | `approved` (accepted, never settles) | stays `approved`; an approve after the quote lapsed expires it |
 | any other | 200 | `completed` | unchanged |
 
 The venue is stateless: it prices an order at the sandbox price of the minute it was
@@ -34,6 +35,7 @@ from walletcore.sandbox.prices import sandbox_unit_price
 REJECT = Decimal(502)
 TIMEOUT = Decimal(504)
 SETTLE_LATER = Decimal(202)
+NEVER_SETTLE = Decimal(203)
 REJECT_REASON = "sandbox venue rejects a fixed-leg amount of 502"
 
 
@@ -44,13 +46,15 @@ class SandboxVenue(TradeVenue):
         figures = self._price(order)
         if order.fixed_amount == TIMEOUT:
             raise VenueTimeout()
-        if order.fixed_amount == SETTLE_LATER:
+        if order.fixed_amount in (SETTLE_LATER, NEVER_SETTLE):
             return Accepted(figures, reference=_reference(order))
         return Fill(figures, reference=_reference(order))
 
     async def status(self, order: Order) -> OrderOutcome:
         if order.fixed_amount == REJECT:
             return Rejected(REJECT_REASON)
+        if order.fixed_amount == NEVER_SETTLE:
+            return Accepted(self._price(order), reference=_reference(order))
         return Fill(self._price(order), reference=_reference(order))
 
     @staticmethod

@@ -48,17 +48,40 @@ class Auditor:
             outcome, detail = "500", "internal error"
             raise
         finally:
-            entry = AuditEntry(
-                at=self._clock.now(),
-                client_id=client_id,
-                action=action,
-                request_id=request_id,
+            await self.event(
+                action,
+                request_id,
+                client_id,
                 outcome=outcome,
                 user_id=note.user_id,
                 target=note.target,
                 detail=detail,
             )
-            try:
-                await self._repo.append_audit(entry)
-            except Exception:  # the audit must not turn a success into a failure
-                log.exception("audit write failed for %s (request %s)", action, request_id)
+
+    async def event(
+        self,
+        action: str,
+        request_id: str,
+        client_id: str | None,
+        *,
+        outcome: str = "ok",
+        user_id: str | None = None,
+        target: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """One entry for something that happened outside a `record` block (a settlement
+        seen on a poll, say)."""
+        entry = AuditEntry(
+            at=self._clock.now(),
+            client_id=client_id,
+            action=action,
+            request_id=request_id,
+            outcome=outcome,
+            user_id=user_id,
+            target=target,
+            detail=detail,
+        )
+        try:
+            await self._repo.append_audit(entry)
+        except Exception:  # the audit must not turn a success into a failure
+            log.exception("audit write failed for %s (request %s)", action, request_id)

@@ -74,7 +74,7 @@ class AuthService:
         async with self._auditor.record("auth", request_id, safe_id):
             if not isinstance(client_id, str) or not isinstance(api_key, str):
                 raise InvalidCredentials()
-            client = await self._repo.get_client(client_id.lower()) if safe_id else None
+            client = await self._repo.get_client(safe_id) if safe_id else None
             presented = hash_api_key(api_key)
             expected = client.key_hash if client is not None else _DUMMY_HASH
             # Compare even when the client is unknown, so timing tells nothing.

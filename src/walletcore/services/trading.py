@@ -143,6 +143,12 @@ class TradingService:
                 if step is ApproveStep.REPLAY:
                     return trade
                 if step is ApproveStep.EXPIRE:
+                    if trade.status is TradeStatus.APPROVED:
+                        # The row is "approved, never settled": ask the venue first, so an
+                        # order it filled meanwhile is recorded, not expired.
+                        polled = await self._poll(caller, trade)
+                        if polled.status is not TradeStatus.APPROVED:
+                            continue
                     if await self._repo.swap_trade(trade.status, trade.expire(now)):
                         raise QuoteLapsed()
                     continue
@@ -209,12 +215,26 @@ class TradingService:
         trade = await self._load(caller, uid, tid)
         if trade.status not in IN_FLIGHT_STATUSES:
             return trade
+        return await self._poll(caller, trade)
+
+    async def _poll(self, caller: Caller, trade: Trade) -> Trade:
+        """Ask the venue about an in-flight trade and record what it says."""
         try:
             outcome = await self._venue.status(trade.order())
         except Exception:  # a poll that cannot reach the venue shows the trade as stored
             log.warning("venue status unavailable for trade %s", trade.trade_id)
             return trade
-        return await self._apply(trade, outcome)
+        moved = await self._apply(trade, outcome)
+        if moved.status is not trade.status:
+            await self._auditor.event(
+                "trade.settle",
+                caller.request_id,
+                caller.client_id,
+                user_id=trade.user_id,
+                target=trade.trade_id,
+                detail=f"{trade.status.value} -> {moved.status.value}",
+            )
+        return moved
 
     async def list(
         self, caller: Caller, *, user_id: object, side: object = None, status: object = None

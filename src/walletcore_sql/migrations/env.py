@@ -14,11 +14,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from walletcore_sql.engine import SQLITE_WRITE, make_engine
+from walletcore_sql.migrate import MIGRATION_LOCK_KEY
 from walletcore_sql.tables import metadata
 
 config = context.config
-#: Taken by every migrating transaction on PostgreSQL, so two migrators run one at a time.
-MIGRATION_LOCK_KEY = 0x77616C6C6574  # "wallet"
 
 
 def do_run_migrations(connection: Connection) -> None:

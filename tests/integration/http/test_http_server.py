@@ -84,7 +84,11 @@ def test_auth_and_prices_over_real_http(served: tuple[str, dict[str, str]]) -> N
         assert prices.json()["requestId"] == "real-1" == prices.headers["x-request-id"]
         assert set(prices.json()["result"]) >= {"BTC", "ETH", "USDT"}
 
-        # A streamed (chunked) body over the cap is refused as the bytes arrive.
+        missing = http.get("/nowhere")
+        assert missing.status_code == 404 and missing.json()["error"] == "404"
+
+        # A streamed (chunked) body over the cap is refused as the bytes arrive (last: the
+        # server closes that connection rather than read the rest of the body).
         def chunks() -> Iterator[bytes]:
             for _ in range(80):
                 yield b" " * 1024
@@ -92,5 +96,3 @@ def test_auth_and_prices_over_real_http(served: tuple[str, dict[str, str]]) -> N
         big = http.post("/trade", content=chunks(), headers={"Authorization": f"Bearer {token}"})
         assert big.status_code == 400
         assert big.json()["message"] == "Request body too large; the limit is 65536 bytes"
-        missing = http.get("/nowhere")
-        assert missing.status_code == 404 and missing.json()["error"] == "404"

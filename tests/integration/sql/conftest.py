@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sql_helpers import Database, trading_service
+from sql_helpers import Db, trading_service
 
 from walletcore.ports import Clock, Repo, TradeVenue
 from walletcore.services.trading import TradingService
@@ -20,26 +20,26 @@ from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_te
 
 
 @pytest.fixture
-async def pg_database() -> AsyncIterator[Database]:
+async def pg_database() -> AsyncIterator[Db]:
     """A schema of its own (unmigrated), dropped after the test."""
     url = pg_test_url()
     schema = await create_schema_async(url)
     try:
-        yield Database("postgres", url, schema)
+        yield Db("postgres", url, schema)
     finally:
         await drop_schema_async(url, schema)
 
 
 @pytest.fixture
-def sqlite_database(tmp_path: Path) -> Database:
-    return Database("sqlite", sqlite_url(tmp_path / "db" / "walletcore.db"))
+def sqlite_database(tmp_path: Path) -> Db:
+    return Db("sqlite", sqlite_url(tmp_path / "db" / "walletcore.db"))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database(request: pytest.FixtureRequest) -> Database:
+def database(request: pytest.FixtureRequest) -> Db:
     """An empty, unmigrated database of each kind."""
     name = "sqlite_database" if request.param == "sqlite" else "pg_database"
-    db: Database = request.getfixturevalue(name)
+    db: Db = request.getfixturevalue(name)
     return db
 
 

@@ -20,7 +20,7 @@ from walletcore_sql.repo import SqlRepo
 
 
 @dataclass(frozen=True)
-class Database:
+class Db:
     """An empty database: `url` plus, on PostgreSQL, the schema to use."""
 
     kind: str

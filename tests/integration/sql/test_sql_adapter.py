@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from sql_helpers import Database
+from sql_helpers import Db
 from sqlalchemy import text
 
 from walletcore.domain.assets import Fiat
@@ -23,7 +23,7 @@ T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
 @pytest.fixture
-async def repo(database: Database) -> AsyncIterator[SqlRepo]:
+async def repo(database: Db) -> AsyncIterator[SqlRepo]:
     r = database.repo(migrate=True)
     await r.start()
     try:
@@ -61,7 +61,7 @@ async def test_the_audit_log_is_append_only(repo: SqlRepo) -> None:
     await repo.append_audit(AuditEntry(T0, None, "auth", "r1", "401", detail="Invalid credentials"))
     for statement in ("UPDATE audit_log SET outcome = 'ok'", "DELETE FROM audit_log"):
         with pytest.raises(StorageError):
-            async with repo._tx(write=True) as conn:
+            async with repo.database.transaction(write=True) as conn:
                 await conn.execute(text(statement))
     assert [e.outcome for e in await repo.list_audit()] == ["401"]
 
@@ -74,10 +74,10 @@ async def test_an_unreachable_database_is_a_503() -> None:
     await repo.aclose()
 
 
-async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_database: Database) -> None:
+async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_database: Db) -> None:
     repo = sqlite_database.repo(migrate=True)
     try:
-        async with repo._tx() as conn:
+        async with repo.database.transaction() as conn:
             mode = (await conn.execute(text("PRAGMA journal_mode"))).scalar_one()
             timeout = (await conn.execute(text("PRAGMA busy_timeout"))).scalar_one()
             keys = (await conn.execute(text("PRAGMA foreign_keys"))).scalar_one()
@@ -86,7 +86,7 @@ async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_database: Data
         await repo.aclose()
 
 
-async def test_sqlite_keeps_money_as_exact_text(sqlite_database: Database) -> None:
+async def test_sqlite_keeps_money_as_exact_text(sqlite_database: Db) -> None:
     repo = sqlite_database.repo(migrate=True)
     try:
         client = ApiClient(client_id=new_id(), name="x", key_hash="00" * 32)
@@ -101,7 +101,7 @@ async def test_sqlite_keeps_money_as_exact_text(sqlite_database: Database) -> No
         )
         t = _trade(client.client_id, uid)
         await repo.add_trade(t)
-        async with repo._tx() as conn:
+        async with repo.database.transaction() as conn:
             row = (
                 await conn.execute(
                     text("SELECT typeof(quote_price), quote_price, typeof(created_at) FROM trades")
@@ -110,3 +110,33 @@ async def test_sqlite_keeps_money_as_exact_text(sqlite_database: Database) -> No
         assert tuple(row) == ("text", "65000", "text")
     finally:
         await repo.aclose()
+
+
+async def test_amounts_read_back_without_padding_zeros(repo: SqlRepo) -> None:
+    from walletcore.domain.clients import User
+    from walletcore.domain.wallet import WalletOwner, WalletRecord
+
+    client = ApiClient(client_id=new_id(), name="x", key_hash="00" * 32)
+    await repo.add_client(client)
+    uid = new_id()
+    await repo.add_user_wallet(
+        User(uid, client.client_id, T0),
+        WalletRecord(client.client_id, WalletOwner.USER, uid, b"", {}, T0),
+    )
+    t = _trade(client.client_id, uid)
+    t = Trade(
+        **{
+            **{f: getattr(t, f) for f in t.__slots__},
+            "quote": Quote(  # type: ignore[arg-type]
+                Decimal("1.50"),
+                Decimal("100.00"),
+                Decimal("0.000000000000000001"),
+                t.quote.expires_at,
+            ),
+        }
+    )
+    await repo.add_trade(t)
+    got = await repo.get_trade(client.client_id, uid, t.trade_id)
+    assert got is not None
+    assert [str(got.quote.crypto_amount), str(got.quote.fiat_amount)] == ["1.5", "100"]
+    assert got.quote.price == Decimal("1E-18")

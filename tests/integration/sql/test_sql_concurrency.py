@@ -9,7 +9,7 @@ import random
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from sql_helpers import CountingVenue, Database
+from sql_helpers import CountingVenue, Db
 from sqlalchemy import func, select
 
 from walletcore.clock import ManualClock
@@ -30,7 +30,7 @@ CONCURRENCY = 50
 
 
 @pytest.fixture
-async def repos(database: Database) -> AsyncIterator[list[SqlRepo]]:
+async def repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
     first = database.repo(migrate=True)
     await first.start()
     others = [database.repo() for _ in range(PROCESSES - 1)]
@@ -160,5 +160,5 @@ async def test_fifty_concurrent_sends_under_one_request_id_make_one_record(
 
 
 async def _count_sends(repo: SqlRepo) -> int:
-    async with repo._tx() as conn:
+    async with repo.database.transaction() as conn:
         return int((await conn.execute(select(func.count()).select_from(sends))).scalar_one())

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from sql_helpers import Database, trading_service
+from sql_helpers import Db, trading_service
 
 from walletcore.clock import SystemClock
 from walletcore.domain.clients import ApiClient
@@ -24,7 +24,7 @@ CHILD = Path(__file__).with_name("crash_child.py")
 
 
 async def test_a_killed_approval_stays_executing_and_a_poll_completes_it(
-    database: Database, settings: Settings, make_user: Callable[..., object]
+    database: Db, settings: Settings, make_user: Callable[..., object]
 ) -> None:
     clock = SystemClock()
     setup = database.repo(migrate=True)

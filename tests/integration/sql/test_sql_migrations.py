@@ -4,10 +4,12 @@ to do."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sql_helpers import Database
+from sql_helpers import Db
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
@@ -21,7 +23,7 @@ from walletcore_sql.testing import off_loop
 TABLES = {"alembic_version", "api_clients", "users", "wallets", "trades", "sends", "audit_log"}
 
 
-async def _sync(db: Database, work):  # type: ignore[no-untyped-def]
+async def _sync(db: Db, work):  # type: ignore[no-untyped-def]
     engine = make_engine(db.url, schema=db.schema)
     try:
         async with engine.begin() as conn:
@@ -34,7 +36,7 @@ def _tables(conn: Connection) -> set[str]:
     return set(inspect(conn).get_table_names())
 
 
-async def test_upgrade_on_an_empty_database_creates_the_schema(database: Database) -> None:
+async def test_upgrade_on_an_empty_database_creates_the_schema(database: Db) -> None:
     assert await migrate.current_async(database.url, schema=database.schema) is None
     assert await _sync(database, _tables) == set()
 
@@ -48,7 +50,18 @@ async def test_upgrade_on_an_empty_database_creates_the_schema(database: Databas
     assert await migrate.upgrade_async(database.url, schema=database.schema) == "0001"
 
 
-async def test_the_migrated_schema_matches_the_tables_of_the_code(database: Database) -> None:
+async def test_two_migrators_at_once_both_succeed(database: Db) -> None:
+    """Two processes starting on a fresh database: one migrates, the other waits and finds
+    it done (PostgreSQL: advisory lock; SQLite: BEGIN IMMEDIATE)."""
+    reached = await asyncio.gather(
+        migrate.upgrade_async(database.url, schema=database.schema),
+        migrate.upgrade_async(database.url, schema=database.schema),
+    )
+    assert reached == ["0001", "0001"]
+    assert await _sync(database, _tables) == TABLES
+
+
+async def test_the_migrated_schema_matches_the_tables_of_the_code(database: Db) -> None:
     await migrate.upgrade_async(database.url, schema=database.schema)
 
     def diff(conn: Connection) -> list[object]:
@@ -58,7 +71,7 @@ async def test_the_migrated_schema_matches_the_tables_of_the_code(database: Data
     assert await _sync(database, diff) == []
 
 
-async def test_check_schema_refuses_an_unmigrated_database(database: Database) -> None:
+async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None:
     with pytest.raises(SchemaNotMigrated) as caught:
         await migrate.check_schema_async(database.url, schema=database.schema)
     message = str(caught.value)
@@ -71,7 +84,7 @@ async def test_check_schema_refuses_an_unmigrated_database(database: Database) -
     assert await _sync(database, _tables) == set()
 
 
-async def test_check_schema_refuses_a_newer_schema(database: Database) -> None:
+async def test_check_schema_refuses_a_newer_schema(database: Db) -> None:
     await migrate.upgrade_async(database.url, schema=database.schema)
     await _sync(
         database, lambda c: c.execute(text("UPDATE alembic_version SET version_num = '9999'"))
@@ -91,7 +104,7 @@ async def test_check_schema_refuses_a_newer_schema(database: Database) -> None:
 
 
 async def test_schema_errors_are_configuration_errors_without_the_password(
-    database: Database,
+    database: Db,
 ) -> None:
     from walletcore.secretfiles import ConfigurationError
 
@@ -105,7 +118,7 @@ async def test_schema_errors_are_configuration_errors_without_the_password(
     assert "hunter2" not in str(caught.value)
 
 
-async def test_downgrade_removes_everything_and_upgrade_restores_it(database: Database) -> None:
+async def test_downgrade_removes_everything_and_upgrade_restores_it(database: Db) -> None:
     from alembic import command
 
     await migrate.upgrade_async(database.url, schema=database.schema)
@@ -121,13 +134,13 @@ async def test_downgrade_removes_everything_and_upgrade_restores_it(database: Da
     assert await _sync(database, _tables) == TABLES
 
 
-def test_the_sync_functions_run_their_own_loop(sqlite_database: Database) -> None:
+def test_the_sync_functions_run_their_own_loop(sqlite_database: Db) -> None:
     assert migrate.upgrade(sqlite_database.url) == "0001"
     assert migrate.current(sqlite_database.url) == "0001"
     migrate.check_schema(sqlite_database.url)
 
 
-async def test_the_sync_functions_refuse_a_running_loop(sqlite_database: Database) -> None:
+async def test_the_sync_functions_refuse_a_running_loop(sqlite_database: Db) -> None:
     with pytest.raises(RuntimeError, match="_async"):
         migrate.current(sqlite_database.url)
     assert off_loop(lambda: migrate.current(sqlite_database.url)) is None

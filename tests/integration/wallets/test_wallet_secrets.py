@@ -114,6 +114,9 @@ async def test_the_container_wires_wallets_at_full_parameters(tmp_path: Path) ->
     with pytest.raises(DomainError) as caught:
         await service.extend(caller, user_id=created.user_id, password=WRONG)
     assert (caught.value.status, caught.value.message) == (401, "Invalid credentials")
-    assert await service.extend(caller, user_id=created.user_id, password=PASSWORD) == created.addresses
+    assert (
+        await service.extend(caller, user_id=created.user_id, password=PASSWORD)
+        == created.addresses
+    )
     platform = await service.provision_platform(issued.client.client_id)
     assert await service.platform_addresses(caller) == platform

@@ -124,11 +124,15 @@ async def test_addresses_follow_the_enabled_chains(wallets: Wallets) -> None:
     assert addresses == created.addresses
 
     await wallets.repo.update_client(replace(client, enabled_assets=(BTC, SOL)))
-    addresses = await wallets.service.addresses(await wallets.caller(client), user_id=created.user_id)
+    addresses = await wallets.service.addresses(
+        await wallets.caller(client), user_id=created.user_id
+    )
     assert list(addresses) == [Chain.BITCOIN, Chain.SOLANA]
 
     await wallets.repo.update_client(replace(client, enabled_assets=(BTC, TRX, SOL, ETH)))
-    addresses = await wallets.service.addresses(await wallets.caller(client), user_id=created.user_id)
+    addresses = await wallets.service.addresses(
+        await wallets.caller(client), user_id=created.user_id
+    )
     assert list(addresses) == [Chain.BITCOIN, Chain.TRON, Chain.SOLANA]  # ETH needs /extend
 
 
@@ -181,7 +185,10 @@ async def test_extend_adds_the_chains_enabled_since_creation(wallets: Wallets) -
     assert wallet.updated_at == wallets.clock.now()
     entry = (await wallets.repo.list_audit())[0]
     assert (entry.action, entry.outcome, entry.target) == ("wallet.extend", "ok", "ETHEREUM,SOLANA")
-    assert await wallets.service.addresses(await wallets.caller(client), user_id=created.user_id) == extended
+    assert (
+        await wallets.service.addresses(await wallets.caller(client), user_id=created.user_id)
+        == extended
+    )
 
 
 async def test_extend_with_a_wrong_password_changes_nothing(wallets: Wallets) -> None:
@@ -199,7 +206,11 @@ async def test_extend_with_a_wrong_password_changes_nothing(wallets: Wallets) ->
     after = await wallets.repo.get_wallet(client.client_id, WalletOwner.USER, created.user_id)
     assert after == before
     entry = (await wallets.repo.list_audit())[0]
-    assert (entry.action, entry.outcome, entry.detail) == ("wallet.extend", "401", "Invalid credentials")
+    assert (entry.action, entry.outcome, entry.detail) == (
+        "wallet.extend",
+        "401",
+        "Invalid credentials",
+    )
 
 
 async def test_extend_checks_the_password_even_with_nothing_to_add(wallets: Wallets) -> None:
@@ -209,15 +220,21 @@ async def test_extend_checks_the_password_even_with_nothing_to_add(wallets: Wall
         await wallets.service.extend(
             await wallets.caller(client), user_id=created.user_id, password="wrong password"
         )
-    assert await wallets.service.extend(
-        await wallets.caller(client), user_id=created.user_id, password=PASSWORD
-    ) == created.addresses
+    assert (
+        await wallets.service.extend(
+            await wallets.caller(client), user_id=created.user_id, password=PASSWORD
+        )
+        == created.addresses
+    )
 
 
 @pytest.mark.parametrize(
     ("password", "message"),
-    [(None, "password is required"), ("x" * 257, "password must be at most 256 characters"),
-     (42, "password must be a string")],
+    [
+        (None, "password is required"),
+        ("x" * 257, "password must be at most 256 characters"),
+        (42, "password must be a string"),
+    ],
 )
 async def test_extend_refuses_a_malformed_password(
     wallets: Wallets, password: object, message: str
@@ -236,13 +253,17 @@ async def test_a_short_password_on_extend_is_just_a_wrong_password(wallets: Wall
     client = await wallets.client(BTC)
     created = await wallets.service.create(await wallets.caller(client), password=PASSWORD)
     with pytest.raises(InvalidCredentials):
-        await wallets.service.extend(await wallets.caller(client), user_id=created.user_id, password="abc")
+        await wallets.service.extend(
+            await wallets.caller(client), user_id=created.user_id, password="abc"
+        )
 
 
 async def test_extend_of_an_unknown_user(wallets: Wallets) -> None:
     client = await wallets.client(BTC)
     with pytest.raises(UserNotFound):
-        await wallets.service.extend(await wallets.caller(client), user_id=new_id(), password=PASSWORD)
+        await wallets.service.extend(
+            await wallets.caller(client), user_id=new_id(), password=PASSWORD
+        )
 
 
 # -- platform wallets ---------------------------------------------------------------------
@@ -293,7 +314,9 @@ async def test_provisioning_fills_in_chains_an_older_wallet_lacks(wallets: Walle
     await wallets.service.provision_platform(client.client_id)
     stored = await wallets.repo.get_wallet(client.client_id, WalletOwner.PLATFORM, None)
     assert stored is not None
-    await wallets.repo.update_wallet(replace(stored, addresses={Chain.BITCOIN: stored.addresses[Chain.BITCOIN]}))
+    await wallets.repo.update_wallet(
+        replace(stored, addresses={Chain.BITCOIN: stored.addresses[Chain.BITCOIN]})
+    )
     again = await wallets.service.provision_platform(client.client_id)
     assert again == {c: stored.addresses[c] for c in (Chain.BITCOIN, Chain.SOLANA)}
     refilled = await wallets.repo.get_wallet(client.client_id, WalletOwner.PLATFORM, None)

@@ -29,8 +29,14 @@ def _bech32_with_wrong_constant(version: int, program: bytes) -> str:
     ("given", "normalised"),
     [
         # BIP173: P2WPKH, upper case accepted and lowered; P2WSH
-        ("bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"),
-        ("BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"),
+        (
+            "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4",
+            "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4",
+        ),
+        (
+            "BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4",
+            "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4",
+        ),
         (
             "bc1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3qccfmv3",
             "bc1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3qccfmv3",
@@ -43,7 +49,10 @@ def _bech32_with_wrong_constant(version: int, program: bytes) -> str:
         # base58 P2PKH and P2SH
         ("1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2", "1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2"),
         ("3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy", "3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy"),
-        ("  bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu\n", "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"),
+        (
+            "  bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu\n",
+            "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu",
+        ),
     ],
 )
 def test_bitcoin_valid(given: str, normalised: str) -> None:

@@ -25,7 +25,7 @@ from walletcore.domain.errors import WrongWalletPassword
 from walletcore.settings import Settings
 from walletcore_chains import bclib, hd, sealing
 from walletcore_chains.addresses import b58check_encode, b58decode, segwit_encode
-from walletcore_chains.keystore import ChainKey, SealedKeyStore
+from walletcore_chains.keystore import ChainKey, KeyMaterialError, SealedKeyStore
 from walletcore_chains.sealing import KdfParams, SealedRecordError
 from walletcore_chains.signatures import SECP256K1_N, verify_signature
 
@@ -34,7 +34,9 @@ ALL = list(Chain)
 
 
 # -- creating -----------------------------------------------------------------------------
-async def test_a_user_wallet_shows_its_mnemonic_and_seals_its_seed(keystore: SealedKeyStore) -> None:
+async def test_a_user_wallet_shows_its_mnemonic_and_seals_its_seed(
+    keystore: SealedKeyStore,
+) -> None:
     wallet = await keystore.create_wallet(PASSWORD, [Chain.BITCOIN, Chain.TRON])
     assert wallet.mnemonic is not None and len(wallet.mnemonic.split()) == 24
     assert list(wallet.addresses) == [Chain.BITCOIN, Chain.TRON]
@@ -134,9 +136,9 @@ async def test_the_key_is_wiped_when_the_block_ends(keystore: SealedKeyStore) ->
 
 async def test_the_key_is_wiped_when_the_block_fails(keystore: SealedKeyStore) -> None:
     wallet = await keystore.create_wallet(PASSWORD, ALL)
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(LookupError):
         async with keystore.unseal(wallet.sealed, PASSWORD, Chain.TRON) as signer:
-            1 / 0
+            raise LookupError("the block failed")
     assert signer.wiped
 
 
@@ -216,7 +218,9 @@ class _Tracker:
                 self.running -= 1
 
 
-async def test_concurrent_unseals_are_capped(master_key: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_concurrent_unseals_are_capped(
+    master_key: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fast = KdfParams(1, 64 * 1024)
     keystore = SealedKeyStore(master_key, max_concurrent_unseals=2, kdf=fast, allow_weak_kdf=True)
     wallet = await keystore.create_wallet(PASSWORD, [Chain.ETHEREUM])
@@ -251,7 +255,11 @@ async def test_a_cancelled_caller_keeps_its_slot_until_the_work_ends(
 def test_the_entry_point_builds_a_production_keystore(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, max_concurrent_unseals=3)
     keystore = plugins.build(
-        "walletcore.keystores", "sealed", settings=settings, clock=SystemClock(), master_key=b"\1" * 32
+        "walletcore.keystores",
+        "sealed",
+        settings=settings,
+        clock=SystemClock(),
+        master_key=b"\1" * 32,
     )
     assert isinstance(keystore, SealedKeyStore)
     assert keystore.kdf == sealing.PRODUCTION_KDF
@@ -313,3 +321,34 @@ async def test_a_signature_that_fails_its_check_is_never_returned(
     async with keystore.unseal(wallet.sealed, PASSWORD, Chain.TRON) as signer:
         with pytest.raises(RuntimeError, match="failed its own check"):
             signer.sign(b"\2" * 32)
+
+
+async def test_a_library_failure_leaves_without_its_message(
+    keystore: SealedKeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wallet = await keystore.create_wallet(PASSWORD, ALL)
+    seed_hex = "ab" * 64
+
+    def leaky(seed: bytes, chains: Any) -> None:
+        raise ValueError(f"bad entropy {seed_hex}")
+
+    monkeypatch.setattr(hd, "derive_addresses", leaky)
+    with pytest.raises(KeyMaterialError) as caught:
+        await keystore.derive_addresses(wallet.sealed, PASSWORD, ALL)
+    assert seed_hex not in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+async def test_creation_fails_if_the_new_record_does_not_open(
+    keystore: SealedKeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_seal = sealing.seal_with_password
+
+    def faulty(seed: Any, password: str, params: KdfParams) -> bytes:
+        record = bytearray(real_seal(seed, password, params))
+        record[-1] ^= 1  # a fault between sealing and storing
+        return bytes(record)
+
+    monkeypatch.setattr(sealing, "seal_with_password", faulty)
+    with pytest.raises(SealedRecordError, match="did not open"):
+        await keystore.create_wallet(PASSWORD, ALL)

@@ -1,0 +1,168 @@
+"""The audit log (one entry per state change, with request id and outcome, never a secret)
+and the auth service's operator side."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import astuple
+from datetime import timedelta
+
+import pytest
+
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.errors import DomainError
+from walletcore.domain.ids import new_id
+from walletcore.sandbox.repo import InMemoryRepo
+from walletcore.services.auth import TOKEN_LIFETIME, hash_api_key
+
+from .conftest import Core, CoreFactory
+
+
+async def audit_of(core: Core, request_id: str) -> AuditEntry:
+    entries = [e for e in await core.repo.list_audit(1000) if e.request_id == request_id]
+    assert len(entries) == 1, entries
+    return entries[0]
+
+
+async def attempt(call: object) -> DomainError | None:
+    try:
+        await call  # type: ignore[misc]
+    except DomainError as exc:
+        return exc
+    return None
+
+
+async def test_every_trade_state_change_is_audited_with_request_id_and_outcome(core: Core) -> None:
+    t = core.trading
+    uid = core.user_id
+    sell = await t.sell(core.caller("r-sell"), user_id=uid, asset_id=1, crypto_amount="0.5")
+    await t.approve(core.caller("r-approve"), user_id=uid, trade_id=sell.trade_id)
+    await attempt(t.cancel(core.caller("r-cancel-409"), user_id=uid, trade_id=sell.trade_id))
+    rejected = await t.order(core.caller("r-order"), user_id=uid, asset_id=2, fiat_amount="502")
+    await attempt(t.approve(core.caller("r-approve-502"), user_id=uid, trade_id=rejected.trade_id))
+    unknown = await t.sell(core.caller("r-sell-2"), user_id=uid, asset_id=1, fiat_amount="504")
+    await attempt(t.approve(core.caller("r-approve-504"), user_id=uid, trade_id=unknown.trade_id))
+    await attempt(
+        t.sell(
+            core.caller("r-sell-403"), user_id=uid, asset_id=1, crypto_amount="1", fiat_amount="1"
+        )
+    )
+
+    expected = {
+        "r-sell": ("trade.sell", "ok", sell.trade_id),
+        "r-approve": ("trade.approve", "ok", sell.trade_id),
+        "r-cancel-409": ("trade.cancel", "409", sell.trade_id),
+        "r-order": ("trade.order", "ok", rejected.trade_id),
+        "r-approve-502": ("trade.approve", "502", rejected.trade_id),
+        "r-sell-2": ("trade.sell", "ok", unknown.trade_id),
+        "r-approve-504": ("trade.approve", "504", unknown.trade_id),
+        "r-sell-403": ("trade.sell", "400", None),
+    }
+    for request_id, (action, outcome, target) in expected.items():
+        entry = await audit_of(core, request_id)
+        assert (entry.action, entry.outcome, entry.target) == (action, outcome, target), entry
+        assert (entry.client_id, entry.user_id) == (core.client.client_id, uid)
+        assert entry.at == core.clock.now()
+    assert (await audit_of(core, "r-approve-502")).detail.startswith("Order rejected: ")  # type: ignore[union-attr]
+
+
+async def test_reads_are_not_audited(core: Core) -> None:
+    trade = await core.sell(crypto_amount="0.5")
+    before = len(await core.repo.list_audit(1000))
+    await core.trading.get(core.caller("r-get"), user_id=core.user_id, trade_id=trade.trade_id)
+    await core.trading.list(core.caller("r-list"), user_id=core.user_id)
+    assert len(await core.repo.list_audit(1000)) == before
+
+
+async def test_auth_and_operator_actions_are_audited_without_any_secret(core: Core) -> None:
+    auth = core.auth
+    cid = core.client.client_id
+    issued = await auth.authenticate(cid, core.api_key, "r-auth")
+    await attempt(auth.authenticate(cid, core.api_key + "x", "r-auth-wrong"))
+    await attempt(auth.authenticate("not-an-id", core.api_key, "r-auth-bad-id"))
+    rotated = await auth.rotate_key(cid, "r-rotate")
+    await auth.disable_client(cid, "r-disable")
+
+    assert [
+        (e.action, e.outcome, e.client_id)
+        for e in [
+            await audit_of(core, r)
+            for r in ("r-auth", "r-auth-wrong", "r-auth-bad-id", "r-rotate", "r-disable")
+        ]
+    ] == [
+        ("auth", "ok", cid),
+        ("auth", "401", cid),
+        ("auth", "401", None),
+        ("client.rotate", "ok", cid),
+        ("client.disable", "ok", cid),
+    ]
+    secrets = (core.api_key, rotated.api_key, issued.token, core.api_key + "x")
+    for entry in await core.repo.list_audit(1000):
+        text = repr(entry) + repr(astuple(entry))
+        assert not [s for s in secrets if s in text], entry
+
+
+async def test_a_failing_audit_write_does_not_fail_the_request(make_core: CoreFactory) -> None:
+    class BrokenAudit(InMemoryRepo):
+        async def append_audit(self, entry: AuditEntry) -> None:
+            raise OSError("disk full")
+
+    core = await make_core(repo=BrokenAudit())
+    trade = await core.sell(crypto_amount="0.5")
+    approved = await core.trading.approve(
+        core.caller(), user_id=core.user_id, trade_id=trade.trade_id
+    )
+    assert approved.status.value == "completed"
+
+
+# -- auth: the operator side -------------------------------------------------------------------
+async def test_only_the_sha256_of_the_key_is_stored(core: Core) -> None:
+    stored = await core.repo.get_client(core.client.client_id)
+    assert stored is not None
+    assert (
+        stored.key_hash
+        == hashlib.sha256(core.api_key.encode()).hexdigest()
+        == hash_api_key(core.api_key)
+    )
+    assert core.api_key not in repr(stored) and stored.key_hash not in repr(stored)
+
+
+async def test_tokens_last_fifteen_minutes_to_the_second(core: Core) -> None:
+    assert TOKEN_LIFETIME == timedelta(minutes=15)
+    core.clock.advance(0.75)  # issued mid-second: the lifetime counts from the whole second
+    issued = await core.auth.authenticate(core.client.client_id, core.api_key, "r")
+    assert issued.expires_at == core.clock.now().replace(microsecond=0) + TOKEN_LIFETIME
+    assert issued.token not in repr(issued)
+    core.clock.set(issued.expires_at - timedelta(microseconds=1))
+    assert (await core.auth.verify(f"Bearer {issued.token}")).client_id == core.client.client_id
+    core.clock.set(issued.expires_at)
+    error = await attempt(core.auth.verify(f"Bearer {issued.token}"))
+    assert error is not None and (error.status, error.message) == (401, "Missing or expired token")
+
+
+async def test_bearer_scheme_is_case_insensitive(core: Core) -> None:
+    issued = await core.auth.authenticate(core.client.client_id, core.api_key, "r")
+    assert await core.auth.verify(f"bearer {issued.token}")
+
+
+async def test_operator_actions_on_an_unknown_client_are_404(core: Core) -> None:
+    for call in (core.auth.rotate_key(new_id()), core.auth.disable_client("nonsense")):
+        error = await attempt(call)
+        assert error is not None and error.status == 404
+
+
+@pytest.mark.parametrize(
+    ("name", "assets"), [("", None), (" ", None), ("x" * 101, None), ("Acme", [7]), ("Acme", [])]
+)
+async def test_create_client_validates_its_input(
+    core: Core, name: str, assets: list[int] | None
+) -> None:
+    error = await attempt(core.auth.create_client(name, assets=assets))
+    assert error is not None and error.status == 400
+
+
+async def test_new_clients_get_distinct_keys_and_ids(core: Core) -> None:
+    issued = [await core.auth.create_client(f"Client {n}", assets=[2, 1]) for n in range(5)]
+    assert len({i.api_key for i in issued}) == len({i.client.client_id for i in issued}) == 5
+    assert all(i.client.enabled_assets == (1, 2) for i in issued)  # catalog order
+    assert all(i.api_key not in repr(i) for i in issued)

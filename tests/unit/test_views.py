@@ -1,0 +1,87 @@
+"""The wire shape of a trade: exact field names, strings cut to 6 places, optional fields."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from walletcore.domain.assets import Fiat
+from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
+from walletcore.views import trade_view
+
+CREATED = datetime(2026, 1, 1, 12, 0, 30, 123456, tzinfo=UTC)
+TRADE = Trade(
+    trade_id="0123456789abcdef01234567",
+    client_id="c" * 24,
+    user_id="u" * 24,
+    side=Side.BUY,
+    asset_id=21,
+    symbol="USDT",
+    fiat=Fiat.EUR,
+    fixed_leg=FixedLeg.FIAT,
+    quote=Quote(
+        Decimal("108.69565217"),
+        Decimal("100.00"),
+        Decimal("0.92000000"),
+        CREATED + timedelta(seconds=60),
+    ),
+    status=TradeStatus.OPEN,
+    created_at=CREATED,
+)
+
+
+def test_an_open_quote() -> None:
+    assert trade_view(TRADE) == {
+        "tradeId": "0123456789abcdef01234567",
+        "side": "buy",
+        "status": "open",
+        "assetId": 21,
+        "symbol": "USDT",
+        "fiat": "EUR",
+        "cryptoAmount": "108.695652",
+        "fiatAmount": "100",
+        "price": "0.92",
+        "quote": {
+            "cryptoAmount": "108.695652",
+            "fiatAmount": "100",
+            "price": "0.92",
+            "expiresAt": "2026-01-01T12:01:30.123Z",
+        },
+        "createdAt": "2026-01-01T12:00:30.123Z",
+        "approvedAt": None,
+        "completedAt": None,
+    }
+
+
+def test_a_settled_trade_shows_executed_figures_over_an_unchanged_quote() -> None:
+    done = replace(
+        TRADE,
+        status=TradeStatus.COMPLETED,
+        approved_at=CREATED + timedelta(seconds=10),
+        completed_at=CREATED + timedelta(seconds=11),
+        approved=Figures(Decimal("108.1"), Decimal(100), Decimal("0.925")),
+        executed=Figures(Decimal("108.00000099"), Decimal(100), Decimal("0.9259259259")),
+        reference="SBX-1",
+    )
+    view = trade_view(done)
+    assert (view["cryptoAmount"], view["fiatAmount"], view["price"]) == ("108", "100", "0.925925")
+    assert view["quote"] == trade_view(TRADE)["quote"]
+    assert (view["approvedAt"], view["completedAt"]) == (
+        "2026-01-01T12:00:40.123Z",
+        "2026-01-01T12:00:41.123Z",
+    )
+    assert view["reference"] == "SBX-1" and "failureReason" not in view
+
+
+def test_a_failed_trade_carries_its_reason_and_an_unreadable_amount_is_null() -> None:
+    failed = replace(
+        TRADE,
+        status=TradeStatus.FAILED,
+        failure_reason="no liquidity",
+        completed_at=CREATED,
+        quote=replace(TRADE.quote, crypto_amount=None),
+    )
+    view = trade_view(failed)
+    assert view["failureReason"] == "no liquidity" and "reference" not in view
+    assert view["cryptoAmount"] is None and view["quote"]["cryptoAmount"] is None
