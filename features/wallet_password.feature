@@ -117,3 +117,26 @@ Feature: The wallet password
       When the operator provisions it again
       Then the addresses are the same as the first time
       And the api client's platform wallet shows them for BITCOIN, ETHEREUM and TRON
+
+  Rule: A send with a wrong password is refused before anything leaves the wallet, and the answer depends on the chain
+
+    Scenario Outline: Sending <coin> with a wrong password, then again with the right one
+      Given the operator enables every asset for the api client
+      And a wallet created with the password "correct horse battery"
+      And the wallet holds 10 <coin>
+      When the api client sends 1 <coin> from the wallet with the password "battery horse correct"
+      Then the request fails with status <status> and the message "<message>"
+      And nothing has left the wallet
+      When the api client sends it again, under the same request id, with the password "correct horse battery"
+      Then the request succeeds
+      And one transfer has left the wallet
+      And no answer, log line or audit entry since creation holds the seed phrase or the password
+
+      Examples:
+        | coin | status | message             |
+        | BTC  | 400    | Invalid password    |
+        | ETH  | 401    | Invalid credentials |
+        | BNB  | 401    | Invalid credentials |
+        | TRX  | 401    | Invalid credentials |
+        | POL  | 401    | Invalid credentials |
+        | SOL  | 401    | Invalid password    |

@@ -19,13 +19,20 @@ from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.auth import AuthService
 from walletcore.services.market import MarketService
+from walletcore.services.sends import SendService
 from walletcore.services.tokens import TokenSigner
 from walletcore.services.trading import TradingService
+from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
 from walletcore.settings import Profile, Settings
 
 #: Adapter names that only the sandbox profile may run.
-SANDBOX_ONLY = {"repo": {"memory"}, "prices": {"sandbox"}, "venue": {"sandbox"}}
+SANDBOX_ONLY = {
+    "repo": {"memory"},
+    "prices": {"sandbox"},
+    "venue": {"sandbox"},
+    "chains": {"sandbox"},
+}
 
 
 class Container(containers.DeclarativeContainer):
@@ -75,6 +82,32 @@ class Container(containers.DeclarativeContainer):
         page_size=settings.provided.trades_page_size,
     )
     wallets = providers.Singleton(WalletService, repo, clock, keystore, asset_policy, auditor)
+
+    # wallet operations on chain: functions the core cannot import (walletcore_chains), found
+    # through entry points, and one ChainGateway per chain (`WALLETCORE_CHAINS`)
+    address_validator = providers.Singleton(
+        plugins.load, "walletcore.address_validators", "default"
+    )
+    signature_verifier = providers.Singleton(
+        plugins.load, "walletcore.signature_verifiers", "default"
+    )
+    gateways = providers.Singleton(
+        plugins.build,
+        "walletcore.chains",
+        settings.provided.chains,
+        settings=settings,
+        clock=clock,
+        address_validator=address_validator,
+        signature_verifier=signature_verifier,
+    )
+    wallet_reads = providers.Singleton(
+        WalletReads,
+        repo,
+        gateways,
+        asset_policy,
+        page_size=settings.provided.transactions_page_size,
+    )
+    sends = providers.Singleton(SendService, repo, clock, keystore, gateways, asset_policy, auditor)
 
 
 def create_container(settings: Settings | None = None, **overrides: Any) -> Container:

@@ -3,7 +3,13 @@
 Groups: `walletcore.repos`, `walletcore.price_sources`, `walletcore.venues`,
 `walletcore.keystores`, `walletcore.chains`. An entry point names a factory called with
 keyword arguments (`settings=`, `clock=`, and whatever else the group passes); factories
-take `**_` so new arguments can be added without breaking them.
+take `**_` so new arguments can be added without breaking them. `walletcore.chains`
+factories answer one `ChainGateway` per chain (a mapping).
+
+Two groups name plain functions rather than factories (`load` them, do not `build`):
+`walletcore.address_validators` (`validate(chain, address) -> str`) and
+`walletcore.signature_verifiers` (`verify(chain, address, payload, signature) -> bool`);
+the sandbox chains use them, since the core cannot import the chain libraries.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ GROUPS = (
     "walletcore.venues",
     "walletcore.keystores",
     "walletcore.chains",
+    "walletcore.address_validators",
+    "walletcore.signature_verifiers",
 )
 
 #: The core's own adapters, used when the distribution's metadata is not installed
@@ -27,6 +35,7 @@ _BUILTIN: dict[tuple[str, str], str] = {
     ("walletcore.repos", "memory"): "walletcore.sandbox.repo:build",
     ("walletcore.price_sources", "sandbox"): "walletcore.sandbox.prices:build",
     ("walletcore.venues", "sandbox"): "walletcore.sandbox.venue:build",
+    ("walletcore.chains", "sandbox"): "walletcore.sandbox.chain:build",
 }
 
 

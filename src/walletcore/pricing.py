@@ -44,6 +44,8 @@ class RefreshingPriceSource(PriceSource):
         #: (symbol, fiat) -> (price, when it was recorded)
         self._known: dict[tuple[str, Fiat], tuple[Decimal, datetime]] = {}
         self._last_attempt: datetime | None = None
+        #: The `/prices` map, rebuilt once per successful refresh (callers must not mutate it).
+        self._map: PriceMap = self._build_map()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._refresh_lock = asyncio.Lock()
@@ -88,6 +90,7 @@ class RefreshingPriceSource(PriceSource):
                 for fiat, price in by_fiat.items():
                     if price is not None and price.is_finite() and price > 0:
                         self._known[(symbol, Fiat(fiat))] = (price, now)
+            self._map = self._build_map()
             return True
 
     async def _refresh_if_due(self) -> None:
@@ -101,6 +104,9 @@ class RefreshingPriceSource(PriceSource):
     # -- the port -------------------------------------------------------------------------
     async def price_map(self) -> PriceMap:
         await self._refresh_if_due()
+        return self._map
+
+    def _build_map(self) -> PriceMap:
         return {
             symbol: {
                 fiat.value: float(self._known[(symbol, fiat)][0]) if (symbol, fiat) in self._known else 0.0

@@ -73,10 +73,15 @@ class Settings(BaseSettings):
     prices: str = "sandbox"
     venue: str = "sandbox"
     keystore: str = "sealed"
+    chains: str = "sandbox"
 
     quote_ttl_seconds: int = Field(default=60, ge=1, le=3600)
     price_refresh_seconds: float = Field(default=60.0, gt=0)
     trades_page_size: int = Field(default=10, ge=1, le=100)
+    #: Page size of `/transactions` and `/platform/transactions` (newest first).
+    transactions_page_size: int = Field(default=10, ge=1, le=100)
+    #: Sandbox chains: seconds from broadcast until a transaction reads `success`.
+    sandbox_confirm_seconds: float = Field(default=3.0, ge=0, le=3600)
 
     #: Assets limited on this environment: absent from /config, `400 Unknown assetId`.
     limited_assets: Annotated[list[int], NoDecode] = Field(default_factory=list)

@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from walletcore.domain.assets import Asset, Chain
-from walletcore.domain.money import format_amount, format_optional
+from walletcore.domain.assets import Asset, Chain, native_asset
+from walletcore.domain.money import format_amount, format_balance, format_optional
 from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.domain.trade import Trade
+from walletcore.domain.wallet import TxRow
+from walletcore.ports import FeeQuote
 from walletcore.services.market import ClientConfig, ConfigAsset
 
 
@@ -68,3 +70,36 @@ def config_view(config: ClientConfig) -> dict[str, Any]:
 
 def addresses_view(addresses: Mapping[Chain, str]) -> dict[str, str]:
     return {chain.value: address for chain, address in addresses.items()}
+
+
+# -- wallet operations ---------------------------------------------------------------------
+# Chain amounts keep full precision (the 6-place cut is for trades): balances and amounts
+# in the asset, fees in the chain's native coin.
+
+
+def tx_row_view(row: TxRow, asset: Asset) -> dict[str, Any]:
+    """The spec's Transaction row."""
+    return {
+        "hash": row.hash,
+        "type": row.type,
+        "amount": None
+        if row.amount_units is None
+        else format_balance(row.amount_units, asset.decimals),
+        "fee": format_balance(row.fee_units, native_asset(asset.chain).decimals),
+        "status": row.status,
+        "date": format_optional_datetime(row.date),
+    }
+
+
+def fee_view(quote: FeeQuote, asset: Asset) -> str | dict[str, int]:
+    """A decimal string in the native coin; on TRON the Tron fee object."""
+    if asset.chain is Chain.TRON:
+        fee: dict[str, int] = {"bandwidth": quote.bandwidth or 0}
+        if not asset.is_native:
+            fee["energy"] = quote.energy or 0
+        return fee
+    return format_balance(quote.native_units, native_asset(asset.chain).decimals)
+
+
+def balance_view(units: int, asset: Asset) -> str:
+    return format_balance(units, asset.decimals)

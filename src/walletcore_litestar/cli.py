@@ -6,9 +6,10 @@
     walletcore clients disable ID
     walletcore clients rotate ID
     walletcore platform provision --client-id ID
+    walletcore db upgrade | current
 
 Every command reads the same settings (`WALLETCORE_*`). On the sandbox profile the repo
-defaults to the JSON file under `WALLETCORE_HOME`, so a client created here authenticates
+defaults to the SQLite database under `WALLETCORE_HOME`, so a client created here authenticates
 against a running `walletcore serve` at once. Results are JSON on stdout; messages go to
 stderr. Exit status: 0 done, 1 refused by the core (the message says why), 2 bad usage or
 configuration.
@@ -34,13 +35,14 @@ from walletcore.plugins import AdapterNotFound
 from walletcore.sandbox.filerepo import FileRepoError
 from walletcore.secretfiles import ConfigurationError
 
-SANDBOX_REPO = "file"
+SANDBOX_REPO = "sql"
 #: Settings, secrets or adapters that cannot run: exit status 2 with the reason.
 CONFIGURATION_ERRORS = (ConfigurationError, ValidationError, AdapterNotFound, FileRepoError)
 
 
 def apply_sandbox_defaults(environ: dict[str, str] | None = None) -> None:
-    """On the sandbox profile, default `WALLETCORE_REPO` to the shared JSON file repo."""
+    """On the sandbox profile, default `WALLETCORE_REPO` to the SQL repo (a SQLite file
+    under `WALLETCORE_HOME`, migrated on first use)."""
     env = os.environ if environ is None else environ
     profile = env.get("WALLETCORE_PROFILE", "sandbox").strip().lower()
     if profile == "sandbox":
@@ -89,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     provision = platform.add_parser("provision", help="create the client's platform wallet")
     provision.add_argument("--client-id", required=True)
+
+    db = commands.add_parser("db", help="database schema (the SQL repo)").add_subparsers(
+        dest="action", required=True
+    )
+    db.add_parser("upgrade", help="apply the migrations shipped with this version")
+    db.add_parser("current", help="print the schema revision of the database")
     return parser
 
 
@@ -113,6 +121,8 @@ async def _run(args: argparse.Namespace) -> Any:
     from walletcore.container import check_profile, create_container
 
     container = create_container()
+    if args.command == "db":
+        return await _db(args, container.settings())
     check_profile(container)
     if args.command == "clients":
         auth = container.auth()
@@ -139,6 +149,26 @@ async def _run(args: argparse.Namespace) -> Any:
         addresses = await container.wallets().provision_platform(args.client_id.strip().lower())
         return addresses_view(addresses)
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover
+
+
+async def _db(args: argparse.Namespace, settings: Any) -> Any:
+    from walletcore_sql import migrate
+
+    url = migrate.settings_url(settings)
+    if args.action == "upgrade":
+        return {"revision": await migrate.upgrade_async(url)}
+    return {"revision": await migrate.current_async(url), "head": migrate.head()}
+
+
+async def _preflight(container: Any) -> None:
+    """Open the repo once before any worker starts: the sandbox migrates its SQLite file
+    here; production checks the schema and refuses an unmigrated or newer one."""
+    from walletcore.ports import Lifecycle
+
+    repo = container.repo()
+    if isinstance(repo, Lifecycle):
+        await repo.start()
+        await repo.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -168,7 +198,7 @@ def _serve(args: argparse.Namespace) -> int:
     container = create_container()
     check_profile(container)
     container.token_key()
-    container.repo()
+    asyncio.run(_preflight(container))
     run(
         host=args.host,
         port=args.port,

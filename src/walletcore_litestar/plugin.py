@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-
 from dependency_injector import providers
 from litestar import Litestar
 from litestar.config.app import AppConfig
@@ -42,11 +40,6 @@ class WalletcorePlugin(InitPluginProtocol):
     async def _start(self, app: Litestar) -> None:
         await start(self.container)
         app.state[STATE_KEY].warm_up()
-        # Everything built so far (app, OpenAPI document, imported chain libraries) lives
-        # as long as the process: keep it out of the collector's full passes, whose pauses
-        # otherwise show in p99.
-        gc.collect()
-        gc.freeze()
 
     async def _stop(self, _: Litestar) -> None:
         await stop(self.container)

@@ -12,6 +12,7 @@ from walletcore.plugins import AdapterNotFound
 from walletcore.services.auth import AuthService
 from walletcore.services.market import MarketService
 from walletcore.services.trading import TradingService
+from walletcore.services.wallets import WalletService
 from walletcore.views import config_view
 
 log = logging.getLogger("walletcore.http")
@@ -65,9 +66,8 @@ class Services:
         return self.container.trading()
 
     @cached_property
-    def wallets(self) -> Any:
-        # `WalletService` (walletcore.services.wallets): resolved on first use, so the rest of
-        # the API runs without a keystore adapter installed.
+    def wallets(self) -> WalletService:
+        # Resolved on first use too, so the rest of the API runs without a keystore adapter.
         return self.container.wallets()
 
 

@@ -452,3 +452,61 @@ def request_fails_naming(world: World, code: int, word: str) -> None:
     request_fails(world, code)
     assert world.error is not None
     assert word in world.error.message, world.error.message
+
+
+# -- wallets on the sandbox chains (shared by the wallet and send features) ------------------
+def wallet_address(world: World, chain: Any, owner: str = "the user") -> str:
+    """The address on `chain` of the user's wallet, or of the api client's platform wallet."""
+    from walletcore.domain.wallet import WalletOwner
+
+    if owner == "the platform":
+        client_id = world.parties["the api client"].client_id
+        wallet = world.run(world.repo.get_wallet(client_id, WalletOwner.PLATFORM, None))
+    else:
+        party, user_id = world.users[owner]
+        client_id = world.parties[party].client_id
+        wallet = world.run(world.repo.get_wallet(client_id, WalletOwner.USER, user_id))
+    assert wallet is not None, f"{owner} has no wallet"
+    return str(wallet.addresses[chain])
+
+
+def fund_wallet(world: World, amount: str, asset_text: str, owner: str = "the user") -> None:
+    """Sandbox coins from the faucet (`walletcore sandbox fund`)."""
+    from walletcore.sandbox.faucet import fund
+
+    asset = asset_named(asset_text)
+    world.run(
+        fund(
+            world.container.settings(),
+            world.container.gateways(),
+            chain=asset.chain.value,
+            address=wallet_address(world, asset.chain, owner),
+            asset_id=asset.id,
+            amount=amount,
+        )
+    )
+
+
+def wallet_balance(world: World, asset_text: str, owner: str = "the user") -> str:
+    from walletcore.domain.money import format_balance
+
+    asset = asset_named(asset_text)
+    gateway = world.container.gateways()[asset.chain]
+    units = world.run(gateway.balance(wallet_address(world, asset.chain, owner), asset))
+    return format_balance(units, asset.decimals)
+
+
+@given(parsers.parse("the wallet holds {amount} {asset}"))
+@given(parsers.parse("the wallet receives {amount} {asset}"))
+def given_wallet_funds(world: World, amount: str, asset: str) -> None:
+    fund_wallet(world, amount, asset)
+
+
+@given(parsers.parse("the platform wallet holds {amount} {asset}"))
+def given_platform_funds(world: World, amount: str, asset: str) -> None:
+    fund_wallet(world, amount, asset, owner="the platform")
+
+
+@then(parsers.parse("the wallet holds {amount} {asset}"))
+def then_wallet_holds(world: World, amount: str, asset: str) -> None:
+    assert wallet_balance(world, asset) == amount

@@ -25,6 +25,8 @@ from walletcore_chains.signatures import verify_signature
 if TYPE_CHECKING:
     from conftest import World
 
+from conftest import asset_named
+
 scenarios("wallet_password.feature")
 
 TRANSFER_DIGEST = hashlib.sha256(b"a transfer").digest()
@@ -41,6 +43,8 @@ class Story:
     signature: bytes | None = None
     signer_address: str | None = None
     answers: list[Any] = field(default_factory=list)
+    #: the send under way: amount, asset, request id
+    send_request: Any = None
 
 
 @pytest.fixture
@@ -249,3 +253,70 @@ def platform_shows(world: World, story: Story, chains: str) -> None:
     shown = world.run(world.container.wallets().platform_addresses(world.caller()))
     assert list(shown) == chain_list(chains)
     assert dict(shown) == story.platform
+
+
+# -- sends (the /send path) -----------------------------------------------------------------
+#: A valid address on each chain, outside every wallet here.
+RECIPIENTS = {
+    Chain.BITCOIN: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+    Chain.ETHEREUM: "0x52908400098527886E0F7030069857D2E4169EE7",
+    Chain.BSC: "0x52908400098527886E0F7030069857D2E4169EE7",
+    Chain.POLYGON: "0x52908400098527886E0F7030069857D2E4169EE7",
+    Chain.TRON: "TLa2f6VPqDgRE67v1736s7bJ8Ray5wYjU7",
+    Chain.SOLANA: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T",
+}
+
+
+def _send(world: World, story: Story, password: str) -> None:
+    story.passwords.append(password)
+    amount, coin, request_id = story.send_request
+    sends = world.container.sends()
+    caller = world.caller()
+    send = sends.send(
+        caller,
+        request_id=request_id,
+        user_id=world.user_id(),
+        asset_id=coin.id,
+        recipient=RECIPIENTS[coin.chain],
+        amount=amount,
+        password=password,
+    )
+    story.answers.append(world.attempt(lambda: send))
+
+
+@when(
+    parsers.parse(
+        'the api client sends {amount} {coin} from the wallet with the password "{password}"'
+    )
+)
+def send_from_wallet(world: World, story: Story, amount: str, coin: str, password: str) -> None:
+    asset = asset_named(coin)
+    story.send_request = (amount, asset, f"send-{asset.symbol}-{asset.chain}")
+    _send(world, story, password)
+
+
+@when(
+    parsers.parse(
+        'the api client sends it again, under the same request id, with the password "{password}"'
+    )
+)
+def send_again(world: World, story: Story, password: str) -> None:
+    _send(world, story, password)
+
+
+def _sent(world: World, story: Story) -> list[str]:
+    _, coin, _ = story.send_request
+    address = _stored_wallet(world).addresses[coin.chain]
+    rows = world.run(world.container.gateways()[coin.chain].history(address, coin, 100))
+    return [r.hash for r in rows if r.type == "send"]
+
+
+@then("nothing has left the wallet")
+def nothing_left(world: World, story: Story) -> None:
+    assert _sent(world, story) == []
+
+
+@then("one transfer has left the wallet")
+def one_transfer_left(world: World, story: Story) -> None:
+    sent = _sent(world, story)
+    assert len(sent) == 1 and sent[0] == world.succeeded().tx_hash

@@ -43,6 +43,13 @@ class UserHeaderNotAllowed(InvalidRequest):
     default_message = "X-USER-ID is not accepted on platform endpoints"
 
 
+class InsufficientFunds(InvalidRequest):
+    """A send the wallet cannot pay for (amount, or the network fee); the message says how much
+    is needed and of which coin."""
+
+    default_message = "Insufficient balance"
+
+
 class InvalidPasswordBadRequest(InvalidRequest):
     """Bitcoin's wrong wallet password: a 400, per the spec."""
 
@@ -100,6 +107,16 @@ class TradeNotFound(NotFound):
 
 class PlatformWalletNotFound(NotFound):
     default_message = "No platform wallet for this api client; the operator provisions it"
+
+
+class TransactionNotFound(NotFound):
+    default_message = "Transaction not found for this wallet and asset"
+
+
+class AddressUnknown(NotFound):
+    """Bitcoin: an indexer knows no address without transactions (spec: `/balance` 404)."""
+
+    default_message = "Address unknown to the indexer: it has no transactions yet"
 
 
 class ApiClientNotFound(NotFound):
@@ -169,6 +186,30 @@ class AssetUnavailableOnEndpoint(ServerError):
 class ServiceUnavailable(ServerError):
     status = 503
     default_message = "Service temporarily unavailable; retry with backoff"
+
+
+class HistoryUnavailable(ServiceUnavailable):
+    """Transaction history could not be read now (transient)."""
+
+    default_message = "Transaction history could not be read now; retry with backoff"
+
+
+class TransferRejected(ServerError):
+    """The network refused a signed transfer outright: nothing was sent."""
+
+    status = 502
+    default_message = "Transfer rejected by the network; nothing was sent"
+
+
+class BroadcastTimeout(ServerError):
+    """A broadcast whose outcome is unknown: the signed transfer is kept, and a retry with
+    the same X-Request-Id sends the same transaction again (never a second one)."""
+
+    status = 504
+    default_message = (
+        "Broadcast outcome unknown; retry with the same X-Request-Id: the same signed "
+        "transaction is sent again, never a new one"
+    )
 
 
 class PricingTimeout(ServerError):

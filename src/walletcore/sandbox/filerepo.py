@@ -5,17 +5,12 @@ separate processes; an api client created by the CLI must authenticate against a
 server at once. The in-memory repo cannot do that. The SQL repo replaces this adapter; until
 then this is the sandbox default (`WALLETCORE_REPO=file`, files under `WALLETCORE_HOME`).
 
-How it stays correct across processes (stdlib only):
-- every change is a read-modify-write under an exclusive `fcntl.flock` on a lock file beside
-  the data, so two processes cannot lose each other's updates; `swap_trade` is a real
-  compare-and-set because the read happens under that lock;
-- the data file is replaced atomically (temp file, fsync, `os.replace`, fsync of the folder),
-  so a reader never sees half a file;
-- every operation re-reads the file when it changed. A change is detected by `stat`
-  (inode, mtime in ns, size): each write sets the new file's mtime strictly above the old
-  one's, so two versions never share a key and the cheap check is exact;
-- the audit log is an append-only JSON-lines file beside it (one fsync'd line per entry),
-  so auditing does not rewrite the data file.
+How it stays correct across processes: the data is one `JsonFile`
+(`walletcore.sandbox.jsonstore`): every change a read-modify-write under an exclusive
+`flock`, the file replaced atomically, reads cached and validated by `stat`; so two processes
+cannot lose each other's updates and `swap_trade` is a real compare-and-set. The audit log
+is an append-only JSON-lines file beside it (one fsync'd line per entry), so auditing does
+not rewrite the data file.
 
 Values on disk: Decimals as strings, datetimes ISO 8601 (full precision, round-trips),
 bytes base64, enums by value, datetimes in UTC. It is a sandbox store: one file, rewritten whole on every
@@ -25,21 +20,11 @@ change, fine for thousands of records, not for production (the production profil
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
-import fcntl
 import json
-import os
-import tempfile
-import threading
-import time
-import types
-import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
-from enum import Enum
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,6 +35,7 @@ from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import Repo
+from walletcore.sandbox.jsonstore import JsonFile, JsonStoreError, decode, encode
 
 FORMAT = "walletcore-sandbox-repo"
 VERSION = 1
@@ -61,89 +47,8 @@ WalletKey = tuple[str, WalletOwner, str | None]
 SendKey = tuple[str, str]
 
 
-class FileRepoError(RuntimeError):
+class FileRepoError(JsonStoreError):
     """The sandbox data file cannot be used (corrupt, foreign, or of a newer format)."""
-
-
-# -- codec: frozen domain dataclasses <-> JSON values ---------------------------------------
-def encode(value: Any) -> Any:
-    """A JSON-ready value: dataclasses as objects, enums by value, Decimals as strings."""
-    if value is None or isinstance(value, (bool, int, float, str)) and not isinstance(value, Enum):
-        return value
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, datetime):
-        # Kept as UTC, like a database would; the same instant reads back.
-        return (value.astimezone(UTC) if value.tzinfo is not None else value).isoformat()
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(encode(k)): encode(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [encode(v) for v in value]
-    raise TypeError(f"cannot store a {type(value).__name__}")
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    hints = _HINTS.get(cls)
-    if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls)
-    return hints
-
-
-def decode(hint: Any, value: Any) -> Any:
-    """The inverse of `encode`, driven by the type hint of the field being read."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(hint)
-        if value is None and type(None) in args:
-            return None
-        concrete = [a for a in args if a is not type(None)]
-        if len(concrete) == 1:
-            return decode(concrete[0], value)
-        return value  # an untyped union: stored as it came
-    if hint is Any or hint is object:
-        return value
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        hints = _hints(hint)
-        kwargs = {
-            f.name: decode(hints[f.name], value[f.name])
-            for f in dataclasses.fields(hint)
-            if f.name in value
-        }
-        return hint(**kwargs)
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        return hint(value)
-    if hint is Decimal:
-        return Decimal(value)
-    if hint is datetime:
-        return datetime.fromisoformat(value)
-    if hint is bytes:
-        return base64.b64decode(value)
-    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
-        key_hint, value_hint = typing.get_args(hint) or (Any, Any)
-        return {_decode_key(key_hint, k): decode(value_hint, v) for k, v in value.items()}
-    if origin in (tuple, list):
-        args = typing.get_args(hint)
-        item = args[0] if args else Any
-        items = [decode(item, v) for v in value]
-        return tuple(items) if origin is tuple else items
-    return value
-
-
-def _decode_key(hint: Any, key: str) -> Any:
-    if hint is int:
-        return int(key)
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        return hint(key)
-    return key
 
 
 # -- the in-memory picture of one version of the file -----------------------------------------
@@ -188,9 +93,6 @@ class _State:
         )
 
 
-_Key = tuple[int, int, int]  # (inode, mtime_ns, size) of one version of the data file
-
-
 class FileRepo(Repo):
     """The Repo contract of `InMemoryRepo`, kept in `home/sandbox-repo.json`.
 
@@ -202,10 +104,13 @@ class FileRepo(Repo):
     def __init__(self, path: Path, audit_path: Path | None = None) -> None:
         self._path = Path(path)
         self._audit_path = Path(audit_path) if audit_path else self._path.with_name(AUDIT_FILE)
-        self._lock_path = self._path.with_name(self._path.name + ".lock")
-        self._thread_lock = threading.Lock()
-        self._cache: tuple[_Key, _State] | None = None
-        self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._file: JsonFile[_State] = JsonFile(
+            self._path,
+            load=_State.from_json,
+            dump=_State.to_json,
+            empty=_State,
+            error=FileRepoError,
+        )
 
     def __repr__(self) -> str:
         return f"FileRepo({str(self._path)!r})"
@@ -395,125 +300,13 @@ class FileRepo(Repo):
 
     # -- the file -------------------------------------------------------------------------
     def _read(self) -> _State:
-        """The current state, re-read only when the file changed since the cached version."""
-        key = self._stat_key()
-        cached = self._cache
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        with self._thread_lock:
-            return self._load()
-
-    def _load(self) -> _State:
-        """Re-read the file if it changed (caller holds the thread lock)."""
-        for _ in range(5):
-            key = self._stat_key()
-            cached = self._cache
-            if cached is not None and cached[0] == key:
-                return cached[1]
-            if key == (0, 0, 0):
-                state = _State()
-            else:
-                try:
-                    raw = self._path.read_bytes()
-                except FileNotFoundError:  # replaced between stat and open: look again
-                    continue
-                try:
-                    state = _State.from_json(json.loads(raw), self._path)
-                except FileRepoError:
-                    raise
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise FileRepoError(f"{self._path} is corrupt: {type(exc).__name__}") from None
-            # Trust the version only if the file did not change while it was read.
-            if self._stat_key() == key:
-                self._cache = (key, state)
-            return state
-        raise FileRepoError(f"{self._path} keeps changing; cannot read a stable version")
-
-    def _stat_key(self) -> _Key:
-        try:
-            st = os.stat(self._path)
-        except FileNotFoundError:
-            return (0, 0, 0)
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
+        return self._file.read()
 
     async def _mutate(self, change: Callable[[_State], tuple[_State | None, T]]) -> T:
-        return await asyncio.to_thread(self._mutate_locked, change)
-
-    def _mutate_locked(self, change: Callable[[_State], tuple[_State | None, T]]) -> T:
-        with self._thread_lock, self._file_lock():
-            current = self._load()
-            new_state, result = change(current)
-            if new_state is not None:
-                self._write(new_state)
-            return result
-
-    def _file_lock(self) -> _FileLock:
-        return _FileLock(self._lock_path)
-
-    def _write(self, state: _State) -> None:
-        """Replace the data file atomically, its mtime strictly above the old one's."""
-        previous = self._stat_key()
-        data = json.dumps(state.to_json(), separators=(",", ":")).encode("utf-8")
-        folder = self._path.parent
-        fd, tmp_name = tempfile.mkstemp(prefix=self._path.name + ".", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp_name, 0o600)
-            stamp = max(time.time_ns(), previous[1] + 1)
-            os.utime(tmp_name, ns=(stamp, stamp))
-            # A filesystem with coarse timestamps rounds the stamp: step until it is above.
-            while os.stat(tmp_name).st_mtime_ns <= previous[1]:
-                stamp += 1_000_000
-                os.utime(tmp_name, ns=(stamp, stamp))
-            os.replace(tmp_name, self._path)
-        except BaseException:
-            try:
-                os.unlink(tmp_name)
-            except FileNotFoundError:
-                pass
-            raise
-        _fsync_dir(folder)
-        self._cache = (self._stat_key(), state)
+        return await self._file.mutate(change)
 
     def _append_audit_line(self, line: bytes) -> None:
-        with self._file_lock():
-            fd = os.open(self._audit_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-
-class _FileLock:
-    """An exclusive `flock` on a lock file, held for one read-modify-write."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._fd: int | None = None
-
-    def __enter__(self) -> None:
-        self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *_: object) -> None:
-        if self._fd is not None:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._fd)
-                self._fd = None
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        self._file.append_line(self._audit_path, line)
 
 
 def _stored(record: T) -> T:

@@ -15,7 +15,7 @@ import hmac
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from walletcore.domain.assets import ASSET_IDS, ASSETS_BY_ID, FeePayer
 from walletcore.domain.clients import ApiClient
@@ -47,7 +47,7 @@ def new_api_key() -> str:
 @dataclass(frozen=True, slots=True)
 class IssuedToken:
     token: str = field(repr=False)
-    expires_at: object  # datetime; kept loose so the repr stays trivial
+    expires_at: datetime
 
     def __repr__(self) -> str:
         return f"IssuedToken(token=<hidden>, expires_at={self.expires_at!r})"
@@ -134,7 +134,7 @@ class AuthService:
         return await self._repo.list_clients()
 
     async def disable_client(self, client_id: str, request_id: str = "operator") -> ApiClient:
-        async with self._auditor.record("client.disable", request_id, client_id):
+        async with self._auditor.record("client.disable", request_id, _audit_id(client_id)):
             client = await self._get(client_id)
             updated = replace(client, disabled=True, key_generation=client.key_generation + 1)
             await self._repo.update_client(updated)
@@ -142,7 +142,7 @@ class AuthService:
 
     async def rotate_key(self, client_id: str, request_id: str = "operator") -> IssuedKey:
         """Re-issue the api key: the old key and every token issued under it stop working."""
-        async with self._auditor.record("client.rotate", request_id, client_id):
+        async with self._auditor.record("client.rotate", request_id, _audit_id(client_id)):
             client = await self._get(client_id)
             api_key = new_api_key()
             updated = replace(
@@ -156,6 +156,11 @@ class AuthService:
         if client is None:
             raise ApiClientNotFound()
         return client
+
+
+def _audit_id(client_id: str) -> str | None:
+    """Only a well-formed id reaches the audit log; anything else an operator typed does not."""
+    return client_id if is_id(client_id) else None
 
 
 def _check_assets(assets: Iterable[int] | None) -> tuple[int, ...]:

@@ -34,4 +34,4 @@ async def authenticate(request: Request[Any, Any, Any]) -> Response[AuthEnvelope
         request.headers.get("x-api-key"),
         request_id_of(request.scope),
     )
-    return ok(request, {"token": issued.token, "expiresAt": format_datetime(issued.expires_at)})  # type: ignore[arg-type]
+    return ok(request, {"token": issued.token, "expiresAt": format_datetime(issued.expires_at)})

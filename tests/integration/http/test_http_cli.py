@@ -107,15 +107,15 @@ def test_bad_configuration_exits_2(
     assert "configuration error" in capsys.readouterr().err
 
 
-def test_the_sandbox_defaults_to_the_file_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sandbox_defaults_to_the_sql_repo(monkeypatch: pytest.MonkeyPatch) -> None:
     from walletcore_litestar.cli import apply_sandbox_defaults
 
     env: dict[str, str] = {}
     apply_sandbox_defaults(env)
-    assert env == {"WALLETCORE_REPO": "file"}
+    assert env == {"WALLETCORE_REPO": "sql"}
     env = {"WALLETCORE_PROFILE": "production"}
     apply_sandbox_defaults(env)
     assert "WALLETCORE_REPO" not in env
-    env = {"WALLETCORE_REPO": "sql"}
+    env = {"WALLETCORE_REPO": "file"}
     apply_sandbox_defaults(env)
-    assert env["WALLETCORE_REPO"] == "sql"
+    assert env["WALLETCORE_REPO"] == "file"

@@ -1,0 +1,275 @@
+"""Sandbox chain gateways: one per chain over the shared `SandboxLedger`, with fees that
+follow each chain's model roughly, and real signatures.
+
+Fee models (native base units; figures in `FeeModel` below):
+- BITCOIN: virtual size x fee rate. A one-input, two-output P2WPKH transfer is 141 vB; a
+  sponsor adds an input and its change (+99 vB). 10 sat/vB.
+- ETHEREUM, BSC, POLYGON: gas x gas price. 21,000 gas for the native coin, 65,000 for a
+  token transfer; 20 / 3 / 30 gwei.
+- TRON: bandwidth (268 bytes for TRX, 345 for TRC20) and, for TRC20, energy (65,000, or
+  130,000 when the recipient never held the token), burned as TRX when not staked
+  (sandbox accounts stake nothing): 1,000 sun per bandwidth point, 210 sun per energy unit.
+- SOLANA: 5,000 lamports per signature (two when a sponsor pays), plus the rent of the
+  recipient's associated token account (2,039,280 lamports) on an SPL transfer to an
+  address that has none.
+
+A transfer's body is canonical JSON; the secp256k1 chains sign its SHA-256, SOLANA signs the
+body itself. Hashes have each chain's form: 64 hex (BITCOIN, TRON), `0x` + 64 hex (EVM),
+the base58 of the first signature (SOLANA).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.errors import (
+    AddressUnknown,
+    InvalidRequest,
+    TransactionNotFound,
+    TransferRejected,
+)
+from walletcore.domain.wallet import TxRow
+from walletcore.ports import (
+    AddressValidator,
+    ChainGateway,
+    Clock,
+    FeeQuote,
+    SignatureVerifier,
+    SignedTransfer,
+    Transfer,
+    UnsignedTransfer,
+)
+from walletcore.sandbox.ledger import DATA_FILE, LedgerTx, SandboxLedger, row_of
+from walletcore.secretfiles import ConfigurationError
+
+EVM_CHAINS = frozenset({Chain.ETHEREUM, Chain.BSC, Chain.POLYGON})
+_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True, slots=True)
+class FeeModel:
+    btc_sat_per_vbyte: int = 10
+    btc_transfer_vbytes: int = 141
+    btc_sponsor_vbytes: int = 99
+    evm_native_gas: int = 21_000
+    evm_token_gas: int = 65_000
+    tron_native_bandwidth: int = 268
+    tron_token_bandwidth: int = 345
+    tron_energy_holder: int = 65_000
+    tron_energy_new_holder: int = 130_000
+    tron_sun_per_bandwidth: int = 1_000
+    tron_sun_per_energy: int = 210
+    sol_lamports_per_signature: int = 5_000
+    sol_token_account_rent: int = 2_039_280
+
+
+#: wei per gas on each EVM chain
+GAS_PRICE = {Chain.ETHEREUM: 20 * 10**9, Chain.BSC: 3 * 10**9, Chain.POLYGON: 30 * 10**9}
+
+
+class SandboxGateway(ChainGateway):
+    def __init__(
+        self,
+        chain: Chain,
+        ledger: SandboxLedger,
+        validator: AddressValidator,
+        fees: FeeModel | None = None,
+    ) -> None:
+        self.chain = Chain(chain)
+        self._ledger = ledger
+        self._validator = validator
+        self._fees = fees or FeeModel()
+
+    def __repr__(self) -> str:
+        return f"SandboxGateway({self.chain.value})"
+
+    # -- reads --------------------------------------------------------------------------
+    def validate_address(self, address: object) -> str:
+        if not isinstance(address, str):
+            raise InvalidRequest(f"A {self.chain} address must be a string")
+        return self._validator(self.chain, address)
+
+    async def balance(self, address: str, asset: Asset) -> int:
+        state = self._ledger.state
+        if self.chain is Chain.BITCOIN and not state.knows(self.chain, address):
+            raise AddressUnknown()
+        return state.balance(self.chain, address, asset.id, self._ledger.now())
+
+    async def history(self, address: str, asset: Asset, limit: int) -> list[TxRow]:
+        rows = self._ledger.state.rows(self.chain, address, asset.id, self._ledger.now())
+        return rows[:limit]
+
+    async def lookup(self, address: str, asset: Asset, tx_hash: str) -> TxRow:
+        wanted = tx_hash if self.chain is Chain.SOLANA else tx_hash.lower()  # hex: any case
+        tx = self._ledger.state.by_hash.get(wanted)
+        if tx is None or tx.chain is not self.chain or tx.asset_id != asset.id:
+            raise TransactionNotFound()
+        if address not in (tx.sender, tx.recipient):
+            raise TransactionNotFound()
+        return row_of(tx, address, self._ledger.now())
+
+    async def fee(
+        self,
+        sender: str,
+        recipient: str,
+        asset: Asset,
+        amount_units: int | None,
+        *,
+        fee_payer: str | None = None,
+    ) -> FeeQuote:
+        sponsored = fee_payer is not None and fee_payer != sender
+        f, chain = self._fees, self.chain
+        if chain is Chain.BITCOIN:
+            vbytes = f.btc_transfer_vbytes + (f.btc_sponsor_vbytes if sponsored else 0)
+            return FeeQuote(vbytes * f.btc_sat_per_vbyte)
+        if chain in EVM_CHAINS:
+            gas = f.evm_native_gas if asset.is_native else f.evm_token_gas
+            return FeeQuote(gas * GAS_PRICE[chain])
+        state = self._ledger.state
+        if chain is Chain.TRON:
+            if asset.is_native:
+                bandwidth = f.tron_native_bandwidth
+                return FeeQuote(bandwidth * f.tron_sun_per_bandwidth, bandwidth=bandwidth)
+            bandwidth = f.tron_token_bandwidth
+            holder = state.has_received(chain, recipient, asset.id)
+            energy = f.tron_energy_holder if holder else f.tron_energy_new_holder
+            units = bandwidth * f.tron_sun_per_bandwidth + energy * f.tron_sun_per_energy
+            return FeeQuote(units, bandwidth=bandwidth, energy=energy)
+        lamports = f.sol_lamports_per_signature * (2 if sponsored else 1)
+        if not asset.is_native and not state.has_received(chain, recipient, asset.id):
+            lamports += f.sol_token_account_rent
+        return FeeQuote(lamports)
+
+    # -- transfers ----------------------------------------------------------------------
+    async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:
+        if transfer.asset.chain is not self.chain:
+            raise ValueError(f"{transfer.asset.symbol} is not on {self.chain}")
+        body = _canonical(
+            {
+                "v": 1,
+                "chain": self.chain.value,
+                "asset": transfer.asset.id,
+                "from": transfer.sender,
+                "to": transfer.recipient,
+                "amount": transfer.amount_units,
+                "fee": fee.native_units,
+                "feePayer": transfer.fee_payer,
+                "nonce": secrets.token_hex(16),
+            }
+        )
+        return UnsignedTransfer(transfer, fee, self._payload(body), body)
+
+    def assemble(
+        self, unsigned: UnsignedTransfer, signatures: Mapping[str, bytes]
+    ) -> SignedTransfer:
+        signers = unsigned.transfer.signers
+        if set(signatures) != set(signers):
+            raise ValueError("one signature per signer is needed")
+        raw = _canonical(
+            {
+                "body": unsigned.body.decode("utf-8"),
+                "signatures": [[s, signatures[s].hex()] for s in signers],
+            }
+        )
+        return SignedTransfer(raw, self._hash(unsigned.body, raw, signatures[signers[0]]))
+
+    async def broadcast(self, signed: SignedTransfer) -> str:
+        try:
+            envelope = json.loads(signed.raw)
+            body_text: str = envelope["body"]
+            body = json.loads(body_text)
+            signatures = {str(a): bytes.fromhex(s) for a, s in envelope["signatures"]}
+            tx = LedgerTx(
+                tx_hash=signed.tx_hash,
+                chain=Chain(body["chain"]),
+                asset_id=int(body["asset"]),
+                sender=str(body["from"]),
+                recipient=str(body["to"]),
+                amount_units=int(body["amount"]),
+                fee_units=int(body["fee"]),
+                fee_payer=str(body["feePayer"]),
+                accepted_at=self._ledger.now(),
+                confirm_at=self._ledger.now(),
+            )
+        except (ValueError, KeyError, TypeError):
+            raise TransferRejected("Transfer rejected by the network: malformed transaction")
+        raw_body = body_text.encode("utf-8")
+        first = signatures.get(tx.fee_payer or "", b"")
+        if tx.chain is not self.chain or self._hash(raw_body, signed.raw, first) != tx.tx_hash:
+            raise TransferRejected("Transfer rejected by the network: malformed transaction")
+        if tx.amount_units <= 0 or tx.fee_units < 0:
+            raise TransferRejected("Transfer rejected by the network: invalid amount")
+        await self._ledger.accept(tx, self._payload(raw_body), signatures)
+        return tx.tx_hash
+
+    # -- the sandbox faucet -------------------------------------------------------------
+    async def fund(self, address: str, asset: Asset, units: int) -> int:
+        """Credit `units` of `asset` to `address` (confirmed at once); the new balance."""
+        if asset.chain is not self.chain:
+            raise InvalidRequest(f"asset {asset.id} is not on {self.chain}")
+        if units <= 0:
+            raise InvalidRequest("amount must be greater than zero")
+        noise = secrets.token_bytes(64)
+        tx_hash = self._hash(noise, noise, noise)
+        return await self._ledger.credit(self.chain, address, asset.id, units, tx_hash)
+
+    # -- chain formats ------------------------------------------------------------------
+    def _payload(self, body: bytes) -> bytes:
+        return body if self.chain is Chain.SOLANA else hashlib.sha256(body).digest()
+
+    def _hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:
+        if self.chain is Chain.SOLANA:
+            return b58encode(first_signature)
+        if self.chain is Chain.TRON:
+            return hashlib.sha256(body).hexdigest()
+        if self.chain is Chain.BITCOIN:
+            return hashlib.sha256(hashlib.sha256(raw).digest()).digest()[::-1].hex()
+        return "0x" + hashlib.sha3_256(raw).hexdigest()
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def b58encode(data: bytes) -> str:
+    """Base58 (Bitcoin alphabet), for SOLANA transaction signatures."""
+    number = int.from_bytes(data, "big")
+    out = []
+    while number:
+        number, rem = divmod(number, 58)
+        out.append(_B58[rem])
+    zeros = len(data) - len(data.lstrip(b"\0"))
+    return "1" * zeros + "".join(reversed(out))
+
+
+def build(
+    *,
+    settings: Any,
+    clock: Clock,
+    address_validator: AddressValidator,
+    signature_verifier: SignatureVerifier,
+    **_: Any,
+) -> dict[Chain, SandboxGateway]:
+    """Entry point `walletcore.chains: sandbox`: every chain over one ledger in
+    `WALLETCORE_HOME/sandbox-chain.json`, confirming after `WALLETCORE_SANDBOX_CONFIRM_SECONDS`."""
+    if str(getattr(settings, "profile", "sandbox")) != "sandbox":
+        raise ConfigurationError(
+            "WALLETCORE_CHAINS=sandbox is a sandbox adapter; the production profile refuses it"
+        )
+    ledger = SandboxLedger(
+        Path(settings.home) / DATA_FILE,
+        clock,
+        signature_verifier,
+        confirm_seconds=settings.sandbox_confirm_seconds,
+    )
+    return {chain: SandboxGateway(chain, ledger, address_validator) for chain in Chain}
+
+
+__all__ = ["FeeModel", "SandboxGateway", "b58encode", "build"]

@@ -1,0 +1,260 @@
+"""Sends: `/send` (a user's wallet) and `/platform/send`, idempotent by X-Request-Id.
+
+Rules:
+- `X-Request-Id` is required (400 without): it is the idempotency key, through the repo's
+  send record (`walletcore.domain.sends`, docs/idempotency.md).
+- The body is read first (ids, asset, recipient checked per chain, amount with the asset's
+  decimals, password present). A body that fails there fails whatever the state, so it
+  claims nothing: the client fixes it and may reuse the X-Request-Id.
+- Then the record is claimed: finished -> its first result is replayed (nothing is signed
+  or broadcast again); in flight -> 409; used by another request (its fingerprint: user,
+  asset, recipient, amount, never the password) -> 422.
+- Checks that depend on state (user, asset enabled, balances, fee payer) and the wallet
+  password run next, before anything is signed; when one fails the record is released, so
+  the same request (with the password corrected, say) can be sent again with the same id.
+- Once signed, the transaction is stored before it is broadcast. A broadcast whose outcome
+  is unknown (504) leaves it stored: a retry with the same id broadcasts the same bytes
+  (the network knows them) and answers the same `txHash`; it never signs another. A
+  broadcast the network refused (nothing sent) finishes the record with that error.
+- A wrong wallet password: EVM and TRON `401 Invalid credentials`, SOLANA `401 Invalid
+  password`, BITCOIN `400 Invalid password`.
+- Every send is audited (action, request id, outcome, user, tx hash); never a password,
+  a mnemonic or a key.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+from walletcore.domain.assets import Chain
+from walletcore.domain.errors import (
+    BroadcastTimeout,
+    DomainError,
+    IdempotencyConflict,
+    InvalidRequest,
+    ServerError,
+    TransferRejected,
+    WrongWalletPassword,
+)
+from walletcore.domain.sends import SendRecord, SendState
+from walletcore.ports import ChainGateway, ChainSigner, Clock, KeyStore, Repo, SignedTransfer
+from walletcore.services.assets import AssetPolicy
+from walletcore.services.audit import Auditor
+from walletcore.services.context import Caller
+from walletcore.services.send_plan import (
+    Plan,
+    SendRequest,
+    plan_platform_send,
+    plan_user_send,
+    read_amount,
+    read_asset,
+    read_user_id,
+)
+from walletcore.services.send_record import SendReceipt, SignedSend, failure_result, replay
+from walletcore.services.wallet_access import WalletAccess
+from walletcore.services.wallets import given_password, password_error_for
+
+log = logging.getLogger("walletcore.sends")
+
+
+class SendService:
+    def __init__(
+        self,
+        repo: Repo,
+        clock: Clock,
+        keystore: KeyStore,
+        gateways: Mapping[Chain, ChainGateway],
+        policy: AssetPolicy,
+        auditor: Auditor,
+    ) -> None:
+        self._repo = repo
+        self._clock = clock
+        self._keystore = keystore
+        self._gateways = gateways
+        self._policy = policy
+        self._auditor = auditor
+        self._access = WalletAccess(repo, gateways)
+
+    async def send(
+        self,
+        caller: Caller,
+        *,
+        request_id: str | None,
+        user_id: object,
+        asset_id: object,
+        recipient: object,
+        amount: object,
+        password: object,
+    ) -> SendReceipt:
+        """`/send`: from the user's wallet; the fee payer rule of the asset applies."""
+        async with self._auditor.record("wallet.send", caller.request_id, caller.client_id) as note:
+            key = _required(request_id)
+            uid = read_user_id(user_id)
+            note.user_id = uid
+            asset = read_asset(asset_id)
+            request = SendRequest(
+                "send",
+                uid,
+                asset,
+                self._gateways[asset.chain].validate_address(recipient),
+                read_amount(amount, asset),
+                given_password(password),
+            )
+
+            async def plan() -> Plan:
+                resolved = self._policy.resolve(caller.client, asset.id, "send")
+                wallet = await self._access.user_wallet(caller.client_id, uid)
+                sponsor = await self._access.platform_wallet_or_none(caller.client_id)
+                return await plan_user_send(
+                    request,
+                    caller.client.fee_payer_for(resolved.id),
+                    self._gateways[asset.chain],
+                    wallet,
+                    sponsor,
+                )
+
+            receipt = await self._run(caller, key, request, plan)
+            note.target = receipt.tx_hash
+            return receipt
+
+    async def platform_send(
+        self,
+        caller: Caller,
+        *,
+        request_id: str | None,
+        asset_id: object,
+        recipient: object,
+        amount: object,
+    ) -> SendReceipt:
+        """`/platform/send`: from the api client's platform wallet, which pays the fee."""
+        async with self._auditor.record(
+            "platform.send", caller.request_id, caller.client_id, target="platform"
+        ) as note:
+            key = _required(request_id)
+            asset = read_asset(asset_id)
+            request = SendRequest(
+                "platform/send",
+                None,
+                asset,
+                self._gateways[asset.chain].validate_address(recipient),
+                read_amount(amount, asset),
+            )
+
+            async def plan() -> Plan:
+                self._policy.resolve(caller.client, asset.id, "platform/send")
+                wallet = await self._access.platform_wallet(caller.client_id)
+                return await plan_platform_send(request, self._gateways[asset.chain], wallet)
+
+            receipt = await self._run(caller, key, request, plan)
+            note.target = receipt.tx_hash
+            return receipt
+
+    # -- the idempotent flow ------------------------------------------------------------
+    async def _run(
+        self,
+        caller: Caller,
+        request_id: str,
+        request: SendRequest,
+        plan: Callable[[], Awaitable[Plan]],
+    ) -> SendReceipt:
+        record = await self._repo.begin_send(
+            caller.client_id, request_id, request.fingerprint, self._clock.now()
+        )
+        if record.is_finished:
+            return replay(record)
+        if record.state is SendState.STARTED:
+            record = await self._sign_and_store(record, request, plan)
+        signed = SignedSend.from_bytes(record.raw_tx)
+        if record.state is SendState.SIGNED:
+            record = await self._broadcast(record, signed)
+        receipt = signed.receipt()
+        finished = record.finish(receipt.as_result(), self._clock.now())
+        if not await self._repo.advance_send(record, finished):
+            log.info("send %s was finished by another request", request_id)
+        return receipt
+
+    async def _sign_and_store(
+        self, record: SendRecord, request: SendRequest, plan: Callable[[], Awaitable[Plan]]
+    ) -> SendRecord:
+        """started -> signed. Anything failing before the signed transaction is stored
+        proves nothing was sent: the record is released for a retry."""
+        try:
+            ready = await plan()
+            transfer = await self._sign(ready, request.password)
+        except BaseException:
+            await self._release(record)
+            raise
+        signed = SignedSend.of(ready, transfer)
+        new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now())
+        if not await self._repo.advance_send(record, new):
+            raise IdempotencyConflict()  # taken over: the other request owns the send now
+        return new
+
+    async def _sign(self, plan: Plan, password: str | None) -> SignedTransfer:
+        chain = plan.asset.chain
+        unsigned = await plan.gateway.prepare(plan.transfer, plan.fee)
+        signatures: dict[str, bytes] = {}
+        try:
+            async with self._keystore.unseal(plan.sender_wallet.sealed, password, chain) as key:
+                signatures[plan.transfer.sender] = _sign_as(
+                    key, plan.transfer.sender, unsigned.payload
+                )
+        except WrongWalletPassword:
+            if password is None:  # the platform wallet: the operator's master key changed
+                raise ServerError(
+                    "The platform wallet cannot be opened; contact the operator"
+                ) from None
+            raise password_error_for(chain) from None
+        if plan.sponsor_wallet is not None:
+            async with self._keystore.unseal(plan.sponsor_wallet.sealed, None, chain) as key:
+                fee_payer = plan.transfer.fee_payer
+                signatures[fee_payer] = _sign_as(key, fee_payer, unsigned.payload)
+        return plan.gateway.assemble(unsigned, signatures)
+
+    async def _broadcast(self, record: SendRecord, signed: SignedSend) -> SendRecord:
+        """signed -> broadcast, or finished with the network's refusal."""
+        gateway = self._gateways[signed.chain]
+        try:
+            await gateway.broadcast(SignedTransfer(signed.raw, signed.tx_hash))
+        except DomainError as exc:
+            if exc.status < 500 or isinstance(exc, TransferRejected):  # refused: nothing sent
+                failed = record.finish(failure_result(exc), self._clock.now())
+                await self._repo.advance_send(record, failed)
+                raise
+            await self._release(record)
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure: the outcome is unknown
+            log.warning("broadcast of %s failed: %s", signed.tx_hash, type(exc).__name__)
+            await self._release(record)
+            raise BroadcastTimeout() from None
+        except BaseException:
+            await self._release(record)
+            raise
+        new = record.broadcast(self._clock.now())
+        if not await self._repo.advance_send(record, new):
+            raise IdempotencyConflict()
+        return new
+
+    async def _release(self, record: SendRecord) -> None:
+        """Give the lease up so a retry resumes at once (best effort: it lapses anyway)."""
+        try:
+            await self._repo.advance_send(record, record.release(self._clock.now()))
+        except Exception:  # the original error is the one to report
+            log.warning("could not release send record %s", record.request_id, exc_info=True)
+
+
+def _sign_as(key: ChainSigner, address: str, payload: bytes) -> bytes:
+    """Sign only with the key of the stored address (a mismatch would send from elsewhere)."""
+    if key.address != address:
+        raise ServerError("The wallet's key does not match its stored address")
+    return key.sign(payload)
+
+
+def _required(request_id: str | None) -> str:
+    if not request_id:
+        raise InvalidRequest("X-Request-Id is required on a send: it is the idempotency key")
+    return request_id
+
+
+__all__ = ["SendReceipt", "SendService"]

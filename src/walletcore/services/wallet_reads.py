@@ -1,0 +1,184 @@
+"""Reading a wallet on its chain: balance, info, history, one transaction, a fee quote.
+
+For a user's wallet (`/balance`, `/info`, `/transactions`, `/txid`, `/fee`; `userId`) and for
+the api client's platform wallet (`/platform/...`; no user). Rules:
+- Checks, in order: ids and body (400) -> asset: unknown or limited `400`, not enabled
+  `403`, flagged on the endpoint `503` -> the wallet: `404` (no such user; no platform
+  wallet yet) -> the chain's answer.
+- Balances are full-precision decimal strings of the asset; fees are in the chain's native
+  coin (on TRON a `{bandwidth, energy?}` object, energy for TRC20 only).
+- `/transactions`: newest first, one page (`WALLETCORE_TRANSACTIONS_PAGE_SIZE`, default 10,
+  the same for users and the platform); `503` when history cannot be read now.
+- `/info`: `transactions` is `[]` when history is unavailable (an empty list proves nothing).
+- `/balance` on BITCOIN: `404` when the indexer does not know the address (no transactions
+  yet); `/info` shows `0` then.
+- `/fee`: the recipient is checked per chain (400) and must differ from the wallet's own
+  address (400); it quotes the send that would follow, fee payer rule included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from walletcore.domain.assets import Asset, Chain, FeePayer
+from walletcore.domain.errors import AddressUnknown, HistoryUnavailable, InvalidRequest
+from walletcore.domain.wallet import TxRow, WalletRecord
+from walletcore.ports import ChainGateway, FeeQuote, Repo
+from walletcore.services.assets import AssetPolicy
+from walletcore.services.context import Caller
+from walletcore.services.send_plan import (
+    read_amount,
+    read_user_id,
+    refuse_own_address,
+    sponsored_fee,
+    wallet_address,
+)
+from walletcore.services.wallet_access import WalletAccess
+
+#: Most characters a transaction hash may have (SOLANA signatures are about 88).
+MAX_TX_HASH_CHARS = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    asset: Asset
+    address: str
+    units: int
+
+
+@dataclass(frozen=True, slots=True)
+class WalletInfo:
+    asset: Asset
+    address: str
+    units: int
+    transactions: list[TxRow] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TxPage:
+    asset: Asset
+    rows: list[TxRow]
+
+
+@dataclass(frozen=True, slots=True)
+class TxFound:
+    asset: Asset
+    row: TxRow
+
+
+@dataclass(frozen=True, slots=True)
+class FeeAnswer:
+    asset: Asset
+    quote: FeeQuote
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    asset: Asset
+    wallet: WalletRecord
+    address: str
+    gateway: ChainGateway
+
+
+class WalletReads:
+    def __init__(
+        self,
+        repo: Repo,
+        gateways: Mapping[Chain, ChainGateway],
+        policy: AssetPolicy,
+        *,
+        page_size: int = 10,
+    ) -> None:
+        self._access = WalletAccess(repo, gateways)
+        self._policy = policy
+        self._page_size = page_size
+
+    async def balance(
+        self, caller: Caller, *, asset_id: object, user_id: object = None, platform: bool = False
+    ) -> Holding:
+        target = await self._target(caller, "balance", asset_id, user_id, platform)
+        units = await target.gateway.balance(target.address, target.asset)
+        return Holding(target.asset, target.address, units)
+
+    async def info(
+        self, caller: Caller, *, asset_id: object, user_id: object = None, platform: bool = False
+    ) -> WalletInfo:
+        target = await self._target(caller, "info", asset_id, user_id, platform)
+        try:
+            units = await target.gateway.balance(target.address, target.asset)
+        except AddressUnknown:
+            units = 0
+        try:
+            rows = await target.gateway.history(target.address, target.asset, self._page_size)
+        except HistoryUnavailable:
+            rows = []
+        return WalletInfo(target.asset, target.address, units, rows)
+
+    async def transactions(
+        self, caller: Caller, *, asset_id: object, user_id: object = None, platform: bool = False
+    ) -> TxPage:
+        target = await self._target(caller, "transactions", asset_id, user_id, platform)
+        rows = await target.gateway.history(target.address, target.asset, self._page_size)
+        return TxPage(target.asset, rows[: self._page_size])
+
+    async def txid(
+        self,
+        caller: Caller,
+        *,
+        asset_id: object,
+        tx_hash: object,
+        user_id: object = None,
+        platform: bool = False,
+    ) -> TxFound:
+        target = await self._target(caller, "txid", asset_id, user_id, platform)
+        wanted = _tx_hash(tx_hash)
+        row = await target.gateway.lookup(target.address, target.asset, wanted)
+        return TxFound(target.asset, row)
+
+    async def fee(
+        self,
+        caller: Caller,
+        *,
+        asset_id: object,
+        recipient: object,
+        amount: object = None,
+        user_id: object = None,
+        platform: bool = False,
+    ) -> FeeAnswer:
+        """The fee of the send that would follow (a platform quote ignores any `sender`)."""
+        target = await self._target(caller, "fee", asset_id, user_id, platform)
+        asset, gateway = target.asset, target.gateway
+        to = gateway.validate_address(recipient)
+        refuse_own_address(to, target.address, platform)
+        units = None if amount is None else read_amount(amount, asset)
+        if not platform and caller.client.fee_payer_for(asset.id) is FeePayer.PLATFORM:
+            sponsor_wallet = await self._access.platform_wallet_or_none(caller.client_id)
+            sponsor = sponsor_wallet.addresses.get(asset.chain) if sponsor_wallet else None
+            quote = await sponsored_fee(gateway, asset, target.address, to, units, sponsor)
+            if quote is not None:
+                return FeeAnswer(asset, quote)
+        return FeeAnswer(asset, await gateway.fee(target.address, to, asset, units))
+
+    async def _target(
+        self, caller: Caller, endpoint: str, asset_id: object, user_id: object, platform: bool
+    ) -> _Target:
+        uid = None if platform else read_user_id(user_id)
+        name = f"platform/{endpoint}" if platform else endpoint
+        asset = self._policy.resolve(caller.client, asset_id, name)
+        if uid is None:
+            wallet = await self._access.platform_wallet(caller.client_id)
+        else:
+            wallet = await self._access.user_wallet(caller.client_id, uid)
+        return _Target(asset, wallet, wallet_address(wallet, asset), self._access.gateway(asset))
+
+
+def _tx_hash(value: object) -> str:
+    if value is None or value == "":
+        raise InvalidRequest("txHash is required")
+    if not isinstance(value, str):
+        raise InvalidRequest("txHash must be a string")
+    text = value.strip()
+    if not text or len(text) > MAX_TX_HASH_CHARS or not text.isascii() or not text.isalnum():
+        raise InvalidRequest("txHash is not a transaction hash")
+    return text
