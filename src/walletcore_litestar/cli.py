@@ -7,6 +7,7 @@
     walletcore clients rotate ID
     walletcore platform provision --client-id ID
     walletcore db upgrade | current
+    walletcore sandbox fund --chain C --address A --asset ID --amount X
 
 Every command reads the same settings (`WALLETCORE_*`). On the sandbox profile the repo
 defaults to the SQLite database under `WALLETCORE_HOME`, so a client created here authenticates
@@ -97,6 +98,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     db.add_parser("upgrade", help="apply the migrations shipped with this version")
     db.add_parser("current", help="print the schema revision of the database")
+
+    sandbox = commands.add_parser("sandbox", help="the sandbox chains").add_subparsers(
+        dest="action", required=True
+    )
+    faucet = sandbox.add_parser("fund", help="credit sandbox coins to an address (sandbox only)")
+    faucet.add_argument("--chain", required=True, help="BITCOIN, ETHEREUM, BSC, TRON, ...")
+    faucet.add_argument("--address", required=True)
+    faucet.add_argument("--asset", required=True, help="asset id, e.g. 2 (ETH) or 21 (USDT)")
+    faucet.add_argument("--amount", required=True, help='a decimal string, e.g. "1.5"')
     return parser
 
 
@@ -148,6 +158,17 @@ async def _run(args: argparse.Namespace) -> Any:
 
         addresses = await container.wallets().provision_platform(args.client_id.strip().lower())
         return addresses_view(addresses)
+    if args.command == "sandbox" and args.action == "fund":
+        from walletcore.sandbox.faucet import fund
+
+        return await fund(
+            container.settings(),
+            container.gateways(),
+            chain=args.chain,
+            address=args.address,
+            asset_id=args.asset,
+            amount=args.amount,
+        )
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover
 
 

@@ -31,7 +31,7 @@ class BatchingStderrHandler(logging.Handler):
         self._second = -1
         self._stamp = ""
         self._exceptions = logging.Formatter()
-        self._closed = threading.Event()
+        self._stopping = threading.Event()
         self._flusher = threading.Thread(
             target=self._flush_periodically, name="walletcore-log-flush", daemon=True
         )
@@ -77,10 +77,10 @@ class BatchingStderrHandler(logging.Handler):
             pass  # stderr gone: nothing sensible to do with a log line
 
     def _flush_periodically(self) -> None:
-        while not self._closed.wait(self._interval):
+        while not self._stopping.wait(self._interval):
             self.flush()
 
     def close(self) -> None:
-        self._closed.set()
+        self._stopping.set()
         self.flush()
         super().close()

@@ -30,6 +30,7 @@ from litestar.openapi.spec import (
 import walletcore
 from walletcore_litestar.middleware import MAX_REQUEST_ID_CHARS
 from walletcore_litestar.schemas import HEX_ID_PATTERN
+from walletcore_litestar.wallet_ops_schemas import REQUEST_BODY_SCHEMAS as WALLET_OPS_BODIES
 
 SCHEMA_PATH = "/schema"
 REQUEST_BODY_SCHEMAS = (
@@ -40,6 +41,7 @@ REQUEST_BODY_SCHEMAS = (
     "ExtendWalletRequest",
     "UserRequest",
     "ChainAddresses",
+    *WALLET_OPS_BODIES,
 )
 #: Inbound: empty means absent (one is generated); else echoed as it is.
 _REQUEST_ID_IN = Schema(

@@ -11,7 +11,9 @@ from walletcore.domain.clients import ApiClient
 from walletcore.plugins import AdapterNotFound
 from walletcore.services.auth import AuthService
 from walletcore.services.market import MarketService
+from walletcore.services.sends import SendService
 from walletcore.services.trading import TradingService
+from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
 from walletcore.views import config_view
 
@@ -64,6 +66,14 @@ class Services:
     @cached_property
     def trading(self) -> TradingService:
         return self.container.trading()
+
+    @cached_property
+    def wallet_reads(self) -> WalletReads:
+        return self.container.wallet_reads()
+
+    @cached_property
+    def sends(self) -> SendService:
+        return self.container.sends()
 
     @cached_property
     def wallets(self) -> WalletService:

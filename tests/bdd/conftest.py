@@ -510,3 +510,18 @@ def given_platform_funds(world: World, amount: str, asset: str) -> None:
 @then(parsers.parse("the wallet holds {amount} {asset}"))
 def then_wallet_holds(world: World, amount: str, asset: str) -> None:
     assert wallet_balance(world, asset) == amount
+
+
+class ChainTools:
+    """The helpers above for step modules, which reach them through the `chain_tools`
+    fixture (a step module never imports conftest at run time)."""
+
+    asset_named = staticmethod(asset_named)
+    wallet_address = staticmethod(wallet_address)
+    fund_wallet = staticmethod(fund_wallet)
+    wallet_balance = staticmethod(wallet_balance)
+
+
+@pytest.fixture
+def chain_tools() -> type[ChainTools]:
+    return ChainTools

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import asset_named, wallet_address
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from walletcore.domain.assets import CATALOG, Chain, FeePayer
@@ -24,7 +23,7 @@ from walletcore.ports import SignedTransfer
 from walletcore.services.send_record import SendReceipt
 
 if TYPE_CHECKING:
-    from conftest import World
+    from conftest import ChainTools, World
 
 scenarios("idempotent_sends.feature")
 
@@ -51,11 +50,13 @@ class Sending:
     #: The hash a failed attempt had stored (signed, maybe sent) for its retry.
     stored_hash: str | None = None
     fresh: int = 0
+    #: the shared helpers of conftest.py (`chain_tools`)
+    tools: Any = None
 
 
 @pytest.fixture
-def sending() -> Sending:
-    return Sending()
+def sending(chain_tools: type[ChainTools]) -> Sending:
+    return Sending(tools=chain_tools)
 
 
 def _send(
@@ -66,7 +67,7 @@ def _send(
     request_id: str | None,
     password: str | None = None,
 ) -> None:
-    asset = asset_named(asset_text)
+    asset = sending.tools.asset_named(asset_text)
     sends = world.container.sends()
     caller = world.caller()
 
@@ -91,10 +92,10 @@ def _send(
         sending.stored_hash = record.tx_hash if record is not None else None
 
 
-def _sent_from_wallet(world: World, chain: Chain) -> list[str]:
+def _sent_from_wallet(world: World, sending: Sending, chain: Chain) -> list[str]:
     """Hashes of the transfers that left the user's wallet on `chain`, any asset."""
     gateway = world.container.gateways()[chain]
-    address = wallet_address(world, chain)
+    address = sending.tools.wallet_address(world, chain)
     hashes: list[str] = []
     for asset in (a for a in CATALOG if a.chain is chain):
         rows = world.run(gateway.history(address, asset, 1000))
@@ -190,7 +191,7 @@ def user_sends(
 def copies_at_once(
     world: World, sending: Sending, count: int, amount: str, asset: str, rid: str
 ) -> None:
-    coin = asset_named(asset)
+    coin = sending.tools.asset_named(asset)
     sends = world.container.sends()
     caller = world.caller()
 
@@ -223,13 +224,16 @@ def same_transaction(sending: Sending) -> None:
 
 @then("exactly one transfer has left the wallet")
 def one_transfer(world: World, sending: Sending) -> None:
-    sent = _sent_from_wallet(world, Chain.ETHEREUM) + _sent_from_wallet(world, Chain.SOLANA)
+    sent = [
+        *_sent_from_wallet(world, sending, Chain.ETHEREUM),
+        *_sent_from_wallet(world, sending, Chain.SOLANA),
+    ]
     assert len(sent) == 1, sent
 
 
 @then("no money has left the wallet")
-def nothing_left(world: World) -> None:
-    assert _sent_from_wallet(world, Chain.ETHEREUM) == []
+def nothing_left(world: World, sending: Sending) -> None:
+    assert _sent_from_wallet(world, sending, Chain.ETHEREUM) == []
 
 
 @then("every copy either names the same transaction or is told the send is still in progress")
@@ -255,8 +259,8 @@ def fee_paid(world: World, fee: str, coin: str, payer: str) -> None:
 
 
 @then(parsers.parse("the recipient receives {amount} {asset}"))
-def recipient_receives(world: World, amount: str, asset: str) -> None:
-    coin = asset_named(asset)
+def recipient_receives(world: World, sending: Sending, amount: str, asset: str) -> None:
+    coin = sending.tools.asset_named(asset)
     world.clock.advance(60)  # past the sandbox confirmation delay
     gateway = world.container.gateways()[coin.chain]
     units = world.run(gateway.balance(RECIPIENT[coin.chain], coin))

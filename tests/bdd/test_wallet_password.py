@@ -1,9 +1,10 @@
 """Steps of features/wallet_password.feature (the shared ones live in conftest.py).
 
 The wallets run through the container with the real sealed KeyStore at its production
-Argon2id parameters. `/send` is not built yet, so "a transfer is attempted" does what a send
-does first: unlock the chain's key with the password (a wrong one answered per chain by
-`password_error_for`) and sign.
+Argon2id parameters. "A transfer is attempted" does what a send does first: unlock the
+chain's key with the password (a wrong one answered per chain by `password_error_for`) and
+sign. "The api client sends ... from the wallet" is the whole `/send` (the send service on
+the sandbox chains, funded through the faucet).
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from walletcore_chains.signatures import verify_signature
 
 if TYPE_CHECKING:
     from conftest import World
-
-from conftest import asset_named
 
 scenarios("wallet_password.feature")
 
@@ -289,8 +288,10 @@ def _send(world: World, story: Story, password: str) -> None:
         'the api client sends {amount} {coin} from the wallet with the password "{password}"'
     )
 )
-def send_from_wallet(world: World, story: Story, amount: str, coin: str, password: str) -> None:
-    asset = asset_named(coin)
+def send_from_wallet(
+    world: World, story: Story, chain_tools: Any, amount: str, coin: str, password: str
+) -> None:
+    asset = chain_tools.asset_named(coin)
     story.send_request = (amount, asset, f"send-{asset.symbol}-{asset.chain}")
     _send(world, story, password)
 

@@ -143,7 +143,7 @@ async def plan_user_send(
             f"Insufficient {asset.symbol} balance: the wallet holds {show(holding, asset)}, "
             f"the send needs {show(units, asset)}"
         )
-    if payer is FeePayer.PLATFORM and platform_wallet is not None:
+    if payer == FeePayer.PLATFORM and platform_wallet is not None:
         sponsor = platform_wallet.addresses.get(asset.chain)
         quote = await sponsored_fee(gateway, asset, sender, recipient, units, sponsor)
         if quote is not None and sponsor is not None:

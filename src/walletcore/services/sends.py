@@ -40,7 +40,7 @@ from walletcore.domain.errors import (
 from walletcore.domain.sends import SendRecord, SendState
 from walletcore.ports import ChainGateway, ChainSigner, Clock, KeyStore, Repo, SignedTransfer
 from walletcore.services.assets import AssetPolicy
-from walletcore.services.audit import Auditor
+from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
 from walletcore.services.send_plan import (
     Plan,
@@ -114,9 +114,7 @@ class SendService:
                     sponsor,
                 )
 
-            receipt = await self._run(caller, key, request, plan)
-            note.target = receipt.tx_hash
-            return receipt
+            return await self._run(caller, key, request, plan, note)
 
     async def platform_send(
         self,
@@ -146,9 +144,7 @@ class SendService:
                 wallet = await self._access.platform_wallet(caller.client_id)
                 return await plan_platform_send(request, self._gateways[asset.chain], wallet)
 
-            receipt = await self._run(caller, key, request, plan)
-            note.target = receipt.tx_hash
-            return receipt
+            return await self._run(caller, key, request, plan, note)
 
     # -- the idempotent flow ------------------------------------------------------------
     async def _run(
@@ -157,14 +153,17 @@ class SendService:
         request_id: str,
         request: SendRequest,
         plan: Callable[[], Awaitable[Plan]],
+        note: AuditNote,
     ) -> SendReceipt:
         record = await self._repo.begin_send(
             caller.client_id, request_id, request.fingerprint, self._clock.now()
         )
+        note.target = record.tx_hash or note.target
         if record.is_finished:
             return replay(record)
         if record.state is SendState.STARTED:
             record = await self._sign_and_store(record, request, plan)
+            note.target = record.tx_hash  # audited even when the broadcast fails
         signed = SignedSend.from_bytes(record.raw_tx)
         if record.state is SendState.SIGNED:
             record = await self._broadcast(record, signed)

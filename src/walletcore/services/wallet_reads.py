@@ -152,7 +152,7 @@ class WalletReads:
         to = gateway.validate_address(recipient)
         refuse_own_address(to, target.address, platform)
         units = None if amount is None else read_amount(amount, asset)
-        if not platform and caller.client.fee_payer_for(asset.id) is FeePayer.PLATFORM:
+        if not platform and caller.client.fee_payer_for(asset.id) == FeePayer.PLATFORM:
             sponsor_wallet = await self._access.platform_wallet_or_none(caller.client_id)
             sponsor = sponsor_wallet.addresses.get(asset.chain) if sponsor_wallet else None
             quote = await sponsored_fee(gateway, asset, target.address, to, units, sponsor)

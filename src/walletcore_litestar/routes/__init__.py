@@ -10,6 +10,7 @@ from walletcore_litestar.routes.auth import authenticate
 from walletcore_litestar.routes.market import config, prices
 from walletcore_litestar.routes.platform import platform_addresses
 from walletcore_litestar.routes.trading import approve, cancel, get_trade, list_trades, order, sell
+from walletcore_litestar.routes.wallet_ops import PLATFORM_ROUTES, USER_PATHS, USER_ROUTES
 from walletcore_litestar.routes.wallets import addresses, create, extend
 from walletcore_litestar.security import require_platform_caller, require_token
 
@@ -23,6 +24,7 @@ USER_SCOPED_PATHS = (
     "/trades",
     "/extend",
     "/addresses",
+    *USER_PATHS,
 )
 #: Paths that take no body (an empty JSON object is accepted).
 NO_BODY_PATHS = ("/prices", "/config", "/platform/addresses")
@@ -48,10 +50,11 @@ def build_routes() -> list[ControllerRouterHandler]:
             create,
             extend,
             addresses,
+            *USER_ROUTES,
             Router(
                 path="/platform",
                 before_request=require_platform_caller,  # replaces require_token here
-                route_handlers=[platform_addresses],
+                route_handlers=[platform_addresses, *PLATFORM_ROUTES],
             ),
         ],
     )

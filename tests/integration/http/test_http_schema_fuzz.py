@@ -20,6 +20,7 @@ from typing import Any
 
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from walletcore.clock import ManualClock
@@ -56,4 +57,10 @@ schema = schemathesis.openapi.from_asgi("/schema/openapi.json", _APP)
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_every_operation_keeps_its_schema(case: Any) -> None:
     headers = {} if case.path == "/auth" else {"Authorization": f"Bearer {_TOKEN}"}
-    case.call_and_validate(headers=headers, excluded_checks=[positive_data_acceptance])
+    # A documented 5xx is an answer, not a crash: the platform endpoints answer 503 for the
+    # assets flagged on them (42, 51, 61), as the contract says. Every status must still be
+    # documented (status_code_conformance); a 500 never is.
+    response = case.call_and_validate(
+        headers=headers, excluded_checks=[positive_data_acceptance, not_a_server_error]
+    )
+    assert response.status_code != 500, response.text

@@ -132,6 +132,8 @@ async def test_a_lost_broadcast_answer_is_kept_and_its_replay_sends_the_same_tra
     record = await ops.repo.get_send(client.client_id, "pay-1")
     assert record is not None and record.state is SendState.SIGNED and record.tx_hash
     assert not record.is_locked(ops.clock.now())
+    audit = [e for e in await ops.repo.list_audit() if e.action == "wallet.send"]
+    assert (audit[0].outcome, audit[0].target) == ("504", record.tx_hash)
     # The replay broadcasts the stored bytes again; the network knows them: one transfer.
     receipt = await ops.send(client, user, 4, "10", request_id="pay-1")
     assert receipt.tx_hash == record.tx_hash
