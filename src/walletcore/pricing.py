@@ -81,9 +81,11 @@ class RefreshingPriceSource(PriceSource):
             self._last_attempt = self._clock.now()
             try:
                 table = await asyncio.wait_for(self._fetch(), self._timeout)
-            except Exception as exc:  # any upstream failure keeps the last known values
+            except Exception as exc:  # noqa: BLE001 - any upstream failure keeps the last values
                 self.failures += 1
-                log.warning("price refresh failed (%s); serving last known values", type(exc).__name__)
+                log.warning(
+                    "price refresh failed (%s); serving last known values", type(exc).__name__
+                )
                 return False
             now = self._clock.now()
             for symbol, by_fiat in table.items():
@@ -109,7 +111,9 @@ class RefreshingPriceSource(PriceSource):
     def _build_map(self) -> PriceMap:
         return {
             symbol: {
-                fiat.value: float(self._known[(symbol, fiat)][0]) if (symbol, fiat) in self._known else 0.0
+                fiat.value: float(self._known[(symbol, fiat)][0])
+                if (symbol, fiat) in self._known
+                else 0.0
                 for fiat in PRICE_FIATS
             }
             for symbol in SYMBOLS

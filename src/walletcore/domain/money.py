@@ -33,7 +33,7 @@ def parse_amount(value: Any, decimals: int, field: str = "amount") -> Decimal:
         raise InvalidRequest(f"{field} is too long")
     match = _DECIMAL_RE.match(value)
     if match is None:
-        raise InvalidRequest(f"{field} must be a plain positive decimal string such as \"1.5\"")
+        raise InvalidRequest(f'{field} must be a plain positive decimal string such as "1.5"')
     frac = match.group("frac") or ""
     if len(frac.rstrip("0")) > decimals:
         raise InvalidRequest(f"{field} has more than {decimals} decimal places")

@@ -48,7 +48,9 @@ class AssetPolicy:
             raise AssetNotEnabled()
         if asset.id in self._unavailable.get(endpoint, frozenset()):
             if endpoint in TRADING_ENDPOINTS:
-                raise TradingUnavailable(f"Trading is unavailable for {asset.symbol} on {asset.chain}")
+                raise TradingUnavailable(
+                    f"Trading is unavailable for {asset.symbol} on {asset.chain}"
+                )
             raise AssetUnavailableOnEndpoint(
                 f"{asset.symbol} on {asset.chain} is not available on /{endpoint}; "
                 "contact the operator"

@@ -69,7 +69,9 @@ class AuthService:
         self._auditor = auditor
 
     # -- /auth ------------------------------------------------------------------------
-    async def authenticate(self, client_id: object, api_key: object, request_id: str) -> IssuedToken:
+    async def authenticate(
+        self, client_id: object, api_key: object, request_id: str
+    ) -> IssuedToken:
         safe_id = client_id if isinstance(client_id, str) and is_id(client_id) else None
         async with self._auditor.record("auth", request_id, safe_id):
             if not isinstance(client_id, str) or not isinstance(api_key, str):

@@ -221,7 +221,7 @@ class TradingService:
         """Ask the venue about an in-flight trade and record what it says."""
         try:
             outcome = await self._venue.status(trade.order())
-        except Exception:  # a poll that cannot reach the venue shows the trade as stored
+        except Exception:  # noqa: BLE001 - an unreachable venue: show the trade as stored
             log.warning("venue status unavailable for trade %s", trade.trade_id)
             return trade
         moved = await self._apply(trade, outcome)
@@ -253,7 +253,9 @@ class TradingService:
         if await self._repo.get_user(caller.client_id, user_id) is None:
             raise UserNotFound()
 
-    async def _load(self, caller: Caller, user_id: str, trade_id: str, *, expire: bool = True) -> Trade:
+    async def _load(
+        self, caller: Caller, user_id: str, trade_id: str, *, expire: bool = True
+    ) -> Trade:
         trade = await self._repo.get_trade(caller.client_id, user_id, trade_id)
         if trade is None:
             raise TradeNotFound()
