@@ -31,7 +31,7 @@ SANDBOX_ONLY = {
     "repo": {"memory"},
     "prices": {"sandbox"},
     "venue": {"sandbox"},
-    "chains": {"sandbox"},
+    "chains": {"sandbox", "devnet"},
 }
 
 
@@ -147,9 +147,15 @@ async def start(container: Container) -> None:
         adapter = provider()
         if isinstance(adapter, Lifecycle):
             await adapter.start()
+    for gateway in container.gateways().values():
+        if isinstance(gateway, Lifecycle):
+            await gateway.start()
 
 
 async def stop(container: Container) -> None:
+    for gateway in container.gateways().values():
+        if isinstance(gateway, Lifecycle):
+            await gateway.aclose()
     for provider in (container.venue, container.prices, container.repo):
         adapter = provider()
         if isinstance(adapter, Lifecycle):

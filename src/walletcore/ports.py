@@ -184,6 +184,15 @@ class UnsignedTransfer:
     fee: FeeQuote
     payload: bytes
     body: bytes
+    #: Per-signer payloads, when signers sign different things (an EVM sponsor signs its
+    #: gas top-up, the sender its transfer); None: everyone signs `payload`.
+    payloads: Mapping[str, bytes] | None = None
+
+    def payload_for(self, signer: str) -> bytes:
+        """What `signer` signs."""
+        if self.payloads is None:
+            return self.payload
+        return self.payloads[signer]
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,8 +256,15 @@ class ChainGateway(Protocol):
         """Send it; the transaction hash. Already known to the network counts as sent.
 
         Raises `TransferRejected` or `InsufficientFunds` when the network refused it (nothing
-        was sent) and `BroadcastTimeout` when the outcome is unknown.
+        was sent), `ServiceUnavailable` when the node could not be reached (nothing was sent;
+        the same bytes may be broadcast again) and `BroadcastTimeout` when the outcome is
+        unknown.
         """
+        ...
+
+    def release(self, unsigned: UnsignedTransfer) -> None:
+        """`unsigned` will never be broadcast (signing or storing it failed): give back what
+        `prepare` reserved for it (an EVM nonce), so later transfers do not wait on it."""
         ...
 
 

@@ -80,6 +80,14 @@ class Settings(BaseSettings):
     trades_page_size: int = Field(default=10, ge=1, le=100)
     #: Page size of `/transactions` and `/platform/transactions` (newest first).
     transactions_page_size: int = Field(default=10, ge=1, le=100)
+    #: Network of the `rpc` chain gateways: `mainnet` or `testnet` (docs/chains.md).
+    network: str = "mainnet"
+    #: JSON-RPC endpoints of the `rpc` chain gateways (`WALLETCORE_RPC_ETHEREUM`, ...).
+    rpc_ethereum: SecretStr | None = None
+    rpc_bsc: SecretStr | None = None
+    rpc_polygon: SecretStr | None = None
+    #: Seconds an RPC call may take before it counts as failed (a broadcast: outcome unknown).
+    rpc_timeout_seconds: float = Field(default=20.0, gt=0, le=600)
     #: Sandbox chains: seconds from broadcast until a transaction reads `success`.
     sandbox_confirm_seconds: float = Field(default=3.0, ge=0, le=3600)
 

@@ -32,8 +32,12 @@ FORBIDDEN = frozenset(
         "eth_account",
         "eth_abi",
         "bitcoinlib",
+        "eth_tester",
+        "eth",  # py-evm
+        "vyper",
         "solana",
         "solders",
+        "spl",
         "tronpy",
         "httpx",
         "requests",

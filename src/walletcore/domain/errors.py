@@ -239,3 +239,17 @@ class InvalidSendTransition(ServerError):
     """A send record asked to move to a state its recovery points do not allow (a bug)."""
 
     default_message = "Internal error"
+
+
+# chains (raised by ChainGateway adapters in place of their RPC library's exceptions) -----
+class InsufficientGas(InvalidRequest):
+    """The gas limit cannot cover the transfer, or the fee payer's native coin cannot pay
+    it: the network refused it; nothing was sent."""
+
+    default_message = "Insufficient gas: the network refused the transfer's gas; nothing was sent"
+
+
+class NodeUnavailable(ServiceUnavailable):
+    """The chain's node cannot be reached now; nothing was sent."""
+
+    default_message = "Chain node unreachable; nothing was sent; retry with backoff"

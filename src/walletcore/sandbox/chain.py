@@ -209,6 +209,9 @@ class SandboxGateway(ChainGateway):
         await self._ledger.accept(tx, self._payload(raw_body), signatures)
         return tx.tx_hash
 
+    def release(self, unsigned: UnsignedTransfer) -> None:
+        """Nothing to give back: a sandbox transfer reserves nothing."""
+
     # -- the sandbox faucet -------------------------------------------------------------
     async def fund(self, address: str, asset: Asset, units: int) -> int:
         """Credit `units` of `asset` to `address` (confirmed at once); the new balance."""

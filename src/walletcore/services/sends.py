@@ -38,7 +38,15 @@ from walletcore.domain.errors import (
     WrongWalletPassword,
 )
 from walletcore.domain.sends import SendRecord, SendState
-from walletcore.ports import ChainGateway, ChainSigner, Clock, KeyStore, Repo, SignedTransfer
+from walletcore.ports import (
+    ChainGateway,
+    ChainSigner,
+    Clock,
+    KeyStore,
+    Repo,
+    SignedTransfer,
+    UnsignedTransfer,
+)
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
@@ -180,25 +188,33 @@ class SendService:
         proves nothing was sent: the record is released for a retry."""
         try:
             ready = await plan()
-            transfer = await self._sign(ready, request.password)
+            unsigned = await ready.gateway.prepare(ready.transfer, ready.fee)
         except BaseException:
             await self._release(record)
             raise
-        signed = SignedSend.of(ready, transfer)
-        new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now())
-        if not await self._repo.advance_send(record, new):
+        try:
+            transfer = await self._sign(ready, unsigned, request.password)
+            signed = SignedSend.of(ready, transfer)
+            new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now())
+            stored = await self._repo.advance_send(record, new)
+        except BaseException:
+            ready.gateway.release(unsigned)  # never broadcast: give its nonce back
+            await self._release(record)
+            raise
+        if not stored:
+            ready.gateway.release(unsigned)
             raise IdempotencyConflict()  # taken over: the other request owns the send now
         return new
 
-    async def _sign(self, plan: Plan, password: str | None) -> SignedTransfer:
+    async def _sign(
+        self, plan: Plan, unsigned: UnsignedTransfer, password: str | None
+    ) -> SignedTransfer:
         chain = plan.asset.chain
-        unsigned = await plan.gateway.prepare(plan.transfer, plan.fee)
         signatures: dict[str, bytes] = {}
+        sender = plan.transfer.sender
         try:
             async with self._keystore.unseal(plan.sender_wallet.sealed, password, chain) as key:
-                signatures[plan.transfer.sender] = _sign_as(
-                    key, plan.transfer.sender, unsigned.payload
-                )
+                signatures[sender] = _sign_as(key, sender, unsigned.payload_for(sender))
         except WrongWalletPassword:
             if password is None:  # the platform wallet: the operator's master key changed
                 raise ServerError(
@@ -208,7 +224,7 @@ class SendService:
         if plan.sponsor_wallet is not None:
             async with self._keystore.unseal(plan.sponsor_wallet.sealed, None, chain) as key:
                 fee_payer = plan.transfer.fee_payer
-                signatures[fee_payer] = _sign_as(key, fee_payer, unsigned.payload)
+                signatures[fee_payer] = _sign_as(key, fee_payer, unsigned.payload_for(fee_payer))
         return plan.gateway.assemble(unsigned, signatures)
 
     async def _broadcast(self, record: SendRecord, signed: SignedSend) -> SendRecord:

@@ -1,0 +1,91 @@
+"""Entry points of `walletcore.chains` for the real gateways (docs/chains.md).
+
+- `rpc`: ETHEREUM, BSC and POLYGON through `EvmGateway` on JSON-RPC nodes
+  (`WALLETCORE_RPC_<CHAIN>`, `WALLETCORE_NETWORK=mainnet|testnet`). The other chains have
+  no real gateway yet: on the sandbox profile they stay on the sandbox ledger; the
+  production profile refuses to start without them.
+- `devnet` (sandbox profile): ETHEREUM, BSC and POLYGON each on an in-process py-evm chain
+  (eth-tester) with the asset table's tokens deployed at start-up; SOLANA on an in-process
+  LiteSVM runtime with the SPL mints created at start-up; BITCOIN and TRON on the sandbox
+  ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from walletcore.domain.assets import Chain
+from walletcore.ports import ChainGateway
+from walletcore.secretfiles import ConfigurationError
+from walletcore_chains.evm.config import EVM_CHAINS, evm_config
+
+
+def _ledger_chains(
+    settings: Any, name: str, real: frozenset[Chain], **deps: Any
+) -> dict[Chain, ChainGateway]:
+    """The chains outside `real`, on the sandbox ledger (sandbox profile only)."""
+    if str(getattr(settings, "profile", "sandbox")) != "sandbox":
+        raise ConfigurationError(
+            f"WALLETCORE_CHAINS={name} has no production gateway for "
+            f"{', '.join(sorted(c.value for c in set(Chain) - real))} yet; the production "
+            "profile refuses to start on it"
+        )
+    from walletcore.sandbox.chain import build as sandbox_build
+
+    ledger = sandbox_build(settings=settings, **deps)
+    return {c: g for c, g in ledger.items() if c not in real}
+
+
+def rpc_web3(url: str, timeout: float) -> Any:
+    """An `AsyncWeb3` on a JSON-RPC endpoint: no retries of its own (a failed call is
+    answered at once: 503, or an unknown broadcast outcome)."""
+    from web3 import AsyncHTTPProvider, AsyncWeb3
+
+    provider = AsyncHTTPProvider(
+        url, request_kwargs={"timeout": timeout}, exception_retry_configuration=None
+    )
+    return AsyncWeb3(provider)
+
+
+def build_rpc(*, settings: Any, address_validator: Any, **deps: Any) -> dict[Chain, ChainGateway]:
+    """Entry point `walletcore.chains: rpc`."""
+    from walletcore_chains.evm.gateway import EvmGateway
+
+    network = str(settings.network)
+    if network not in ("mainnet", "testnet"):
+        raise ConfigurationError(
+            f"WALLETCORE_NETWORK={network} is not an RPC network (mainnet, testnet); "
+            "the in-process chains are WALLETCORE_CHAINS=devnet"
+        )
+    gateways: dict[Chain, ChainGateway] = {}
+    for chain in EVM_CHAINS:
+        url = getattr(settings, f"rpc_{chain.value.lower()}", None)
+        if url is None:
+            raise ConfigurationError(
+                f"WALLETCORE_RPC_{chain.value} is required by WALLETCORE_CHAINS=rpc"
+            )
+        w3 = rpc_web3(url.get_secret_value(), float(settings.rpc_timeout_seconds))
+        gateways[chain] = EvmGateway(evm_config(chain, network), w3, address_validator)
+    others = _ledger_chains(
+        settings, "rpc", frozenset(EVM_CHAINS), address_validator=address_validator, **deps
+    )
+    return {**others, **gateways}
+
+
+def build_devnet(
+    *, settings: Any, address_validator: Any, **deps: Any
+) -> dict[Chain, ChainGateway]:
+    """Entry point `walletcore.chains: devnet` (sandbox profile only)."""
+    from walletcore_chains.evm.devnet import DevnetEvmGateway
+    from walletcore_chains.solana.devnet import DevnetSolanaGateway
+
+    real = frozenset({*EVM_CHAINS, Chain.SOLANA})
+    others = _ledger_chains(settings, "devnet", real, address_validator=address_validator, **deps)
+    devnets: dict[Chain, ChainGateway] = {
+        chain: DevnetEvmGateway(chain, address_validator) for chain in EVM_CHAINS
+    }
+    devnets[Chain.SOLANA] = DevnetSolanaGateway(address_validator)
+    return {**others, **devnets}
+
+
+__all__ = ["build_devnet", "build_rpc", "rpc_web3"]

@@ -1,0 +1,104 @@
+"""Node errors read into domain errors: the node's message decides (each client words it
+differently; eth-tester raises py-evm's ValidationError with its own words).
+
+- unreachable node (refused, reset, DNS) -> `NodeUnavailable` (503, retry with backoff)
+- insufficient funds for value + gas -> `InsufficientFunds` (400)
+- gas limit below what the transfer needs -> `InsufficientGas` (400)
+- a nonce already used -> `NonceUsed` (the gateway checks whether it was this transaction)
+- anything else the node answered with an error -> `TransferRejected` (502, nothing sent)
+- anything else (a timeout, a connection lost after the request left) -> outcome unknown
+"""
+
+from __future__ import annotations
+
+import re
+
+from walletcore.domain.errors import (
+    DomainError,
+    InsufficientFunds,
+    InsufficientGas,
+    NodeUnavailable,
+    TransferRejected,
+)
+
+_FUNDS = (
+    "insufficient funds",
+    "cannot afford",
+    "insufficient balance",
+    "not have enough balance",
+)
+_GAS = ("intrinsic gas too low", "gas cannot be negative", "out of gas", "gas too low")
+_KNOWN = ("already known", "known transaction", "already imported", "alreadyknown")
+_NONCE_LOW = ("nonce too low", "replacement transaction underpriced")
+_TESTER_NONCE = re.compile(r"invalid transaction nonce: expected (\d+), but got (\d+)")
+
+
+class AlreadyKnown(Exception):
+    """The node has this transaction already: it counts as sent."""
+
+
+class NonceUsed(Exception):
+    """The nonce was used: by this very transaction (sent before), or by another one."""
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """A connection that was never made: the request cannot have reached the node."""
+    import socket
+
+    import aiohttp
+
+    return isinstance(exc, aiohttp.ClientConnectorError | ConnectionRefusedError | socket.gaierror)
+
+
+def unreachable() -> NodeUnavailable:
+    return NodeUnavailable("Chain node unreachable; nothing was sent; retry with backoff")
+
+
+def _is_node_answer(exc: BaseException) -> bool:
+    """The node answered the request with an error (it did not take the transaction)."""
+    from eth_utils.exceptions import ValidationError  # eth-tester's refusals
+    from web3.exceptions import Web3RPCError
+
+    return isinstance(exc, Web3RPCError | ValidationError)
+
+
+def read_send_error(exc: BaseException) -> BaseException:
+    """What a failed `eth_sendRawTransaction` means: a domain error, `AlreadyKnown` or
+    `NonceUsed`, or `exc` itself when the outcome is unknown (a timeout, a connection lost
+    after the request left): the caller answers "outcome unknown" then, never "refused"."""
+    if is_unreachable(exc):
+        return unreachable()
+    if not _is_node_answer(exc):
+        return exc
+    text = str(exc).lower()
+    if any(k in text for k in _KNOWN):
+        return AlreadyKnown()
+    match = _TESTER_NONCE.search(text)
+    if match:
+        expected, got = int(match.group(1)), int(match.group(2))
+        if got < expected:
+            return NonceUsed()
+        return TransferRejected("Transfer rejected by the network: nonce gap; nothing was sent")
+    if any(k in text for k in _NONCE_LOW):
+        return NonceUsed()
+    if any(k in text for k in _FUNDS):
+        return InsufficientFunds(
+            "Insufficient funds for the amount and the gas at broadcast: the network refused "
+            "the transfer; nothing was sent"
+        )
+    if any(k in text for k in _GAS):
+        return InsufficientGas()
+    return TransferRejected("Transfer rejected by the network; nothing was sent")
+
+
+def read_error(exc: BaseException) -> DomainError:
+    """A failed read (balance, fee, history): unreachable -> 503, else a 503 too, since a
+    read the node could not answer is transient from the client's side."""
+    if isinstance(exc, DomainError):
+        return exc
+    if is_unreachable(exc):
+        return NodeUnavailable("Chain node unreachable; retry with backoff")
+    return NodeUnavailable("The chain node could not answer; retry with backoff")
+
+
+__all__ = ["AlreadyKnown", "NonceUsed", "is_unreachable", "read_error", "read_send_error"]

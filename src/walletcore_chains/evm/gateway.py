@@ -1,0 +1,311 @@
+"""`EvmGateway`: the `ChainGateway` of ETHEREUM, BSC and POLYGON over `AsyncWeb3`.
+
+- balance: `eth_getBalance`, or the token's `balanceOf` (`eth_call`).
+- fee: gas x max fee per gas. The max fee is 2 x the next base fee + the median tip of
+  `eth_feeHistory` (the latest block's base fee and `eth_maxPriorityFeePerGas` when the node
+  keeps no fee history), or the legacy `eth_gasPrice` on chains without EIP-1559. Gas:
+  21,000 for the native coin, the token transfer's `eth_estimateGas` + 20% (100,000 when it
+  cannot be estimated). A quote is binding: `prepare` divides it by the gas again, so the
+  transaction can never cost more than quoted.
+- PLATFORM fee payer: the sponsor signs a top-up of exactly the transfer's most gas cost to
+  the sender, broadcast and mined first; then the sender's transfer. Its quote is both.
+- nonces: `NonceBook` (one built-but-unbroadcast transaction per address; a failed sign,
+  store or broadcast gives the nonce back).
+- history: a bounded scan of the last `history_blocks` blocks (native) or the token's
+  Transfer logs; it may lag a fresh broadcast. Production should plug an indexer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eth_abi.abi import decode as abi_decode
+from eth_abi.abi import encode as abi_encode
+from eth_typing import HexStr
+from eth_utils.address import to_checksum_address
+from web3 import AsyncWeb3
+from web3.exceptions import TransactionNotFound as Web3NotFound
+
+from walletcore.domain.assets import Asset
+from walletcore.domain.errors import (
+    AssetUnavailableOnEndpoint,
+    BroadcastTimeout,
+    DomainError,
+    InsufficientFunds,
+    InsufficientGas,
+    InvalidRequest,
+    TransactionNotFound,
+    TransferRejected,
+)
+from walletcore.ports import (
+    AddressValidator,
+    ChainGateway,
+    FeeQuote,
+    SignedTransfer,
+    Transfer,
+    UnsignedTransfer,
+)
+from walletcore_chains.evm import codec, errors, fees
+from walletcore_chains.evm.config import EvmConfig
+from walletcore_chains.evm.fees import NATIVE_GAS
+from walletcore_chains.evm.history import History
+from walletcore_chains.evm.nonces import NonceBook
+from walletcore_chains.evm.rows import BALANCE_OF_SELECTOR
+
+
+class EvmGateway(ChainGateway):
+    def __init__(
+        self,
+        config: EvmConfig,
+        w3: AsyncWeb3[Any],
+        validator: AddressValidator,
+        *,
+        tokens: Mapping[int, str] | None = None,
+        nonces: NonceBook | None = None,
+        receipt_timeout: float = 120.0,
+    ) -> None:
+        self.chain = config.chain
+        self.config = config
+        self.w3 = w3
+        self._validator = validator
+        self._tokens = dict(config.tokens if tokens is None else tokens)
+        self._nonces = nonces or NonceBook()
+        self._receipt_timeout = receipt_timeout
+        self._chain_id = config.chain_id
+        self._history = History(w3, config)
+
+    def __repr__(self) -> str:
+        return f"EvmGateway({self.chain.value}, {self.config.network})"
+
+    async def start(self) -> None:
+        """Nothing to open: the provider connects on first use."""
+
+    async def aclose(self) -> None:
+        """Close the provider's HTTP sessions (an in-process provider has none)."""
+        from web3 import AsyncHTTPProvider
+
+        if isinstance(self.w3.provider, AsyncHTTPProvider):
+            await self.w3.provider.disconnect()
+
+    @property
+    def nonces(self) -> NonceBook:
+        return self._nonces
+
+    def token_address(self, asset: Asset) -> str:
+        contract = self._tokens.get(asset.id)
+        if contract is None:
+            raise AssetUnavailableOnEndpoint(
+                f"{asset.symbol} has no contract on {self.chain} {self.config.network}; "
+                "contact the operator"
+            )
+        return contract
+
+    # -- reads --------------------------------------------------------------------------
+    def validate_address(self, address: object) -> str:
+        if not isinstance(address, str):
+            raise InvalidRequest(f"A {self.chain} address must be a string")
+        return self._validator(self.chain, address)
+
+    async def balance(self, address: str, asset: Asset) -> int:
+        try:
+            if asset.is_native:
+                return int(await self.w3.eth.get_balance(to_checksum_address(address)))
+            data = BALANCE_OF_SELECTOR + abi_encode(["address"], [address])
+            out = await self.w3.eth.call({"to": self.token_address(asset), "data": data})
+            return int(abi_decode(["uint256"], bytes(out))[0])
+        except Exception as exc:  # noqa: BLE001 - any node failure is read into a domain error
+            raise errors.read_error(exc) from None
+
+    async def history(self, address: str, asset: Asset, limit: int) -> list[Any]:
+        contract = None if asset.is_native else self.token_address(asset)
+        return await self._history.rows(address, contract, limit)
+
+    async def lookup(self, address: str, asset: Asset, tx_hash: str) -> Any:
+        contract = None if asset.is_native else self.token_address(asset)
+        found = await self._history.lookup(address, contract, tx_hash)
+        if found is None:
+            raise TransactionNotFound()
+        return found
+
+    # -- fees ---------------------------------------------------------------------------
+    async def fee(
+        self,
+        sender: str,
+        recipient: str,
+        asset: Asset,
+        amount_units: int | None,
+        *,
+        fee_payer: str | None = None,
+    ) -> FeeQuote:
+        try:
+            max_fee, _ = await self._gas_price()
+            gas = await self._gas(sender, recipient, asset, amount_units)
+        except Exception as exc:  # noqa: BLE001 - any node failure is read into a domain error
+            raise errors.read_error(exc) from None
+        if fee_payer is not None and fee_payer != sender:
+            gas += NATIVE_GAS  # the sponsor's top-up
+        return FeeQuote(gas * max_fee)
+
+    async def _gas_price(self) -> tuple[int, int | None]:
+        return await fees.gas_price(self.w3, self.config.eip1559)
+
+    async def _gas(
+        self, sender: str, recipient: str, asset: Asset, amount_units: int | None
+    ) -> int:
+        if asset.is_native:
+            return NATIVE_GAS
+        contract = self.token_address(asset)
+        return await fees.token_gas(self.w3, sender, contract, recipient, amount_units or 1)
+
+    # -- transfers ----------------------------------------------------------------------
+    async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:
+        asset = transfer.asset
+        if asset.chain is not self.chain:
+            raise ValueError(f"{asset.symbol} is not on {self.chain}")
+        sponsored = transfer.fee_payer != transfer.sender
+        try:
+            chain_id = await self._get_chain_id()
+            _, tip = await self._gas_price()
+            gas = await self._gas(transfer.sender, transfer.recipient, asset, transfer.amount_units)
+        except Exception as exc:  # noqa: BLE001 - any node failure is read into a domain error
+            raise errors.read_error(exc) from None
+        max_fee = fee.native_units // (gas + (NATIVE_GAS if sponsored else 0))
+        if asset.is_native:
+            to, value, data = transfer.recipient, transfer.amount_units, b""
+        else:
+            to, value = self.token_address(asset), 0
+            data = fees.transfer_data(transfer.recipient, transfer.amount_units)
+        txs = []
+        reserved: list[tuple[str, int]] = []
+        try:
+            for sender in (
+                (transfer.sender, transfer.fee_payer) if sponsored else (transfer.sender,)
+            ):
+                nonce = await self._nonces.reserve(sender, self._pending_nonce(sender))
+                reserved.append((sender, nonce))
+        except BaseException:
+            for address, nonce in reserved:
+                self._nonces.release(address, nonce)
+            raise
+        main = codec.EvmTx(
+            transfer.sender,
+            codec.tx_fields(chain_id, reserved[0][1], to, value, data, gas, max_fee, tip),
+        )
+        if sponsored:
+            topup = codec.EvmTx(
+                transfer.fee_payer,
+                codec.tx_fields(
+                    chain_id,
+                    reserved[1][1],
+                    transfer.sender,
+                    gas * max_fee,
+                    b"",
+                    NATIVE_GAS,
+                    max_fee,
+                    tip,
+                ),
+            )
+            txs = [topup, main]
+        else:
+            txs = [main]
+        payloads = {t.sender: t.digest() for t in txs}
+        return UnsignedTransfer(
+            transfer, fee, main.digest(), codec.encode_body(txs), payloads=payloads
+        )
+
+    def _pending_nonce(self, address: str) -> Any:
+        async def read() -> int:
+            try:
+                return int(
+                    await self.w3.eth.get_transaction_count(to_checksum_address(address), "pending")
+                )
+            except Exception as exc:  # noqa: BLE001 - any node failure is read into a domain error
+                raise errors.read_error(exc) from None
+
+        return read
+
+    async def _get_chain_id(self) -> int:
+        if self._chain_id is None:
+            self._chain_id = int(await self.w3.eth.chain_id)
+        return self._chain_id
+
+    def assemble(
+        self, unsigned: UnsignedTransfer, signatures: Mapping[str, bytes]
+    ) -> SignedTransfer:
+        txs = codec.decode_body(unsigned.body)
+        if set(signatures) != {t.sender for t in txs}:
+            raise ValueError("one signature per signer is needed")
+        signed = [
+            codec.SignedTx(
+                t.sender, t.nonce, t.signed(signatures[t.sender]), int(t.fields["value"])
+            )
+            for t in txs
+        ]
+        return SignedTransfer(codec.encode_envelope(signed), signed[-1].tx_hash)
+
+    def release(self, unsigned: UnsignedTransfer) -> None:
+        for tx in codec.decode_body(unsigned.body):
+            self._nonces.release(tx.sender, tx.nonce)
+
+    async def broadcast(self, signed: SignedTransfer) -> str:
+        try:
+            txs = codec.decode_envelope(signed.raw)
+        except ValueError:
+            raise TransferRejected("Transfer rejected by the network: malformed transaction")
+        for index, tx in enumerate(txs):
+            try:
+                await self._send(tx)
+                if index < len(txs) - 1:  # the top-up must be mined before the transfer
+                    await self.w3.eth.wait_for_transaction_receipt(
+                        HexStr(tx.tx_hash), timeout=self._receipt_timeout, poll_latency=0.5
+                    )
+            except BaseException:
+                for later in txs[index + 1 :]:
+                    self._nonces.release(later.sender, later.nonce)
+                raise
+        return txs[-1].tx_hash
+
+    async def _send(self, tx: codec.SignedTx) -> None:
+        try:
+            await self.w3.eth.send_raw_transaction(tx.raw)
+        except Exception as exc:  # noqa: BLE001 - any node failure is read into a domain error
+            meaning = errors.read_send_error(exc)
+            try:
+                if isinstance(meaning, errors.NonceUsed) and await self._known(tx.tx_hash):
+                    meaning = errors.AlreadyKnown()
+            except BaseException:
+                self._nonces.release(tx.sender, tx.nonce)
+                raise
+            if isinstance(meaning, errors.AlreadyKnown):
+                self._nonces.accepted(tx.sender, tx.nonce)
+                return
+            self._nonces.release(tx.sender, tx.nonce)
+            if isinstance(meaning, errors.NonceUsed):
+                raise TransferRejected(
+                    "Transfer rejected by the network: its nonce was used by another "
+                    "transaction; nothing was sent"
+                ) from None
+            if isinstance(meaning, InsufficientFunds) and tx.value == 0:
+                raise InsufficientGas(
+                    f"Insufficient gas: the sender's {self.config.native_symbol} cannot pay "
+                    "the transfer's gas; nothing was sent"
+                ) from None
+            if isinstance(meaning, DomainError):
+                raise meaning from None
+            raise BroadcastTimeout() from None  # timed out: the outcome is unknown
+        self._nonces.accepted(tx.sender, tx.nonce)
+
+    async def _known(self, tx_hash: str) -> bool:
+        """Whether the node knows the transaction. When it cannot tell, the outcome of the
+        broadcast is unknown: never answer "refused" for a transaction that may be mined."""
+        try:
+            await self.w3.eth.get_transaction(HexStr(tx_hash))
+        except Web3NotFound:
+            return False
+        except Exception:  # noqa: BLE001 - cannot tell
+            raise BroadcastTimeout() from None
+        return True
+
+
+__all__ = ["EvmGateway"]

@@ -1,0 +1,61 @@
+"""Helpers of the EVM gateway tests: keys from the real `ChainKey` signer and one transfer
+through prepare -> sign (digest) -> assemble -> broadcast."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eth_account import Account
+
+from walletcore.domain.assets import Asset, Chain
+from walletcore.ports import FeeQuote, SignedTransfer, Transfer, UnsignedTransfer
+from walletcore_chains.evm.gateway import EvmGateway
+from walletcore_chains.keystore import ChainKey
+
+#: a valid address outside every wallet made here
+ELSEWHERE = "0x52908400098527886E0F7030069857D2E4169EE7"
+
+
+@dataclass
+class Wallet:
+    address: str
+    key: ChainKey
+
+
+def new_wallet() -> Wallet:
+    account = Account.create()
+    return Wallet(account.address, ChainKey(Chain.ETHEREUM, bytearray(account.key)))
+
+
+def sign(gateway: EvmGateway, unsigned: UnsignedTransfer, *wallets: Wallet) -> SignedTransfer:
+    signatures = {w.address: w.key.sign(unsigned.payload_for(w.address)) for w in wallets}
+    return gateway.assemble(unsigned, signatures)
+
+
+async def build(
+    gateway: EvmGateway,
+    asset: Asset,
+    sender: Wallet,
+    recipient: str,
+    units: int,
+    sponsor: Wallet | None = None,
+    fee: FeeQuote | None = None,
+) -> SignedTransfer:
+    payer = sponsor.address if sponsor else sender.address
+    quote = fee or await gateway.fee(sender.address, recipient, asset, units, fee_payer=payer)
+    unsigned = await gateway.prepare(
+        Transfer(asset, sender.address, recipient, units, fee_payer=payer), quote
+    )
+    return sign(gateway, unsigned, sender, *([sponsor] if sponsor else []))
+
+
+async def send(
+    gateway: EvmGateway,
+    asset: Asset,
+    sender: Wallet,
+    recipient: str,
+    units: int,
+    sponsor: Wallet | None = None,
+) -> str:
+    signed = await build(gateway, asset, sender, recipient, units, sponsor)
+    return await gateway.broadcast(signed)
