@@ -86,6 +86,11 @@ class Settings(BaseSettings):
     rpc_ethereum: SecretStr | None = None
     rpc_bsc: SecretStr | None = None
     rpc_polygon: SecretStr | None = None
+    rpc_solana: SecretStr | None = None
+    #: SPL mints of the `rpc` Solana gateway beyond the built-in table (docs/chains.md):
+    #: USDT has no canonical mint on Solana's devnet (`WALLETCORE_NETWORK=testnet`).
+    solana_usdt_mint: str | None = None
+    solana_usdc_mint: str | None = None
     #: Seconds an RPC call may take before it counts as failed (a broadcast: outcome unknown).
     rpc_timeout_seconds: float = Field(default=20.0, gt=0, le=600)
     #: Sandbox chains: seconds from broadcast until a transaction reads `success`.

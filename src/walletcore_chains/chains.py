@@ -1,9 +1,10 @@
 """Entry points of `walletcore.chains` for the real gateways (docs/chains.md).
 
-- `rpc`: ETHEREUM, BSC and POLYGON through `EvmGateway` on JSON-RPC nodes
-  (`WALLETCORE_RPC_<CHAIN>`, `WALLETCORE_NETWORK=mainnet|testnet`). The other chains have
-  no real gateway yet: on the sandbox profile they stay on the sandbox ledger; the
-  production profile refuses to start without them.
+- `rpc`: ETHEREUM, BSC and POLYGON through `EvmGateway` on JSON-RPC nodes, SOLANA through
+  `SolanaGateway` on a Solana JSON-RPC node (`WALLETCORE_RPC_<CHAIN>`,
+  `WALLETCORE_NETWORK=mainnet|testnet`). BITCOIN and TRON have no real gateway yet: on the
+  sandbox profile they stay on the sandbox ledger; the production profile refuses to
+  start without them.
 - `devnet` (sandbox profile): ETHEREUM, BSC and POLYGON each on an in-process py-evm chain
   (eth-tester) with the asset table's tokens deployed at start-up; SOLANA on an in-process
   LiteSVM runtime with the SPL mints created at start-up; BITCOIN and TRON on the sandbox
@@ -57,17 +58,33 @@ def build_rpc(*, settings: Any, address_validator: Any, **deps: Any) -> dict[Cha
             f"WALLETCORE_NETWORK={network} is not an RPC network (mainnet, testnet); "
             "the in-process chains are WALLETCORE_CHAINS=devnet"
         )
-    gateways: dict[Chain, ChainGateway] = {}
-    for chain in EVM_CHAINS:
+    from walletcore_chains.solana.config import solana_mints
+    from walletcore_chains.solana.gateway import SolanaGateway
+    from walletcore_chains.solana.rpc import RpcNode, rpc_client
+
+    def url_of(chain: Chain) -> str:
         url = getattr(settings, f"rpc_{chain.value.lower()}", None)
         if url is None:
             raise ConfigurationError(
                 f"WALLETCORE_RPC_{chain.value} is required by WALLETCORE_CHAINS=rpc"
             )
-        w3 = rpc_web3(url.get_secret_value(), float(settings.rpc_timeout_seconds))
+        return str(url.get_secret_value())
+
+    timeout = float(settings.rpc_timeout_seconds)
+    real = frozenset({*EVM_CHAINS, Chain.SOLANA})
+    urls = {chain: url_of(chain) for chain in sorted(real, key=lambda c: c.value)}
+    mints = solana_mints(
+        network,
+        usdt=getattr(settings, "solana_usdt_mint", None),
+        usdc=getattr(settings, "solana_usdc_mint", None),
+    )
+    others = _ledger_chains(settings, "rpc", real, address_validator=address_validator, **deps)
+    gateways: dict[Chain, ChainGateway] = {}
+    for chain in EVM_CHAINS:
+        w3 = rpc_web3(urls[chain], timeout)
         gateways[chain] = EvmGateway(evm_config(chain, network), w3, address_validator)
-    others = _ledger_chains(
-        settings, "rpc", frozenset(EVM_CHAINS), address_validator=address_validator, **deps
+    gateways[Chain.SOLANA] = SolanaGateway(
+        RpcNode(rpc_client(urls[Chain.SOLANA], timeout)), address_validator, mints
     )
     return {**others, **gateways}
 

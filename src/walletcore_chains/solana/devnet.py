@@ -33,6 +33,8 @@ FAUCET_LAMPORTS = 10**13  # 10,000 SOL
 
 
 class DevnetSolanaGateway(SolanaGateway):
+    node: LiteSvmNode
+
     def __init__(self, validator: AddressValidator) -> None:
         node = LiteSvmNode()
         self._faucet = Keypair()

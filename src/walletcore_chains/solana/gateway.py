@@ -13,6 +13,9 @@
   dead ("nothing was sent"). A retry re-sends the same signed bytes (same signature: it
   can land once); the gateway never re-signs with a new blockhash while the first may
   still land -- it holds no key, and the core re-broadcasts the stored bytes.
+- the node is a `SolanaEngine`: the in-process LiteSVM node (devnet) or a JSON-RPC node
+  (`walletcore_chains.solana.rpc`). Once the bytes left, a node that stops answering
+  makes the outcome unknown (504), never "nothing was sent".
 """
 
 from __future__ import annotations
@@ -40,8 +43,11 @@ from spl.token.models import TransferCheckedParams
 from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.errors import (
     AssetUnavailableOnEndpoint,
+    BroadcastTimeout,
     InsufficientFunds,
     InvalidRequest,
+    NodeUnavailable,
+    ServiceUnavailable,
     TransactionNotFound,
     TransferRejected,
 )
@@ -57,8 +63,8 @@ from walletcore.ports import (
 from walletcore_chains.solana.node import (
     LAMPORTS_PER_SIGNATURE,
     TOKEN_ACCOUNT_SIZE,
-    LiteSvmNode,
     SendError,
+    SolanaEngine,
 )
 from walletcore_chains.solana.rows import row
 
@@ -70,7 +76,7 @@ class SolanaGateway(ChainGateway):
 
     def __init__(
         self,
-        node: LiteSvmNode,
+        node: SolanaEngine,
         validator: AddressValidator,
         mints: Mapping[int, Pubkey],
         *,
@@ -83,6 +89,15 @@ class SolanaGateway(ChainGateway):
 
     def __repr__(self) -> str:
         return f"SolanaGateway({self.node!r})"
+
+    async def start(self) -> None:
+        """Nothing to start: the node is asked on demand."""
+
+    async def aclose(self) -> None:
+        """Close the node's HTTP session (the in-process node has none)."""
+        close = getattr(self.node, "aclose", None)
+        if close is not None:
+            await close()
 
     def mint(self, asset: Asset) -> Pubkey:
         mint = self._mints.get(asset.id)
@@ -216,23 +231,33 @@ class SolanaGateway(ChainGateway):
                 "Transfer rejected by the network: malformed transaction"
             ) from None
         signature = str(tx.signatures[0])
-        if await self.node.executed(signature) is not None:
-            return signature  # landed before: sending it again changes nothing
-        if await self.node.block_height() > last_valid:
+        try:
+            if await self.node.seen(signature):
+                return signature  # landed before: sending it again changes nothing
+            expired = await self.node.block_height() > last_valid
+        except NodeUnavailable as exc:
+            reason = exc.message.removesuffix("; retry with backoff")
+            raise NodeUnavailable(f"{reason}; nothing was sent; retry with backoff") from None
+        if expired:
             raise TransferRejected(
                 "Transfer rejected: its blockhash expired before it landed; nothing was sent"
             )
         try:
             await self.node.send(tx)
         except SendError as exc:
-            raise _refusal(exc.text) from None
-        return await self._confirm(signature, last_valid)
+            if "AlreadyProcessed" not in exc.text and "already been processed" not in exc.text:
+                raise _refusal(exc.text) from None
+            # it landed between the check above and the send: wait for it like any other
+        try:
+            return await self._confirm(signature, last_valid)
+        except ServiceUnavailable:
+            raise BroadcastTimeout() from None  # the bytes left: the outcome is unknown
 
     async def _confirm(self, signature: str, last_valid: int) -> str:
         """Wait until the signature is seen or its blockhash lapsed (then it never lands)."""
-        while await self.node.executed(signature) is None:
+        while not await self.node.seen(signature):
             if await self.node.block_height() > last_valid:
-                if await self.node.executed(signature) is not None:
+                if await self.node.seen(signature):
                     break
                 raise TransferRejected(
                     "Transfer rejected: its blockhash expired before it landed; nothing was sent"
@@ -242,7 +267,20 @@ class SolanaGateway(ChainGateway):
 
 
 def _refusal(text: str) -> Exception:
-    if "InstructionErrorCustom(1)" in text or "InsufficientFunds" in text:
+    """A refusal's text -- LiteSVM's error, or a JSON-RPC node's simulation error and logs --
+    read into a domain error (nothing was sent)."""
+    if "InsufficientFundsForFee" in text or "AccountNotFound" in text:
+        return InsufficientFunds(
+            "Not enough SOL for the network fee at broadcast: the fee payer cannot pay it; "
+            "nothing was sent"
+        )
+    if (
+        "InstructionErrorCustom(1)" in text
+        or "InsufficientFunds" in text
+        or "insufficient lamports" in text
+        or "custom program error: 0x1 " in text + " "
+        or "insufficient funds" in text
+    ):
         return InsufficientFunds(
             "Insufficient balance at broadcast: the network refused the transfer; nothing was sent"
         )
@@ -251,12 +289,7 @@ def _refusal(text: str) -> Exception:
             "Insufficient token balance at broadcast: the sender has no account of the "
             "token; nothing was sent"
         )
-    if "AccountNotFound" in text or "InsufficientFundsForFee" in text:
-        return InsufficientFunds(
-            "Not enough SOL for the network fee at broadcast: the fee payer cannot pay it; "
-            "nothing was sent"
-        )
-    if "BlockhashNotFound" in text:
+    if "BlockhashNotFound" in text or "Blockhash not found" in text:
         return TransferRejected(
             "Transfer rejected: its blockhash expired before it landed; nothing was sent"
         )

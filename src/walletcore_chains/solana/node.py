@@ -1,4 +1,7 @@
-"""The LiteSVM node: an in-process Solana runtime (`solders.litesvm.LiteSVM`) with the
+"""The Solana engines behind `SolanaGateway` (`SolanaEngine`): the LiteSVM node here, the
+JSON-RPC node in `walletcore_chains.solana.rpc`.
+
+The LiteSVM node: an in-process Solana runtime (`solders.litesvm.LiteSVM`) with the
 SPL token programs built in, and the index a node's RPC would answer from (executed
 transactions by signature and by account, block time).
 
@@ -9,11 +12,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from solders.hash import Hash
 from solders.litesvm import LiteSVM
 from solders.pubkey import Pubkey
-from solders.transaction import Transaction
+from solders.transaction import Transaction, VersionedTransaction
 
 #: blocks a blockhash stays valid for (Solana's MAX_PROCESSING_AGE)
 BLOCKHASH_VALIDITY = 150
@@ -31,11 +35,45 @@ class SendError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Executed:
+    """A transaction that landed: its signature, the transaction, the fee its payer paid;
+    `err` when it landed and failed (the fee is charged, nothing else happened);
+    `account_keys` when the message loads addresses from lookup tables (else its own)."""
+
     signature: str
-    tx: Transaction
+    tx: Transaction | VersionedTransaction
     slot: int
     block_time: int
     fee: int
+    err: str | None = None
+    account_keys: tuple[Pubkey, ...] | None = None
+
+
+class SolanaEngine(Protocol):
+    """What `SolanaGateway` asks of a Solana node (the LiteSVM node, or a JSON-RPC node).
+
+    Reads raise `NodeUnavailable` (503) when the node cannot answer; `send` raises
+    `SendError` when the node refuses the transaction (nothing was sent), `NodeUnavailable`
+    when the request never reached it, `BroadcastTimeout` when its outcome is unknown."""
+
+    async def lamports(self, account: Pubkey) -> int: ...
+
+    async def token_units(self, token_account: Pubkey) -> int | None: ...
+
+    async def exists(self, account: Pubkey) -> bool: ...
+
+    async def blockhash(self) -> tuple[Hash, int]: ...
+
+    async def block_height(self) -> int: ...
+
+    async def rent_exempt(self, size: int) -> int: ...
+
+    async def send(self, tx: Transaction) -> str: ...
+
+    async def seen(self, signature: str) -> bool: ...
+
+    async def executed(self, signature: str) -> Executed | None: ...
+
+    async def signatures(self, account: Pubkey, limit: int) -> list[str]: ...
 
 
 class LiteSvmNode:
@@ -97,12 +135,30 @@ class LiteSvmNode:
         self.svm.warp_to_slot(slot + 1)  # one transaction per block
         return signature
 
+    async def seen(self, signature: str) -> bool:
+        """Whether the signature landed (this node lands a transaction at once)."""
+        return signature in self._by_signature
+
     async def executed(self, signature: str) -> Executed | None:
         return self._by_signature.get(signature)
+
+    def executed_now(self, signature: str) -> Executed | None:
+        """`executed`, from a thread without an event loop (the test RPC node)."""
+        return self._by_signature.get(signature)
+
+    def signatures_now(self, account: Pubkey, limit: int) -> list[str]:
+        return list(reversed(self._by_account.get(str(account), [])))[:limit]
 
     async def signatures(self, account: Pubkey, limit: int) -> list[str]:
         """Signatures of the executed transactions naming `account`, newest first."""
         return list(reversed(self._by_account.get(str(account), [])))[:limit]
 
 
-__all__ = ["BLOCKHASH_VALIDITY", "LAMPORTS_PER_SIGNATURE", "Executed", "LiteSvmNode", "SendError"]
+__all__ = [
+    "BLOCKHASH_VALIDITY",
+    "LAMPORTS_PER_SIGNATURE",
+    "Executed",
+    "LiteSvmNode",
+    "SendError",
+    "SolanaEngine",
+]

@@ -1,10 +1,12 @@
-"""The Solana gateway on LiteSVM: SOL and SPL transfers, associated token accounts paid by
-the fee payer, the platform as fee payer, blockhash expiry, re-broadcast, and refusals."""
+"""The Solana gateway on LiteSVM, in process and through the JSON-RPC engine over HTTP (the
+`chain` fixture runs each test on both): SOL and SPL transfers, associated token accounts
+paid by the fee payer, the platform as fee payer, blockhash expiry, re-broadcast, and
+refusals."""
 
 from __future__ import annotations
 
 import pytest
-from sol_support import build, new_wallet, send
+from sol_support import RpcSolanaGateway, build, new_wallet, send
 
 from walletcore.domain.assets import asset_by_id
 from walletcore.domain.errors import InsufficientFunds, TransactionNotFound, TransferRejected
@@ -12,11 +14,12 @@ from walletcore.ports import SignedTransfer
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LAMPORTS_PER_SIGNATURE
 
+Gateway = DevnetSolanaGateway | RpcSolanaGateway
 SOL, USDT, USDC = asset_by_id(6), asset_by_id(61), asset_by_id(62)
 RENT = 2_039_280  # a 165-byte token account, rent-exempt
 
 
-async def test_sol_transfer_lands_and_reads_back(chain: DevnetSolanaGateway) -> None:
+async def test_sol_transfer_lands_and_reads_back(chain: Gateway) -> None:
     alice, bob = new_wallet(), new_wallet()
     await chain.fund(alice.address, SOL, 10**9)
     quote = await chain.fee(alice.address, bob.address, SOL, 10**8)
@@ -39,7 +42,7 @@ async def test_sol_transfer_lands_and_reads_back(chain: DevnetSolanaGateway) -> 
     assert [r.type for r in await chain.history(alice.address, SOL, 10)] == ["send", "receive"]
 
 
-async def test_the_same_signed_bytes_land_once(chain: DevnetSolanaGateway) -> None:
+async def test_the_same_signed_bytes_land_once(chain: Gateway) -> None:
     alice = new_wallet()
     await chain.fund(alice.address, SOL, 10**9)
     bob = new_wallet()
@@ -50,7 +53,7 @@ async def test_the_same_signed_bytes_land_once(chain: DevnetSolanaGateway) -> No
 
 
 async def test_spl_transfer_creates_the_recipients_token_account_once(
-    chain: DevnetSolanaGateway,
+    chain: Gateway,
 ) -> None:
     alice, bob = new_wallet(), new_wallet()
     await chain.fund(alice.address, USDT, 9_000_000)
@@ -83,7 +86,7 @@ async def test_spl_transfer_creates_the_recipients_token_account_once(
 
 
 async def test_the_platform_signs_as_fee_payer_and_pays_fee_and_rent(
-    chain: DevnetSolanaGateway,
+    chain: Gateway,
 ) -> None:
     user, platform, bob = new_wallet(), new_wallet(), new_wallet()
     await chain.fund(user.address, USDC, 3_000_000)  # no SOL at all
@@ -104,7 +107,7 @@ async def test_the_platform_signs_as_fee_payer_and_pays_fee_and_rent(
     )
 
 
-async def test_refusals_are_clear_400s_and_send_nothing(chain: DevnetSolanaGateway) -> None:
+async def test_refusals_are_clear_400s_and_send_nothing(chain: Gateway) -> None:
     alice, bob, broke = new_wallet(), new_wallet(), new_wallet()
     await chain.fund(alice.address, SOL, 10**7)
     await chain.fund(broke.address, USDT, 1_000_000)
@@ -121,14 +124,14 @@ async def test_refusals_are_clear_400s_and_send_nothing(chain: DevnetSolanaGatew
 
 
 async def test_an_expired_blockhash_never_lands_and_a_landed_one_stays_sent(
-    chain: DevnetSolanaGateway,
+    chain: Gateway,
 ) -> None:
     alice, bob = new_wallet(), new_wallet()
     await chain.fund(alice.address, SOL, 10**9)
     landed = await build(chain, SOL, alice, bob.address, 10**6)
     await chain.broadcast(landed)
     stale = await build(chain, SOL, alice, bob.address, 2 * 10**6)  # another message
-    svm = chain.node.svm
+    svm = chain.svm if isinstance(chain, RpcSolanaGateway) else chain.node.svm
     svm.warp_to_slot(svm.get_clock().slot + BLOCKHASH_VALIDITY + 1)
     svm.expire_blockhash()
     with pytest.raises(TransferRejected, match="expired"):
@@ -140,7 +143,7 @@ async def test_an_expired_blockhash_never_lands_and_a_landed_one_stays_sent(
 
 
 async def test_two_equal_transfers_under_one_blockhash_both_land(
-    chain: DevnetSolanaGateway,
+    chain: Gateway,
 ) -> None:
     alice, bob = new_wallet(), new_wallet()
     await chain.fund(alice.address, SOL, 10**9)

@@ -1,0 +1,242 @@
+"""A Solana JSON-RPC node for the tests: stdlib `http.server` on 127.0.0.1 (a free port) in a
+thread, answering the methods `RpcNode` calls from a `LiteSvmNode` (the devnet's runtime
+and its index of landed transactions). Responses are built with solders' RPC response
+types wherever one fits, so their shapes are the ones the `solana` client parses.
+
+`hang_sends`: sendTransaction waits `hang_seconds` before it lands the transaction and
+answers (a client with a shorter timeout sees an unknown outcome: the bytes did land)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+from solders.account_decoder import UiTokenAmount
+from solders.pubkey import Pubkey
+from solders.rpc.responses import (
+    GetAccountInfoResp,
+    GetBalanceResp,
+    GetLatestBlockhashResp,
+    GetSignaturesForAddressResp,
+    GetSignatureStatusesResp,
+    GetTokenAccountBalanceResp,
+    GetTransactionResp,
+    RpcBlockhash,
+    RpcConfirmedTransactionStatusWithSignature,
+    RpcResponseContext,
+    RpcSimulateTransactionResult,
+    SimulateTransactionResp,
+)
+from solders.signature import Signature
+from solders.transaction import Transaction, VersionedTransaction
+from solders.transaction_status import TransactionConfirmationStatus, TransactionStatus
+
+from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LiteSvmNode, SendError
+
+
+def _value(attribute: Any) -> Any:
+    """solders exposes some fields as methods, others as attributes."""
+    return attribute() if callable(attribute) else attribute
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class RpcTestNode:
+    def __init__(self, node: LiteSvmNode) -> None:
+        self.node = node
+        self.hang_sends = False
+        self.hang_seconds = 1.0
+        self.calls: list[str] = []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = owner.answer(json.loads(self.rfile.read(length)))
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- dispatch -----------------------------------------------------------------------
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        method, params, rid = request["method"], request.get("params") or [], request["id"]
+        self.calls.append(method)
+        try:
+            if method == "sendTransaction" and self.hang_sends:
+                time.sleep(self.hang_seconds)
+            with self._lock:
+                result = getattr(self, "_" + method)(*params)
+        except RpcError as err:
+            return {
+                "jsonrpc": "2.0",
+                "error": {"code": err.code, "message": err.message},
+                "id": rid,
+            }
+        except Exception as exc:  # noqa: BLE001 - a bug of this node: an internal error
+            return {"jsonrpc": "2.0", "error": {"code": -32603, "message": repr(exc)}, "id": rid}
+        if hasattr(result, "to_json"):
+            body = json.loads(result.to_json())
+            body["id"] = rid
+            return body  # type: ignore[no-any-return]
+        return {"jsonrpc": "2.0", "result": result, "id": rid}
+
+    @property
+    def _slot(self) -> int:
+        return int(self.node.svm.get_clock().slot)
+
+    def _context(self) -> RpcResponseContext:
+        return RpcResponseContext(self._slot)
+
+    # -- methods ------------------------------------------------------------------------
+    def _getBalance(self, address: str, *_: Any) -> GetBalanceResp:
+        balance = self.node.svm.get_balance(Pubkey.from_string(address)) or 0
+        return GetBalanceResp(int(balance), self._context())
+
+    def _getAccountInfo(self, address: str, *_: Any) -> GetAccountInfoResp:
+        account = self.node.svm.get_account(Pubkey.from_string(address))
+        return GetAccountInfoResp(account, self._context())
+
+    def _getTokenAccountBalance(self, address: str, *_: Any) -> GetTokenAccountBalanceResp:
+        account = self.node.svm.get_account(Pubkey.from_string(address))
+        if account is None:
+            raise RpcError(-32602, "Invalid param: could not find account")
+        data = bytes(account.data)
+        mint = self.node.svm.get_account(Pubkey.from_bytes(data[:32]))
+        decimals = bytes(mint.data)[44] if mint is not None else 0
+        amount = int.from_bytes(data[64:72], "little")
+        ui = amount / 10**decimals
+        return GetTokenAccountBalanceResp(
+            UiTokenAmount(ui, decimals, str(amount), str(ui)), self._context()
+        )
+
+    def _getLatestBlockhash(self, *_: Any) -> GetLatestBlockhashResp:
+        value = RpcBlockhash(self.node.svm.latest_blockhash(), self._slot + BLOCKHASH_VALIDITY)
+        return GetLatestBlockhashResp(value, self._context())
+
+    def _getBlockHeight(self, *_: Any) -> int:
+        return self._slot
+
+    def _getMinimumBalanceForRentExemption(self, size: int, *_: Any) -> int:
+        return int(self.node.svm.minimum_balance_for_rent_exemption(size))
+
+    def _simulateTransaction(self, raw: str, *_: Any) -> SimulateTransactionResp:
+        tx = VersionedTransaction.from_bytes(base64.b64decode(raw))
+        simulated = self.node.svm.simulate_transaction(tx)
+        failed = getattr(simulated, "err", None)
+        meta = _value(simulated.meta)
+        logs = [str(line) for line in _value(meta.logs)]
+        err = failed() if callable(failed) else None
+        result = RpcSimulateTransactionResult(err=err, logs=logs)
+        return SimulateTransactionResp(result, self._context())  # type: ignore[call-arg]
+
+    def _sendTransaction(self, raw: str, *_: Any) -> str:
+        tx = Transaction.from_bytes(base64.b64decode(raw))
+        signature = str(tx.signatures[0])
+        if self.node.executed_now(signature) is not None:
+            return signature  # a node answers a duplicate with its signature
+        try:
+            self.node.execute(tx)
+        except SendError as exc:
+            raise RpcError(-32002, f"Transaction simulation failed: {exc.text}") from None
+        return signature
+
+    def _getSignatureStatuses(self, signatures: list[str], *_: Any) -> GetSignatureStatusesResp:
+        statuses = []
+        for signature in signatures:
+            executed = self.node.executed_now(signature)
+            statuses.append(
+                None
+                if executed is None
+                else TransactionStatus(
+                    executed.slot,
+                    None,
+                    None,
+                    None,
+                    TransactionConfirmationStatus.Finalized,
+                )
+            )
+        return GetSignatureStatusesResp(statuses, self._context())
+
+    def _getTransaction(self, signature: str, *_: Any) -> GetTransactionResp | None:
+        executed = self.node.executed_now(signature)
+        if executed is None:
+            return None
+        body = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "result": {
+                "slot": executed.slot,
+                "blockTime": executed.block_time,
+                "version": "legacy",
+                "transaction": [base64.b64encode(bytes(executed.tx)).decode(), "base64"],
+                "meta": {
+                    "err": None,
+                    "status": {"Ok": None},
+                    "fee": executed.fee,
+                    "preBalances": [],
+                    "postBalances": [],
+                    "innerInstructions": [],
+                    "logMessages": [],
+                    "preTokenBalances": [],
+                    "postTokenBalances": [],
+                    "rewards": [],
+                    "loadedAddresses": {"writable": [], "readonly": []},
+                    "computeUnitsConsumed": 0,
+                },
+            },
+        }
+        parsed = GetTransactionResp.from_json(json.dumps(body))
+        assert isinstance(parsed, GetTransactionResp)  # the shape the client parses
+        return parsed
+
+    def _getSignaturesForAddress(
+        self, address: str, config: dict[str, Any] | None = None, *_: Any
+    ) -> GetSignaturesForAddressResp:
+        limit = int((config or {}).get("limit") or 1000)
+        rows = []
+        for signature in self.node.signatures_now(Pubkey.from_string(address), limit):
+            executed = self.node.executed_now(signature)
+            assert executed is not None
+            rows.append(
+                RpcConfirmedTransactionStatusWithSignature(
+                    Signature.from_string(signature),
+                    executed.slot,
+                    block_time=executed.block_time,
+                    confirmation_status=TransactionConfirmationStatus.Finalized,
+                )
+            )
+        return GetSignaturesForAddressResp(rows)
+
+
+__all__ = ["RpcTestNode"]
