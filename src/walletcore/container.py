@@ -53,7 +53,9 @@ class Container(containers.DeclarativeContainer):
         plugins.build, "walletcore.venues", settings.provided.venue, settings=settings, clock=clock
     )
 
-    token_key = providers.Singleton(operator_secret, settings, "token_signing_key", "token-signing.key")
+    token_key = providers.Singleton(
+        operator_secret, settings, "token_signing_key", "token-signing.key"
+    )
     master_key = providers.Singleton(operator_secret, settings, "master_key", "master.key")
     keystore = providers.Singleton(
         plugins.build,

@@ -188,7 +188,9 @@ class Trade:
     @property
     def fixed_amount(self) -> Decimal:
         value = (
-            self.quote.crypto_amount if self.fixed_leg is FixedLeg.CRYPTO else self.quote.fiat_amount
+            self.quote.crypto_amount
+            if self.fixed_leg is FixedLeg.CRYPTO
+            else self.quote.fiat_amount
         )
         if value is None:  # a quote always records its fixed leg
             raise InvalidTransition()
