@@ -101,6 +101,7 @@ class Container(containers.DeclarativeContainer):
         clock=clock,
         address_validator=address_validator,
         signature_verifier=signature_verifier,
+        repo=repo,  # its nonce leases: EVM sends across processes (docs/chains.md)
     )
     wallet_reads = providers.Singleton(
         WalletReads,

@@ -262,14 +262,45 @@ class ChainGateway(Protocol):
         """
         ...
 
-    def release(self, unsigned: UnsignedTransfer) -> None:
+    async def release(self, unsigned: UnsignedTransfer) -> None:
         """`unsigned` will never be broadcast (signing or storing it failed): give back what
         `prepare` reserved for it (an EVM nonce), so later transfers do not wait on it."""
         ...
 
 
+class NonceLease(Protocol):
+    """The turn of one address of one chain to take a nonce, held across processes.
+
+    Only one lease of a (chain, address) exists at a time in the whole deployment (every
+    process on one database); the next `acquire` waits until this one is released, or
+    until the process holding it dies.
+    """
+
+    #: The next nonce this deployment has seen accepted from the address (0: none yet).
+    floor: int
+
+    async def release(self, advanced_to: int | None) -> None:
+        """Give the turn up. `advanced_to`: the new floor, when a transaction took a nonce
+        (the stored floor only ever rises); None when nothing was sent. Idempotent."""
+        ...
+
+
+class NonceLeases(Protocol):
+    """Cross-process nonce reservation (docs/chains.md, "Nonces"), exposed by the Repo."""
+
+    async def acquire(self, chain: str, address: str) -> NonceLease:
+        """Wait for the lease of `address` on `chain` (a nonce sequence: `eip155:<chain
+        id>` for the EVM chains) and return it with the stored floor.
+
+        Raises `AddressBusy` (503) when another holder keeps it too long, and the store's
+        own errors (`StorageUnavailable`) when it cannot be reached.
+        """
+        ...
+
+
 class Repo(Protocol):
-    """Storage of api clients, users and wallets, trades, sends and the audit log.
+    """Storage of api clients, users and wallets, trades, sends and the audit log, and the
+    nonce leases of the processes sharing it.
 
     Every method is atomic. State changes that must not race go through `swap_trade`, a
     compare-and-set on the trade's status, and `begin_send` / `advance_send`, the
@@ -362,4 +393,9 @@ class Repo(Protocol):
 
     async def list_audit(self, limit: int = 100) -> list[AuditEntry]:
         """Newest first."""
+        ...
+
+    # nonces
+    def nonce_leases(self) -> NonceLeases:
+        """The nonce reservation shared by every process using this store."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -48,6 +49,11 @@ DEFAULT_UNAVAILABLE: dict[str, list[int]] = {
 }
 
 
+#: Token standards of the EVM chains' contracts (`WALLETCORE_EVM_TOKENS`).
+_EVM_TOKEN_STANDARDS = frozenset({"ERC20", "BEP20"})
+_EVM_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+
+
 def _int_list(value: object) -> object:
     """Accept `1,2,21` as well as a JSON list from the environment."""
     if isinstance(value, str):
@@ -91,6 +97,11 @@ class Settings(BaseSettings):
     #: USDT has no canonical mint on Solana's devnet (`WALLETCORE_NETWORK=testnet`).
     solana_usdt_mint: str | None = None
     solana_usdc_mint: str | None = None
+    #: Token contracts of the `rpc` EVM gateways over the built-in table (docs/chains.md):
+    #: asset id -> checksummed 0x address, JSON (`{"21": "0x..."}`). Sepolia has no
+    #: canonical USDT, BSC's testnet no USDT or USDC. The EIP-55 checksum is checked when
+    #: the gateways are built (the core has no keccak).
+    evm_tokens: dict[int, str] = Field(default_factory=dict)
     #: Seconds an RPC call may take before it counts as failed (a broadcast: outcome unknown).
     rpc_timeout_seconds: float = Field(default=20.0, gt=0, le=600)
     #: Sandbox chains: seconds from broadcast until a transaction reads `success`.
@@ -123,6 +134,20 @@ class Settings(BaseSettings):
         if unknown:
             raise ValueError(f"unknown asset ids: {unknown}")
         return value
+
+    @field_validator("evm_tokens")
+    @classmethod
+    def _evm_token_contracts(cls, value: dict[int, str]) -> dict[int, str]:
+        for asset_id, address in value.items():
+            asset = ASSETS_BY_ID.get(asset_id)
+            if asset is None or asset.standard not in _EVM_TOKEN_STANDARDS:
+                raise ValueError(
+                    f"asset {asset_id} is not a token of ETHEREUM, BSC or POLYGON "
+                    "(the asset table's ERC20 and BEP20 ids)"
+                )
+            if not _EVM_ADDRESS.fullmatch(address.strip()):
+                raise ValueError(f"the contract of asset {asset_id} is not a 0x address")
+        return {asset_id: address.strip() for asset_id, address in value.items()}
 
     @field_validator("unavailable_assets")
     @classmethod

@@ -37,20 +37,34 @@ def _ledger_chains(
     return {c: g for c, g in ledger.items() if c not in real}
 
 
-def rpc_web3(url: str, timeout: float) -> Any:
+def rpc_web3(url: str, timeout: float, chain: Chain | None = None) -> Any:
     """An `AsyncWeb3` on a JSON-RPC endpoint: no retries of its own (a failed call is
-    answered at once: 503, or an unknown broadcast outcome)."""
+    answered at once: 503, or an unknown broadcast outcome). On BSC and POLYGON
+    (`POA_CHAINS`) a block's `extraData` holds the validator's seal (97 bytes and more),
+    which web3 refuses (`ExtraDataLengthError`) unless `ExtraDataToPOAMiddleware` reads
+    it first (layer 0)."""
     from web3 import AsyncHTTPProvider, AsyncWeb3
+    from web3.middleware import ExtraDataToPOAMiddleware
+
+    from walletcore_chains.evm.config import POA_CHAINS
 
     provider = AsyncHTTPProvider(
         url, request_kwargs={"timeout": timeout}, exception_retry_configuration=None
     )
-    return AsyncWeb3(provider)
+    w3 = AsyncWeb3(provider)
+    if chain in POA_CHAINS:
+        w3.middleware_onion.inject(ExtraDataToPOAMiddleware, layer=0)
+    return w3
 
 
 def build_rpc(*, settings: Any, address_validator: Any, **deps: Any) -> dict[Chain, ChainGateway]:
-    """Entry point `walletcore.chains: rpc`."""
+    """Entry point `walletcore.chains: rpc`.
+
+    `repo` (from the container): each EVM gateway reserves nonces on its nonce leases, so
+    every process on that store takes turns per address (without it: this process only).
+    """
     from walletcore_chains.evm.gateway import EvmGateway
+    from walletcore_chains.evm.nonces import NonceBook
 
     network = str(settings.network)
     if network not in ("mainnet", "testnet"):
@@ -80,9 +94,19 @@ def build_rpc(*, settings: Any, address_validator: Any, **deps: Any) -> dict[Cha
     )
     others = _ledger_chains(settings, "rpc", real, address_validator=address_validator, **deps)
     gateways: dict[Chain, ChainGateway] = {}
+    repo = deps.get("repo")
+    if repo is not None and not callable(getattr(repo, "nonce_leases", None)):
+        raise ConfigurationError(
+            f"the repo {type(repo).__name__} has no nonce_leases(): EVM sends from several "
+            "processes would share nonces (walletcore.ports.Repo, docs/chains.md)"
+        )
+    leases = repo.nonce_leases() if repo is not None else None
     for chain in EVM_CHAINS:
-        w3 = rpc_web3(urls[chain], timeout)
-        gateways[chain] = EvmGateway(evm_config(chain, network), w3, address_validator)
+        w3 = rpc_web3(urls[chain], timeout, chain)
+        config = evm_config(chain, network, getattr(settings, "evm_tokens", None))
+        # nonces are per chain id: a testnet's floors never touch mainnet's
+        nonces = NonceBook(leases=leases, chain=f"eip155:{config.chain_id}")
+        gateways[chain] = EvmGateway(config, w3, address_validator, nonces=nonces)
     gateways[Chain.SOLANA] = SolanaGateway(
         RpcNode(rpc_client(urls[Chain.SOLANA], timeout)), address_validator, mints
     )
@@ -98,6 +122,9 @@ def build_devnet(
 
     real = frozenset({*EVM_CHAINS, Chain.SOLANA})
     others = _ledger_chains(settings, "devnet", real, address_validator=address_validator, **deps)
+    # Each devnet chain lives in one process and starts empty with it: its nonces stay on
+    # the process's own NonceBook. The repo's leases would share floors between workers
+    # that each have their own chain, and keep them across restarts (gaps: stalled sends).
     devnets: dict[Chain, ChainGateway] = {
         chain: DevnetEvmGateway(chain, address_validator) for chain in EVM_CHAINS
     }

@@ -7,6 +7,9 @@ Rules:
   within the process, queues on an asyncio lock; a read on PostgreSQL is one autocommitted
   statement (no BEGIN/COMMIT round trips).
 - Driver errors leave as `StorageUnavailable` (503) or `StorageError` (500).
+- A nonce lease holds a PostgreSQL connection for as long as it lives (a session-level
+  advisory lock): those come from a pool of their own, so held leases can never starve
+  the transactions a send needs meanwhile.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from walletcore_sql.engine import SQLITE_WRITE, is_sqlite, make_engine, redacted
 from walletcore_sql.errors import storage_errors
 from walletcore_sql.migrate import check_schema_engine, upgrade_engine
 
+#: The nonce leases' pool: connections kept idle, and how many more may open (one per
+#: address with a send in flight in this process).
+LEASE_POOL_SIZE, LEASE_POOL_OVERFLOW = 2, 48
+
 
 @dataclass(slots=True)
 class _Bound:
@@ -34,6 +41,8 @@ class _Bound:
     engine: AsyncEngine
     write_lock: asyncio.Lock | None  # SQLite: writers queue here rather than busy-wait
     prepare_lock: asyncio.Lock
+    #: PostgreSQL: the connections that hold nonce leases (made on first use)
+    lease_engine: AsyncEngine | None = None
 
 
 class Database:
@@ -63,6 +72,8 @@ class Database:
         bound, self._bound = self._bound, None
         if bound is not None:
             await bound.engine.dispose()
+            if bound.lease_engine is not None:
+                await bound.lease_engine.dispose()
 
     @asynccontextmanager
     async def transaction(self, *, write: bool = False) -> AsyncIterator[AsyncConnection]:
@@ -82,6 +93,22 @@ class Database:
                 await stack.enter_async_context(conn.begin())
                 yield conn
 
+    async def lease_connection(self) -> AsyncConnection:
+        """A PostgreSQL connection for one nonce lease, from the leases' own pool; the
+        caller closes it (or invalidates it: a closed session drops its advisory locks)."""
+        if self.is_sqlite:
+            raise RuntimeError("nonce leases on SQLite lock files, not connections")
+        bound = await self._ready()
+        if bound.lease_engine is None:
+            bound.lease_engine = make_engine(
+                self.url,
+                schema=self.schema,
+                pool_size=LEASE_POOL_SIZE,
+                max_overflow=LEASE_POOL_OVERFLOW,
+            )
+        with storage_errors():
+            return await bound.lease_engine.connect()
+
     def insert(self, table: Table) -> Any:
         """The dialect's INSERT, which has `on_conflict_do_nothing` / `_do_update`."""
         return (sqlite.insert if self.is_sqlite else postgresql.insert)(table)
@@ -92,6 +119,8 @@ class Database:
         if bound is None or bound.loop is not loop:
             if bound is not None:  # made on another loop, most likely closed by now
                 await self._drop_engine(bound.engine)
+                if bound.lease_engine is not None:
+                    await self._drop_engine(bound.lease_engine)
             bound = _Bound(
                 loop,
                 make_engine(self.url, schema=self.schema, **self._engine_options),

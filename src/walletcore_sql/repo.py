@@ -6,6 +6,8 @@ Rules:
 - `begin_send` inserts or locks the (client, X-Request-Id) row in one transaction and lets
   `SendRecord.claim` decide; `advance_send` is a compare-and-set on (state, attempt).
 - Connections, transactions, lazy migration and error mapping: `walletcore_sql.database`.
+- Nonce leases (advisory locks on PostgreSQL, lock files on SQLite; floors in
+  `nonce_floors`): `walletcore_sql.nonces`.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
-from walletcore.ports import Lifecycle, Repo
+from walletcore.ports import Lifecycle, NonceLeases, Repo
 from walletcore.secretfiles import ConfigurationError
 from walletcore_sql import rows
 from walletcore_sql.database import Database
 from walletcore_sql.engine import database_url, redacted
+from walletcore_sql.nonces import nonce_leases
 from walletcore_sql.tables import api_clients, audit_log, sends, trades, users, wallets
 
 
@@ -41,6 +44,7 @@ class SqlRepo(Repo, Lifecycle):
         self.database = Database(url, migrate=migrate, schema=schema, **engine_options)
         self._tx = self.database.transaction
         self._insert = self.database.insert
+        self._nonce_leases = nonce_leases(self.database)
 
     def __repr__(self) -> str:
         return f"SqlRepo({redacted(self.database.url)!r}, migrate={self.database.migrate})"
@@ -259,6 +263,10 @@ class SqlRepo(Repo, Lifecycle):
         async with self._tx() as conn:
             result = await conn.execute(query)
             return [rows.audit_from(r) for r in result.mappings()]
+
+    # -- nonces ---------------------------------------------------------------------------
+    def nonce_leases(self) -> NonceLeases:
+        return self._nonce_leases
 
 
 _SEND_MUTABLE = ("state", "locked_until", "tx_hash", "raw_tx", "result", "updated_at")

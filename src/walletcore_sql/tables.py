@@ -190,3 +190,14 @@ audit_log = Table(
     Column("target", Text, nullable=True),
     Column("detail", Text, nullable=True),
 )
+
+# The nonce leases' floors (`walletcore_sql.nonces`): per nonce sequence (`chain`, e.g.
+# `eip155:1`) and address, the next nonce this deployment saw accepted. Only ever raised.
+nonce_floors = Table(
+    "nonce_floors",
+    metadata,
+    Column("chain", String(64), primary_key=True),
+    Column("address", String(128), primary_key=True),
+    Column("next_nonce", BigInteger, nullable=False),
+    CheckConstraint("next_nonce >= 0", name="next_nonce"),
+)

@@ -77,6 +77,33 @@ def test_unavailable_assets_refuse_an_unknown_endpoint(monkeypatch: pytest.Monke
         Settings()
 
 
+def test_evm_token_contracts_come_as_json_keyed_by_asset_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings().evm_tokens == {}
+    usdt = "0x52908400098527886E0F7030069857D2E4169EE7"
+    monkeypatch.setenv("WALLETCORE_EVM_TOKENS", f'{{"21": "{usdt}", "31": " {usdt} "}}')
+    assert Settings().evm_tokens == {21: usdt, 31: usdt}
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ('{"2": "0x52908400098527886E0F7030069857D2E4169EE7"}', "asset 2 is not a token"),
+        ('{"61": "0x52908400098527886E0F7030069857D2E4169EE7"}', "asset 61 is not a token"),
+        ('{"99": "0x52908400098527886E0F7030069857D2E4169EE7"}', "asset 99 is not a token"),
+        ('{"21": "0x5290840009852788"}', "asset 21 is not a 0x address"),
+        ('{"21": "52908400098527886E0F7030069857D2E4169EE7"}', "asset 21 is not a 0x address"),
+    ],
+)
+def test_evm_token_contracts_refuse_a_non_evm_token_or_a_malformed_address(
+    monkeypatch: pytest.MonkeyPatch, raw: str, words: str
+) -> None:
+    monkeypatch.setenv("WALLETCORE_EVM_TOKENS", raw)
+    with pytest.raises(ValidationError, match=words):
+        Settings()
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [

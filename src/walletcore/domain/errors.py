@@ -253,3 +253,12 @@ class NodeUnavailable(ServiceUnavailable):
     """The chain's node cannot be reached now; nothing was sent."""
 
     default_message = "Chain node unreachable; nothing was sent; retry with backoff"
+
+
+class AddressBusy(ServiceUnavailable):
+    """Another send from the same address held its turn (its nonce) for too long; nothing
+    was sent."""
+
+    default_message = (
+        "Another send from this address is still in progress; nothing was sent; retry with backoff"
+    )

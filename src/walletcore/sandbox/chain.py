@@ -209,7 +209,7 @@ class SandboxGateway(ChainGateway):
         await self._ledger.accept(tx, self._payload(raw_body), signatures)
         return tx.tx_hash
 
-    def release(self, unsigned: UnsignedTransfer) -> None:
+    async def release(self, unsigned: UnsignedTransfer) -> None:
         """Nothing to give back: a sandbox transfer reserves nothing."""
 
     # -- the sandbox faucet -------------------------------------------------------------

@@ -10,7 +10,9 @@ How it stays correct across processes: the data is one `JsonFile`
 `flock`, the file replaced atomically, reads cached and validated by `stat`; so two processes
 cannot lose each other's updates and `swap_trade` is a real compare-and-set. The audit log
 is an append-only JSON-lines file beside it (one fsync'd line per entry), so auditing does
-not rewrite the data file.
+not rewrite the data file. Nonce leases: a `flock`ed file per address in
+`sandbox-nonce-locks/`, the floors in `sandbox-nonce-floors.json`
+(`walletcore.sandbox.nonceleases`).
 
 Values on disk: Decimals as strings, datetimes ISO 8601 (full precision, round-trips),
 bytes base64, enums by value, datetimes in UTC. It is a sandbox store: one file, rewritten whole on every
@@ -34,13 +36,16 @@ from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
-from walletcore.ports import Repo
+from walletcore.ports import NonceLeases, Repo
 from walletcore.sandbox.jsonstore import JsonFile, JsonStoreError, decode, encode
+from walletcore.sandbox.nonceleases import FlockNonceLeases, JsonFloors
 
 FORMAT = "walletcore-sandbox-repo"
 VERSION = 1
 DATA_FILE = "sandbox-repo.json"
 AUDIT_FILE = "sandbox-audit.jsonl"
+NONCE_FLOORS_FILE = "sandbox-nonce-floors.json"
+NONCE_LOCKS_DIR = "sandbox-nonce-locks"
 
 T = TypeVar("T")
 WalletKey = tuple[str, WalletOwner, str | None]
@@ -110,6 +115,10 @@ class FileRepo(Repo):
             dump=_State.to_json,
             empty=_State,
             error=FileRepoError,
+        )
+        self._nonce_leases = FlockNonceLeases(
+            self._path.with_name(NONCE_LOCKS_DIR),
+            JsonFloors(self._path.with_name(NONCE_FLOORS_FILE)),
         )
 
     def __repr__(self) -> str:
@@ -297,6 +306,10 @@ class FileRepo(Repo):
             return []
         entries = [decode(AuditEntry, json.loads(line)) for line in lines[-limit:] if line.strip()]
         return list(reversed(entries))
+
+    # -- nonces ---------------------------------------------------------------------------
+    def nonce_leases(self) -> NonceLeases:
+        return self._nonce_leases
 
     # -- the file -------------------------------------------------------------------------
     def _read(self) -> _State:

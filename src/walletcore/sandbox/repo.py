@@ -12,7 +12,8 @@ from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
-from walletcore.ports import Repo
+from walletcore.ports import NonceLeases, Repo
+from walletcore.sandbox.nonceleases import LocalNonceLeases
 
 WalletKey = tuple[str, WalletOwner, str | None]
 
@@ -28,6 +29,7 @@ class InMemoryRepo(Repo):
         self._trades: dict[str, Trade] = {}
         self._audit: list[AuditEntry] = []
         self._sends: dict[tuple[str, str], SendRecord] = {}
+        self._nonce_leases = LocalNonceLeases()
 
     # api clients
     async def add_client(self, client: ApiClient) -> None:
@@ -158,6 +160,10 @@ class InMemoryRepo(Repo):
 
     async def list_audit(self, limit: int = 100) -> list[AuditEntry]:
         return list(reversed(self._audit[-limit:]))
+
+    # nonces: one process holds everything here, so an in-process lock per address is enough
+    def nonce_leases(self) -> NonceLeases:
+        return self._nonce_leases
 
 
 def _wallet_key(wallet: WalletRecord) -> WalletKey:

@@ -198,11 +198,11 @@ class SendService:
             new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now())
             stored = await self._repo.advance_send(record, new)
         except BaseException:
-            ready.gateway.release(unsigned)  # never broadcast: give its nonce back
+            await ready.gateway.release(unsigned)  # never broadcast: give its nonce back
             await self._release(record)
             raise
         if not stored:
-            ready.gateway.release(unsigned)
+            await ready.gateway.release(unsigned)
             raise IdempotencyConflict()  # taken over: the other request owns the send now
         return new
 

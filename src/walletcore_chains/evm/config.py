@@ -4,14 +4,22 @@ per chain and network (`mainnet`, `testnet`, `devnet`).
 `devnet` is the in-process py-evm chain (eth-tester): its chain id is the node's and its
 token contracts are deployed at start-up (`walletcore_chains.evm.devnet`), so the devnet
 table names no address.
+
+`WALLETCORE_EVM_TOKENS` (asset id -> contract) adds or replaces token contracts of the
+`rpc` chains: Sepolia has no canonical USDT and BSC's testnet none of the two, so a
+testnet deployment names its own. Each address must be checksummed (EIP-55): a typo in a
+contract address would send tokens nowhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from walletcore.domain.assets import Chain
+from eth_utils.address import is_checksum_address
+
+from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.secretfiles import ConfigurationError
 
 NETWORKS = ("mainnet", "testnet", "devnet")
 
@@ -92,17 +100,50 @@ _TESTNET = {
 _DEVNET_SYMBOLS = {Chain.ETHEREUM: "ETH", Chain.BSC: "BNB", Chain.POLYGON: "POL"}
 
 
-def evm_config(chain: Chain, network: str) -> EvmConfig:
-    """The configuration of `chain` on `network`; `ValueError` for an unknown network."""
+def evm_config(chain: Chain, network: str, tokens: Mapping[int, str] | None = None) -> EvmConfig:
+    """The configuration of `chain` on `network`, with the contracts of `chain` among
+    `tokens` (`WALLETCORE_EVM_TOKENS`: asset id -> contract, for any EVM chain) over the
+    table's; `ValueError` for an unknown network, `ConfigurationError` for a bad token."""
     if network == "mainnet":
-        return _MAINNET[chain]
-    if network == "testnet":
-        return _TESTNET[chain]
-    if network == "devnet":
-        return EvmConfig(chain, "devnet", None, _DEVNET_SYMBOLS[chain], {}, confirmations=1)
-    raise ValueError(f"unknown network {network!r}; known: {', '.join(NETWORKS)}")
+        config = _MAINNET[chain]
+    elif network == "testnet":
+        config = _TESTNET[chain]
+    elif network == "devnet":
+        config = EvmConfig(chain, "devnet", None, _DEVNET_SYMBOLS[chain], {}, confirmations=1)
+    else:
+        raise ValueError(f"unknown network {network!r}; known: {', '.join(NETWORKS)}")
+    overrides = token_overrides(chain, tokens or {})
+    return replace(config, tokens={**config.tokens, **overrides}) if overrides else config
+
+
+def token_overrides(chain: Chain, tokens: Mapping[int, str]) -> dict[int, str]:
+    """The contracts of `chain` among `tokens`, each checked: the asset is a token of an
+    EVM chain, and the address a checksummed (EIP-55) one. The address is never echoed
+    (a key pasted by mistake must not reach a log)."""
+    out: dict[int, str] = {}
+    for key, address in tokens.items():
+        try:
+            asset = ASSETS_BY_ID.get(int(key))
+        except (TypeError, ValueError):
+            asset = None
+        if asset is None or asset.is_native or asset.chain not in EVM_CHAINS:
+            raise ConfigurationError(
+                f"WALLETCORE_EVM_TOKENS: asset {key} is not a token of "
+                f"{', '.join(c.value for c in EVM_CHAINS)}"
+            )
+        if not isinstance(address, str) or not is_checksum_address(address.strip()):
+            raise ConfigurationError(
+                f"WALLETCORE_EVM_TOKENS: the contract of asset {asset.id} ({asset.symbol} on "
+                f"{asset.chain.value}) is not a checksummed (EIP-55) 0x address"
+            )
+        if asset.chain is chain:
+            out[asset.id] = address.strip()
+    return out
 
 
 EVM_CHAINS = (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON)
+#: chains whose blocks carry a validator's seal in `extraData` (97 bytes and more, where
+#: web3 expects 32): web3 reads them through `ExtraDataToPOAMiddleware`
+POA_CHAINS = frozenset({Chain.BSC, Chain.POLYGON})
 
-__all__ = ["EVM_CHAINS", "NETWORKS", "EvmConfig", "evm_config"]
+__all__ = ["EVM_CHAINS", "NETWORKS", "POA_CHAINS", "EvmConfig", "evm_config", "token_overrides"]

@@ -5,8 +5,16 @@ differently; eth-tester raises py-evm's ValidationError with its own words).
 - insufficient funds for value + gas -> `InsufficientFunds` (400)
 - gas limit below what the transfer needs -> `InsufficientGas` (400)
 - a nonce already used -> `NonceUsed` (the gateway checks whether it was this transaction)
+- a nonce ahead of the account's, a fee below what the node takes, a gas limit above the
+  block's, a fee above the node's cap -> `TransferRejected` saying which (502, nothing sent)
 - anything else the node answered with an error -> `TransferRejected` (502, nothing sent)
 - anything else (a timeout, a connection lost after the request left) -> outcome unknown
+
+The words are geth's (and bsc's and bor's, which are geth forks): `already known`,
+`nonce too low: next nonce N, tx nonce T`, `replacement transaction underpriced`,
+`insufficient funds for gas * price + value: balance B, tx cost C, overshot O`,
+`intrinsic gas too low: gas G, minimum needed M`, `exceeds block gas limit`,
+`transaction underpriced: gas tip cap T, minimum needed M`, ...
 """
 
 from __future__ import annotations
@@ -27,9 +35,25 @@ _FUNDS = (
     "insufficient balance",
     "not have enough balance",
 )
-_GAS = ("intrinsic gas too low", "gas cannot be negative", "out of gas", "gas too low")
+_GAS = (
+    "intrinsic gas too low",
+    "gas cannot be negative",
+    "out of gas",
+    "gas too low",
+    "insufficient gas",  # geth's EIP-7623 floor: "insufficient gas for floor data gas cost"
+)
 _KNOWN = ("already known", "known transaction", "already imported", "alreadyknown")
 _NONCE_LOW = ("nonce too low", "replacement transaction underpriced")
+_NONCE_HIGH = ("nonce too high", "nonce gap")
+#: the fee is below the node's price floor, or the max fee below the base fee now
+_UNDERPRICED = (
+    "transaction underpriced",
+    "gas price below minimum",
+    "less than block base fee",
+    "fee cap less than",
+)
+_BLOCK_GAS = ("exceeds block gas limit",)
+_FEE_CAP = ("exceeds the configured cap",)  # geth's --rpc.txfeecap
 _TESTER_NONCE = re.compile(r"invalid transaction nonce: expected (\d+), but got (\d+)")
 
 
@@ -81,6 +105,23 @@ def read_send_error(exc: BaseException) -> BaseException:
         return TransferRejected("Transfer rejected by the network: nonce gap; nothing was sent")
     if any(k in text for k in _NONCE_LOW):
         return NonceUsed()
+    if any(k in text for k in _NONCE_HIGH):
+        return TransferRejected("Transfer rejected by the network: nonce gap; nothing was sent")
+    if any(k in text for k in _UNDERPRICED):
+        return TransferRejected(
+            "Transfer rejected by the network: its fee is below what the network takes now; "
+            "nothing was sent; request a new fee quote"
+        )
+    if any(k in text for k in _BLOCK_GAS):
+        return TransferRejected(
+            "Transfer rejected by the network: its gas limit exceeds the block gas limit; "
+            "nothing was sent"
+        )
+    if any(k in text for k in _FEE_CAP):
+        return TransferRejected(
+            "Transfer rejected by the chain node: its fee exceeds the node's transaction fee "
+            "cap; nothing was sent; contact the operator"
+        )
     if any(k in text for k in _FUNDS):
         return InsufficientFunds(
             "Insufficient funds for the amount and the gas at broadcast: the network refused "

@@ -8,6 +8,7 @@ from typing import Any
 
 from eth_abi.abi import encode as abi_encode
 from web3 import AsyncWeb3
+from web3.exceptions import Web3RPCError
 
 from walletcore_chains.evm import errors
 from walletcore_chains.evm.rows import TRANSFER_SELECTOR
@@ -19,13 +20,24 @@ TOKEN_GAS_FALLBACK = 100_000
 
 async def gas_price(w3: AsyncWeb3[Any], eip1559: bool) -> tuple[int, int | None]:
     """(max fee per gas, tip) on EIP-1559 chains: 2 x the next base fee + the median tip of
-    the last 5 blocks (the latest block's base fee and `eth_maxPriorityFeePerGas` when the
-    node keeps no fee history); (gas price, None) on the others."""
+    the last 5 blocks that carried transactions (`eth_maxPriorityFeePerGas` when none did;
+    the latest block's base fee when the node keeps no fee history or has no
+    `eth_feeHistory`); (gas price, None) on the others, and on a chain whose blocks have no
+    base fee."""
     eth = w3.eth
     if eip1559:
-        history = await eth.fee_history(5, "latest", [50])
+        try:
+            history: Any = await eth.fee_history(5, "latest", [50])
+        except Web3RPCError:  # the node answered: it has no fee history (a legacy chain)
+            history = {}
         bases = list(history.get("baseFeePerGas") or [])
-        rewards = [int(r[0]) for r in history.get("reward") or [] if r]
+        # an empty block's reward row is zeros, which says nothing of the tips paid
+        used = list(history.get("gasUsedRatio") or [])
+        rewards = [
+            int(r[0])
+            for i, r in enumerate(history.get("reward") or [])
+            if r and (i >= len(used) or used[i] > 0)
+        ]
         if bases:
             base = int(bases[-1])
             tip = int(median(rewards)) if rewards else int(await eth.max_priority_fee)

@@ -9,8 +9,9 @@
   transaction can never cost more than quoted.
 - PLATFORM fee payer: the sponsor signs a top-up of exactly the transfer's most gas cost to
   the sender, broadcast and mined first; then the sender's transfer. Its quote is both.
-- nonces: `NonceBook` (one built-but-unbroadcast transaction per address; a failed sign,
-  store or broadcast gives the nonce back).
+- nonces: `NonceBook` (one built-but-unbroadcast transaction per address, across every
+  process on the Repo when the book has its leases; a failed sign, store or broadcast gives
+  the nonce back).
 - history: a bounded scan of the last `history_blocks` blocks (native) or the token's
   Transfer logs; it may lag a fresh broadcast. Production should plug an indexer.
 """
@@ -186,7 +187,7 @@ class EvmGateway(ChainGateway):
                 reserved.append((sender, nonce))
         except BaseException:
             for address, nonce in reserved:
-                self._nonces.release(address, nonce)
+                await self._nonces.release(address, nonce)
             raise
         main = codec.EvmTx(
             transfer.sender,
@@ -244,9 +245,9 @@ class EvmGateway(ChainGateway):
         ]
         return SignedTransfer(codec.encode_envelope(signed), signed[-1].tx_hash)
 
-    def release(self, unsigned: UnsignedTransfer) -> None:
+    async def release(self, unsigned: UnsignedTransfer) -> None:
         for tx in codec.decode_body(unsigned.body):
-            self._nonces.release(tx.sender, tx.nonce)
+            await self._nonces.release(tx.sender, tx.nonce)
 
     async def broadcast(self, signed: SignedTransfer) -> str:
         try:
@@ -262,7 +263,7 @@ class EvmGateway(ChainGateway):
                     )
             except BaseException:
                 for later in txs[index + 1 :]:
-                    self._nonces.release(later.sender, later.nonce)
+                    await self._nonces.release(later.sender, later.nonce)
                 raise
         return txs[-1].tx_hash
 
@@ -275,12 +276,12 @@ class EvmGateway(ChainGateway):
                 if isinstance(meaning, errors.NonceUsed) and await self._known(tx.tx_hash):
                     meaning = errors.AlreadyKnown()
             except BaseException:
-                self._nonces.release(tx.sender, tx.nonce)
+                await self._nonces.release(tx.sender, tx.nonce)
                 raise
             if isinstance(meaning, errors.AlreadyKnown):
-                self._nonces.accepted(tx.sender, tx.nonce)
+                await self._nonces.accepted(tx.sender, tx.nonce)
                 return
-            self._nonces.release(tx.sender, tx.nonce)
+            await self._nonces.release(tx.sender, tx.nonce)
             if isinstance(meaning, errors.NonceUsed):
                 raise TransferRejected(
                     "Transfer rejected by the network: its nonce was used by another "
@@ -294,7 +295,7 @@ class EvmGateway(ChainGateway):
             if isinstance(meaning, DomainError):
                 raise meaning from None
             raise BroadcastTimeout() from None  # timed out: the outcome is unknown
-        self._nonces.accepted(tx.sender, tx.nonce)
+        await self._nonces.accepted(tx.sender, tx.nonce)
 
     async def _known(self, tx_hash: str) -> bool:
         """Whether the node knows the transaction. When it cannot tell, the outcome of the

@@ -4,21 +4,33 @@ A transfer's nonce is signed into it before it is stored and broadcast, so two s
 one address racing would either share a nonce (one of them can never land) or, when one
 is abandoned, leave a gap that stalls every later one. The book prevents both:
 
-- `reserve(address, pending)` waits its turn on the address's gate (FIFO), then takes
-  `max(node's pending nonce, last nonce this process saw accepted + 1)`.
-- The gate stays held until the transaction is broadcast (`accepted`), or will never be
-  (`release`: signing, storing or broadcasting failed with nothing sent); the next
-  reservation then reads the node again, so a released nonce is reused, never skipped.
-- A holder that vanished (a bug, a cancelled task) loses the gate after `lease` seconds.
+- `reserve(address, pending)` waits its turn on the address's gate (FIFO, in this process),
+  then on the address's lease (`walletcore.ports.NonceLeases`, from the Repo: the turn
+  across every process on one store), then takes `max(node's pending nonce, last nonce
+  this process saw accepted + 1, the lease's floor)`. The floor covers a node that lags
+  (a load-balanced endpoint whose pending count misses a transaction just broadcast).
+- The gate and the lease stay held until the transaction is broadcast (`accepted`: the
+  lease's floor rises to nonce + 1), or will never be (`release`: signing, storing or
+  broadcasting failed with nothing sent; the floor stays); the next reservation then
+  reads the node again, so a released nonce is reused, never skipped.
+- A holder that vanished (a bug, a cancelled task) loses the gate after `lease` seconds;
+  a process that died loses the lease with its connection or lock file.
 
-The gate is per process: one signing process per address (docs/chains.md).
+Without leases (`leases=None`) the turn is per process only: one signing process per
+address (the devnets, whose chains live in one process anyway).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
+
+from walletcore.ports import NonceLease, NonceLeases
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -28,71 +40,152 @@ class _Gate:
     holder: int | None = None
     token: int = 0
     expiry: asyncio.TimerHandle | None = None
+    #: the cross-process lease the holder has, if any
+    lease: NonceLease | None = None
     #: the lowest nonce not yet seen accepted from this process
     floor: int = 0
 
 
 class NonceBook:
-    def __init__(self, lease: float = 120.0) -> None:
+    def __init__(
+        self,
+        lease: float = 120.0,
+        *,
+        leases: NonceLeases | None = None,
+        chain: str | None = None,
+    ) -> None:
+        """`leases`: the Repo's, shared by every process on the store, for the nonce
+        sequence `chain` (`eip155:<chain id>`); None: this process only."""
+        if leases is not None and not chain:
+            raise ValueError("a NonceBook on shared leases needs its chain's key (eip155:<id>)")
         self._lease = lease
+        self._leases = leases
+        self._chain = chain or ""
         self._gates: dict[str, _Gate] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __repr__(self) -> str:
+        shared = f"shared {self._chain}" if self._leases is not None else "this process"
+        return f"NonceBook({shared}, {len(self._gates)} addresses)"
+
+    @property
+    def leases(self) -> NonceLeases | None:
+        return self._leases
+
+    @property
+    def chain(self) -> str:
+        return self._chain
 
     def _gate(self, address: str) -> _Gate:
         loop = asyncio.get_running_loop()
-        gate = self._gates.get(address)
+        key = _key(address)
+        gate = self._gates.get(key)
         if gate is None or gate.loop is not loop:
             floor = gate.floor if gate is not None else 0
-            gate = self._gates[address] = _Gate(loop, floor=floor)
+            gate = self._gates[key] = _Gate(loop, floor=floor)
         return gate
 
     async def reserve(self, address: str, pending: Callable[[], Awaitable[int]]) -> int:
-        """The next nonce of `address`; the gate is held until `accepted` or `release`."""
+        """The next nonce of `address`; the gate (and lease) is held until `accepted` or
+        `release`."""
         gate = self._gate(address)
         await gate.lock.acquire()
+        lease: NonceLease | None = None
         try:
-            nonce = max(await pending(), gate.floor)
+            if self._leases is not None:
+                lease = await self._leases.acquire(self._chain, _key(address))
+            nonce = max(await pending(), gate.floor, lease.floor if lease is not None else 0)
         except BaseException:
-            gate.lock.release()
+            try:
+                if lease is not None:
+                    await self._let_go(lease, None)
+            finally:
+                gate.lock.release()
             raise
         gate.token += 1
         gate.holder = nonce
+        gate.lease = lease
         token = gate.token
-        gate.expiry = gate.loop.call_later(self._lease, self._lapse, address, token)
+        gate.expiry = gate.loop.call_later(self._lease, self._lapse, _key(address), token)
         return nonce
 
-    def accepted(self, address: str, nonce: int) -> None:
+    async def accepted(self, address: str, nonce: int) -> None:
         """The node took the transaction with `nonce`: later ones follow it."""
-        gate = self._gates.get(address)
+        gate = self._gates.get(_key(address))
         if gate is None:
             return
         gate.floor = max(gate.floor, nonce + 1)
-        self._free(gate, nonce)
+        await self._free(gate, nonce, nonce + 1)
 
-    def release(self, address: str, nonce: int) -> None:
+    async def release(self, address: str, nonce: int) -> None:
         """The transaction with `nonce` will not be broadcast: its nonce is free again."""
-        gate = self._gates.get(address)
+        gate = self._gates.get(_key(address))
         if gate is not None:
-            self._free(gate, nonce)
+            await self._free(gate, nonce, None)
 
     def held(self, address: str) -> int | None:
         """The nonce reserved now for `address`, if any."""
-        gate = self._gates.get(address)
+        gate = self._gates.get(_key(address))
         return None if gate is None else gate.holder
 
-    def _lapse(self, address: str, token: int) -> None:
-        gate = self._gates.get(address)
+    def _lapse(self, key: str, token: int) -> None:
+        gate = self._gates.get(key)
         if gate is not None and gate.token == token and gate.holder is not None:
-            self._free(gate, gate.holder)
+            log.warning("nonce %s of %s was held too long; its turn is given up", gate.holder, key)
+            lease = self._take(gate)
+            self._spawn(self._open(gate, lease, None))
 
-    @staticmethod
-    def _free(gate: _Gate, nonce: int) -> None:
+    async def _free(self, gate: _Gate, nonce: int, advanced_to: int | None) -> None:
         if gate.holder != nonce:
             return  # not the holder's (a re-broadcast after a restart, or already freed)
+        await self._open(gate, self._take(gate), advanced_to)
+
+    @staticmethod
+    def _take(gate: _Gate) -> NonceLease | None:
+        """End the holder's turn (synchronously, so it ends once); its lease to let go."""
+        lease, gate.lease = gate.lease, None
         gate.holder = None
         if gate.expiry is not None:
             gate.expiry.cancel()
             gate.expiry = None
-        gate.lock.release()
+        return lease
+
+    async def _open(self, gate: _Gate, lease: NonceLease | None, advanced_to: int | None) -> None:
+        """Let the lease go, then the gate: the next waiter here finds the lease free."""
+        try:
+            if lease is not None:
+                await self._let_go(lease, advanced_to)
+        finally:
+            gate.lock.release()
+
+    async def _let_go(self, lease: NonceLease, advanced_to: int | None) -> None:
+        """Release `lease` to the end, even when the caller is cancelled meanwhile. A
+        failure is logged, not raised: the transaction's fate is already decided, and a
+        lost floor only means the next send trusts the node's count."""
+        await asyncio.shield(self._spawn(_release(lease, advanced_to)))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)  # a reference, so the task is not collected half-way
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+
+async def _release(lease: NonceLease, advanced_to: int | None) -> None:
+    try:
+        await lease.release(advanced_to)
+    except Exception as exc:  # see NonceBook._let_go
+        log.warning(
+            "could not release a nonce lease (floor %s): %s",
+            advanced_to,
+            type(exc).__name__,
+            exc_info=True,
+        )
+
+
+def _key(address: str) -> str:
+    """EVM addresses compare without their checksum case."""
+    return address.lower()
 
 
 __all__ = ["NonceBook"]

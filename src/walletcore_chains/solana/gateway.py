@@ -218,7 +218,7 @@ class SolanaGateway(ChainGateway):
         raw = {"tx": base64.b64encode(bytes(tx)).decode(), "lastValid": body["lastValid"]}
         return SignedTransfer(json.dumps(raw).encode(), str(tx.signatures[0]))
 
-    def release(self, unsigned: UnsignedTransfer) -> None:
+    async def release(self, unsigned: UnsignedTransfer) -> None:
         """Nothing to give back: a Solana transfer reserves nothing (its blockhash lapses)."""
 
     async def broadcast(self, signed: SignedTransfer) -> str:

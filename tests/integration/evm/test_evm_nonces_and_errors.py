@@ -54,7 +54,7 @@ async def test_a_transfer_never_broadcast_gives_its_nonce_back(chain: DevnetEvmG
     transfer = Transfer(ETH, alice.address, ELSEWHERE, 10**15, alice.address)
     abandoned = await chain.prepare(transfer, quote)
     assert chain.nonces.held(alice.address) == 0
-    chain.release(abandoned)  # signing failed (a wrong password, say)
+    await chain.release(abandoned)  # signing failed (a wrong password, say)
     assert chain.nonces.held(alice.address) is None
     tx_hash = await send(chain, ETH, alice, ELSEWHERE, 10**15)
     assert (await chain.w3.eth.get_transaction(tx_hash))["nonce"] == 0  # reused, no gap
@@ -117,7 +117,7 @@ async def test_a_used_nonce_from_another_transaction_is_rejected_not_sent(
     unsigned = await chain.prepare(
         Transfer(ETH, alice.address, ELSEWHERE, 7, alice.address), twin_quote
     )
-    chain.release(unsigned)
+    await chain.release(unsigned)
     [tx] = codec.decode_body(unsigned.body)
     tx.fields["nonce"] = 0  # the nonce the first transfer used
     twin = codec.SignedTx(alice.address, 0, tx.signed(alice.key.sign(tx.digest())), 7)

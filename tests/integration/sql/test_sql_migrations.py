@@ -20,7 +20,17 @@ from walletcore_sql.repo import SqlRepo
 from walletcore_sql.tables import metadata
 from walletcore_sql.testing import off_loop
 
-TABLES = {"alembic_version", "api_clients", "users", "wallets", "trades", "sends", "audit_log"}
+TABLES = {
+    "alembic_version",
+    "api_clients",
+    "users",
+    "wallets",
+    "trades",
+    "sends",
+    "audit_log",
+    "nonce_floors",
+}
+HEAD = "0002"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]
@@ -42,12 +52,12 @@ async def test_upgrade_on_an_empty_database_creates_the_schema(database: Db) -> 
 
     reached = await migrate.upgrade_async(database.url, schema=database.schema)
 
-    assert reached == migrate.head() == "0001"
+    assert reached == migrate.head() == HEAD
     assert await _sync(database, _tables) == TABLES
     assert await migrate.current_async(database.url, schema=database.schema) == migrate.head()
     await migrate.check_schema_async(database.url, schema=database.schema)
     # Again is a no-op.
-    assert await migrate.upgrade_async(database.url, schema=database.schema) == "0001"
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == HEAD
 
 
 async def test_two_migrators_at_once_both_succeed(database: Db) -> None:
@@ -57,7 +67,7 @@ async def test_two_migrators_at_once_both_succeed(database: Db) -> None:
         migrate.upgrade_async(database.url, schema=database.schema),
         migrate.upgrade_async(database.url, schema=database.schema),
     )
-    assert reached == ["0001", "0001"]
+    assert reached == [HEAD, HEAD]
     assert await _sync(database, _tables) == TABLES
 
 
@@ -69,6 +79,38 @@ async def test_the_migrated_schema_matches_the_tables_of_the_code(database: Db) 
         return list(compare_metadata(context, metadata))
 
     assert await _sync(database, diff) == []
+
+
+async def test_a_0001_database_is_outdated_until_upgraded_to_nonce_floors(
+    database: Db,
+) -> None:
+    """Deployed at 0001 (no nonce_floors): the production check refuses it, the upgrade
+    adds the empty table and keeps what was there."""
+    from walletcore_sql.errors import SchemaOutdated
+
+    await migrate.upgrade_async(database.url, schema=database.schema, revision="0001")
+    await _sync(
+        database,
+        lambda c: c.execute(
+            text(
+                "INSERT INTO api_clients VALUES ('c1', 'n', 'h', '[]', 'USER', '{}', false, 1, NULL)"
+            )
+        ),
+    )
+    with pytest.raises(SchemaOutdated, match="walletcore db upgrade"):
+        await migrate.check_schema_async(database.url, schema=database.schema)
+
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == HEAD
+
+    assert await _sync(database, _tables) == TABLES
+    rows = await _sync(
+        database,
+        lambda c: (
+            c.execute(text("SELECT count(*) FROM api_clients")).scalar_one(),
+            c.execute(text("SELECT count(*) FROM nonce_floors")).scalar_one(),
+        ),
+    )
+    assert rows == (1, 0)
 
 
 async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None:
@@ -135,8 +177,8 @@ async def test_downgrade_removes_everything_and_upgrade_restores_it(database: Db
 
 
 def test_the_sync_functions_run_their_own_loop(sqlite_database: Db) -> None:
-    assert migrate.upgrade(sqlite_database.url) == "0001"
-    assert migrate.current(sqlite_database.url) == "0001"
+    assert migrate.upgrade(sqlite_database.url) == HEAD
+    assert migrate.current(sqlite_database.url) == HEAD
     migrate.check_schema(sqlite_database.url)
 
 

@@ -1,0 +1,685 @@
+"""The EVM gateway as the `rpc` profile builds it (`rpc_web3` + the network's `EvmConfig`),
+over HTTP to a geth-like JSON-RPC test node (`evm_rpc_node.py`) serving a devnet chain
+under the network's chain id (Sepolia, BSC testnet), its tokens given as
+`WALLETCORE_EVM_TOKENS` would give them: native and token sends mined and decoded, the
+fee (EIP-1559 from fee history; a node without it; a legacy chain), BSC-style 97-byte
+`extraData`, the node's refusals in geth's, bsc's and bor's words, and the PLATFORM top-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import pytest
+from eth_account import Account
+from evm_rpc_node import EvmRpcNode
+from evm_support import ELSEWHERE, Wallet, build, new_wallet, send, sign
+from web3 import AsyncHTTPProvider, AsyncWeb3
+from web3.exceptions import ExtraDataLengthError
+
+from walletcore import plugins
+from walletcore.clock import ManualClock
+from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.errors import (
+    AssetUnavailableOnEndpoint,
+    DomainError,
+    InsufficientFunds,
+    InsufficientGas,
+    NodeUnavailable,
+    TransferRejected,
+)
+from walletcore.ports import FeeQuote, SignedTransfer, Transfer
+from walletcore.secretfiles import ConfigurationError
+from walletcore.settings import Settings
+from walletcore_chains.addresses import validate_address
+from walletcore_chains.chains import rpc_web3
+from walletcore_chains.evm import codec
+from walletcore_chains.evm.config import evm_config
+from walletcore_chains.evm.devnet import DevnetEvmGateway
+from walletcore_chains.evm.fees import NATIVE_GAS
+from walletcore_chains.evm.gateway import EvmGateway
+from walletcore_chains.signatures import verify_signature
+
+ETH, USDT, USDC = asset_by_id(2), asset_by_id(21), asset_by_id(22)
+BNB, BSC_USDT = asset_by_id(3), asset_by_id(31)
+SEPOLIA, BSC_TESTNET = 11155111, 97
+GWEI = 10**9
+
+
+@pytest.fixture(scope="module")
+def bsc() -> DevnetEvmGateway:
+    return DevnetEvmGateway(Chain.BSC, validate_address)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., EvmRpcNode]]:
+    """Start a test node on a devnet chain (stopped after the test)."""
+    with ExitStack() as stack:
+
+        def start(devnet: DevnetEvmGateway, **options: Any) -> EvmRpcNode:
+            return stack.enter_context(EvmRpcNode(devnet, **options))
+
+        yield start
+
+
+@pytest.fixture
+async def connect() -> AsyncIterator[Callable[..., EvmGateway]]:
+    """The gateway as `build_rpc` builds it for the node's chain on `testnet`, with the
+    node's token contracts as `WALLETCORE_EVM_TOKENS` (closed after the test)."""
+    made: list[EvmGateway] = []
+
+    def gateway(node: EvmRpcNode, *, web3_chain: Chain | None = None) -> EvmGateway:
+        chain = node.devnet.chain
+        w3 = rpc_web3(node.url, 5.0, web3_chain or chain)
+        made.append(EvmGateway(evm_config(chain, "testnet", node.tokens), w3, validate_address))
+        return made[-1]
+
+    yield gateway
+    for gateway in made:
+        await gateway.aclose()
+
+
+async def rpc(node: EvmRpcNode, method: str, *params: Any) -> Any:
+    """The node's raw answer to one request over HTTP: its `result`, else its `error`."""
+    answer = await asyncio.to_thread(node.call, method, *params)
+    return answer["result"] if "result" in answer else answer["error"]
+
+
+async def nonce_of(node: EvmRpcNode, tx_hash: str) -> int:
+    return int((await rpc(node, "eth_getTransactionByHash", tx_hash))["nonce"], 16)
+
+
+# -- the node's wire ------------------------------------------------------------------
+async def test_the_node_answers_in_geths_wire_format(
+    chain: DevnetEvmGateway, serve: Callable[..., EvmRpcNode]
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    assert await rpc(node, "eth_chainId") == hex(SEPOLIA)
+    block = await rpc(node, "eth_getBlockByNumber", "latest", True)
+    assert block["number"].startswith("0x") and block["baseFeePerGas"].startswith("0x")
+    assert len(bytes.fromhex(block["logsBloom"][2:])) == 256
+    assert len(bytes.fromhex(block["extraData"][2:])) == 32  # Ethereum: no seal
+    poor = Account.create()  # holds nothing
+    raw = poor.sign_transaction(
+        {
+            "chainId": SEPOLIA,
+            "nonce": 0,
+            "to": ELSEWHERE,
+            "value": 5,
+            "gas": NATIVE_GAS,
+            "maxFeePerGas": 2 * GWEI,
+            "maxPriorityFeePerGas": GWEI,
+        }
+    ).raw_transaction
+    cost = NATIVE_GAS * 2 * GWEI + 5
+    assert await rpc(node, "eth_sendRawTransaction", "0x" + raw.hex()) == {
+        "code": -32000,
+        "message": (
+            f"insufficient funds for gas * price + value: balance 0, tx cost {cost}, "
+            f"overshot {cost}"
+        ),
+    }
+    assert node.taken == []
+
+
+# -- sends, mined and decoded ---------------------------------------------------------
+async def test_a_native_send_over_http_is_mined_and_lookup_and_history_agree(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    assert gateway.config.chain_id == SEPOLIA and gateway.config.confirmations == 3
+    alice, bob = new_wallet(), new_wallet()
+    await chain.fund(alice.address, ETH, 10**18)
+    assert await gateway.balance(alice.address, ETH) == 10**18
+
+    tx_hash = await send(gateway, ETH, alice, bob.address, 10**17)
+
+    assert node.taken == [tx_hash] and "eth_sendRawTransaction" in node.calls
+    pending = await gateway.lookup(alice.address, ETH, tx_hash)
+    assert (pending.status, pending.date) == ("pending", None)  # 1 of 3 confirmations
+    node.mine(2)
+    sent = await gateway.lookup(alice.address, ETH, tx_hash)
+    assert (sent.type, sent.amount_units, sent.status) == ("send", 10**17, "success")
+    assert sent.date is not None
+    assert (await gateway.history(alice.address, ETH, 10))[0] == sent
+    received = await gateway.lookup(bob.address, ETH, tx_hash)
+    assert (received.type, received.amount_units) == ("receive", 10**17)
+    assert await gateway.history(bob.address, ETH, 10) == [received]
+    receipt = await rpc(node, "eth_getTransactionReceipt", tx_hash)
+    assert sent.fee_units == int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
+    assert await gateway.balance(alice.address, ETH) == 10**18 - 10**17 - sent.fee_units
+
+
+async def test_a_usdt_send_over_http_is_decoded_from_its_transfer_log(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    assert gateway.token_address(USDT) == chain.token_address(USDT)  # Sepolia: override
+    alice, bob = new_wallet(), new_wallet()
+    await chain.fund(alice.address, USDT, 5_000_000)
+    await chain.fund(alice.address, ETH, 10**17)
+
+    tx_hash = await send(gateway, USDT, alice, bob.address, 1_250_000)
+
+    node.mine(2)
+    receipt = await rpc(node, "eth_getTransactionReceipt", tx_hash)
+    [log] = receipt["logs"]
+    assert log["address"].lower() == chain.token_address(USDT).lower()
+    assert int(log["data"], 16) == 1_250_000
+    sent = await gateway.lookup(alice.address, USDT, tx_hash)
+    received = await gateway.lookup(bob.address, USDT, tx_hash)
+    assert (sent.type, sent.amount_units, sent.status) == ("send", 1_250_000, "success")
+    assert (received.type, received.amount_units) == ("receive", 1_250_000)
+    assert await gateway.history(bob.address, USDT, 10) == [received]
+    assert (await gateway.history(alice.address, USDT, 10))[0] == sent
+    assert await gateway.balance(bob.address, USDT) == 1_250_000
+    assert sent.fee_units == 10**17 - await gateway.balance(alice.address, ETH)
+
+
+# -- fees -----------------------------------------------------------------------------
+async def test_the_eip1559_fee_is_twice_the_next_base_fee_plus_the_median_tip(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    alice = new_wallet()
+    await chain.fund(alice.address, ETH, 10**18)
+    for tip in (3 * GWEI, GWEI, 7 * GWEI):  # blocks paying different tips
+        chain.tester.send_transaction(
+            {
+                "from": chain.funder,
+                "to": ELSEWHERE,
+                "value": 1,
+                "gas": NATIVE_GAS,
+                "max_fee_per_gas": 50 * GWEI,
+                "max_priority_fee_per_gas": tip,
+            }
+        )
+    node.mine(1)  # an empty block: its zero reward says nothing of the tips paid
+
+    history = await rpc(node, "eth_feeHistory", "0x5", "latest", [50])
+    assert len(history["baseFeePerGas"]) == 6 and 0 in history["gasUsedRatio"]
+    tips = [
+        int(reward[0], 16)
+        for reward, used in zip(history["reward"], history["gasUsedRatio"], strict=True)
+        if used > 0
+    ]
+    assert {3 * GWEI, 7 * GWEI} <= set(tips)
+    max_fee = 2 * int(history["baseFeePerGas"][-1], 16) + int(median(tips))
+
+    quote = await gateway.fee(alice.address, ELSEWHERE, ETH, 10**15)
+    assert quote.native_units == NATIVE_GAS * max_fee
+    unsigned = await gateway.prepare(
+        Transfer(ETH, alice.address, ELSEWHERE, 10**15, alice.address), quote
+    )
+    [tx] = codec.decode_body(unsigned.body)
+    assert (tx.fields["type"], tx.fields["maxFeePerGas"]) == (2, max_fee)
+    assert tx.fields["maxPriorityFeePerGas"] == int(median(tips))
+    tx_hash = await gateway.broadcast(sign(gateway, unsigned, alice))
+    landed = await rpc(node, "eth_getTransactionByHash", tx_hash)
+    assert (landed["type"], int(landed["maxFeePerGas"], 16)) == ("0x2", max_fee)
+    assert landed["chainId"] == hex(SEPOLIA)
+
+
+async def test_a_node_without_fee_history_prices_from_the_latest_block(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA, no_fee_history=True)
+    gateway = connect(node)
+    refused = await rpc(node, "eth_feeHistory", "0x5", "latest", [50])
+    assert refused["code"] == -32601
+    alice = new_wallet()
+    await chain.fund(alice.address, ETH, 10**18)
+    latest = await rpc(node, "eth_getBlockByNumber", "latest", False)
+    tip = int(await rpc(node, "eth_maxPriorityFeePerGas"), 16)
+    max_fee = 2 * int(latest["baseFeePerGas"], 16) + tip
+
+    quote = await gateway.fee(alice.address, ELSEWHERE, ETH, 10**15)
+
+    assert quote.native_units == NATIVE_GAS * max_fee
+    tx_hash = await send(gateway, ETH, alice, ELSEWHERE, 10**15)
+    assert (await rpc(node, "eth_getTransactionByHash", tx_hash))["type"] == "0x2"
+
+
+async def test_a_legacy_chain_prices_with_the_gas_price_and_sends_type_0(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA, legacy=True)
+    gateway = connect(node)
+    assert "baseFeePerGas" not in await rpc(node, "eth_getBlockByNumber", "latest", False)
+    alice, bob = new_wallet(), new_wallet()
+    await chain.fund(alice.address, ETH, 10**18)
+    price = int(await rpc(node, "eth_gasPrice"), 16)
+
+    quote = await gateway.fee(alice.address, bob.address, ETH, 10**16)
+    assert quote.native_units == NATIVE_GAS * price
+    unsigned = await gateway.prepare(
+        Transfer(ETH, alice.address, bob.address, 10**16, alice.address), quote
+    )
+    [tx] = codec.decode_body(unsigned.body)
+    assert tx.fields["gasPrice"] == price and "maxFeePerGas" not in tx.fields
+    tx_hash = await gateway.broadcast(sign(gateway, unsigned, alice))
+
+    landed = await rpc(node, "eth_getTransactionByHash", tx_hash)
+    assert (landed["type"], int(landed["gasPrice"], 16)) == ("0x0", price)
+    assert int(landed["v"], 16) in (2 * SEPOLIA + 35, 2 * SEPOLIA + 36)  # EIP-155
+    receipt = await rpc(node, "eth_getTransactionReceipt", tx_hash)
+    assert "effectiveGasPrice" not in receipt  # a pre-London receipt: the fee is gas price
+    node.mine(2)
+    row = await gateway.lookup(alice.address, ETH, tx_hash)
+    assert (row.type, row.amount_units, row.status) == ("send", 10**16, "success")
+    assert row.fee_units == int(receipt["gasUsed"], 16) * price == quote.native_units
+    assert await gateway.balance(alice.address, ETH) == 10**18 - 10**16 - row.fee_units
+    assert await gateway.history(bob.address, ETH, 10) == [
+        await gateway.lookup(bob.address, ETH, tx_hash)
+    ]
+
+
+# -- BSC and Polygon: 97-byte extraData -----------------------------------------------
+async def test_bsc_extra_data_breaks_a_bare_web3_and_rpc_web3_reads_it(
+    bsc: DevnetEvmGateway, serve: Callable[..., EvmRpcNode]
+) -> None:
+    node = serve(bsc, chain_id=BSC_TESTNET, poa_extra_data=True)
+    block = await rpc(node, "eth_getBlockByNumber", "latest", False)
+    assert len(bytes.fromhex(block["extraData"][2:])) == 97
+    bare = AsyncWeb3(AsyncHTTPProvider(node.url))
+    with pytest.raises(ExtraDataLengthError):
+        await bare.eth.get_block("latest")
+    await bare.provider.disconnect()
+    for chain, reads in ((Chain.BSC, True), (Chain.POLYGON, True), (Chain.ETHEREUM, False)):
+        w3 = rpc_web3(node.url, 5.0, chain)
+        try:
+            if reads:
+                assert (await w3.eth.get_block("latest"))["number"] == int(block["number"], 16)
+            else:
+                with pytest.raises(ExtraDataLengthError):
+                    await w3.eth.get_block("latest")
+        finally:
+            await w3.provider.disconnect()
+
+
+async def test_bsc_gateway_reads_poa_blocks_in_fee_lookup_and_history(
+    bsc: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    # no fee history: the fee reads the latest block, as history and lookup do
+    node = serve(bsc, chain_id=BSC_TESTNET, poa_extra_data=True, no_fee_history=True)
+    alice, bob = new_wallet(), new_wallet()
+    await bsc.fund(alice.address, BNB, 10**18)
+    await bsc.fund(alice.address, BSC_USDT, 3 * 10**18)
+    unfixed = connect(node, web3_chain=Chain.ETHEREUM)  # rpc_web3 without the middleware
+    with pytest.raises(NodeUnavailable):
+        await unfixed.fee(alice.address, bob.address, BNB, 10**15)
+    gateway = connect(node)
+
+    latest = await rpc(node, "eth_getBlockByNumber", "latest", False)
+    tip = int(await rpc(node, "eth_maxPriorityFeePerGas"), 16)
+    quote = await gateway.fee(alice.address, bob.address, BNB, 10**15)
+    assert quote.native_units == NATIVE_GAS * (2 * int(latest["baseFeePerGas"], 16) + tip)
+    coin = await send(gateway, BNB, alice, bob.address, 10**15)
+    token = await send(gateway, BSC_USDT, alice, bob.address, 2 * 10**18)
+    node.mine(2)
+
+    with pytest.raises(NodeUnavailable):  # the block's time: 97 bytes of extraData
+        await unfixed.lookup(bob.address, BNB, coin)
+    received = await gateway.lookup(bob.address, BNB, coin)
+    assert (received.type, received.amount_units, received.status) == ("receive", 10**15, "success")
+    assert await gateway.history(bob.address, BNB, 10) == [received]
+    moved = await gateway.lookup(bob.address, BSC_USDT, token)
+    assert (moved.type, moved.amount_units, moved.status) == ("receive", 2 * 10**18, "success")
+    assert await gateway.history(bob.address, BSC_USDT, 10) == [moved]
+    assert await gateway.balance(bob.address, BSC_USDT) == 2 * 10**18
+
+
+# -- the node's refusals --------------------------------------------------------------
+async def _funded(chain: DevnetEvmGateway, units: int = 10**18) -> Wallet:
+    wallet = new_wallet()
+    await chain.fund(wallet.address, ETH, units)
+    return wallet
+
+
+async def test_insufficient_funds_from_the_node_is_a_clear_400_and_nothing_is_sent(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    alice, bob = await _funded(chain, 10**15), new_wallet()
+    signed = await build(gateway, ETH, alice, bob.address, 10**18)  # more than it holds
+    with pytest.raises(InsufficientFunds) as caught:
+        await gateway.broadcast(signed)
+    assert caught.value.status == 400 and "nothing was sent" in caught.value.message
+    assert node.taken == [] and await gateway.balance(bob.address, ETH) == 0
+    tx_hash = await send(gateway, ETH, alice, bob.address, 10**14)
+    assert await nonce_of(node, tx_hash) == 0  # the refused nonce is reused: no gap
+
+
+async def test_a_token_send_without_gas_money_is_a_clear_400(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    alice, bob = new_wallet(), new_wallet()
+    await chain.fund(alice.address, USDT, 1_000_000)  # tokens, no ETH for the gas
+    with pytest.raises(InsufficientGas) as caught:
+        await send(gateway, USDT, alice, bob.address, 1_000)
+    assert caught.value.status == 400
+    assert "ETH cannot pay the transfer's gas" in caught.value.message
+    assert node.taken == [] and await gateway.balance(bob.address, USDT) == 0
+
+
+@pytest.mark.parametrize(
+    ("gas", "error", "words"),
+    [
+        (20_000, InsufficientGas, "Insufficient gas"),  # "intrinsic gas too low: ..."
+        (60_000_000, TransferRejected, "exceeds the block gas limit"),
+    ],
+)
+async def test_a_gas_limit_the_node_refuses_is_answered_clearly(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+    gas: int,
+    error: type[DomainError],
+    words: str,
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    alice = await _funded(chain)
+    quote = await gateway.fee(alice.address, ELSEWHERE, ETH, 10**15)
+    unsigned = await gateway.prepare(
+        Transfer(ETH, alice.address, ELSEWHERE, 10**15, alice.address), quote
+    )
+    await gateway.release(unsigned)
+    [tx] = codec.decode_body(unsigned.body)
+    tx.fields["gas"] = gas
+    raw = codec.SignedTx(alice.address, tx.nonce, tx.signed(alice.key.sign(tx.digest())), 10**15)
+    with pytest.raises(error) as caught:
+        await gateway.broadcast(SignedTransfer(codec.encode_envelope([raw]), raw.tx_hash))
+    assert words in caught.value.message and "nothing was sent" in caught.value.message
+    assert caught.value.status == (400 if error is InsufficientGas else 502)
+    assert node.taken == []
+
+
+async def test_a_nonce_used_by_another_transaction_is_refused_and_a_resend_is_not_sent_twice(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    alice, bob = await _funded(chain), new_wallet()
+    first = await build(gateway, ETH, alice, bob.address, 10**15)
+    assert await gateway.broadcast(first) == first.tx_hash  # nonce 0
+    # the same bytes again: "nonce too low", but the node knows the hash: sent, once
+    assert await gateway.broadcast(first) == first.tx_hash
+    assert node.taken == [first.tx_hash]
+
+    quote = await gateway.fee(alice.address, bob.address, ETH, 7)
+    unsigned = await gateway.prepare(
+        Transfer(ETH, alice.address, bob.address, 7, alice.address), quote
+    )
+    await gateway.release(unsigned)
+    [tx] = codec.decode_body(unsigned.body)
+    tx.fields["nonce"] = 0  # another transaction with the nonce the first one used
+    twin = codec.SignedTx(alice.address, 0, tx.signed(alice.key.sign(tx.digest())), 7)
+    with pytest.raises(TransferRejected) as caught:
+        await gateway.broadcast(SignedTransfer(codec.encode_envelope([twin]), twin.tx_hash))
+    assert caught.value.status == 502
+    assert "nonce was used by another transaction" in caught.value.message
+    assert node.taken == [first.tx_hash]
+    assert await gateway.balance(bob.address, ETH) == 10**15
+
+
+@pytest.mark.parametrize(
+    ("message", "error", "status", "words"),
+    [
+        # geth >= 1.11 txpool (and bsc, bor)
+        (
+            (
+                "insufficient funds for gas * price + value: balance 1000, tx cost "
+                "21000000001000, overshot 21000000000000"
+            ),
+            InsufficientFunds,
+            400,
+            "Insufficient funds",
+        ),
+        # older geth / bsc state-transition wording
+        (
+            (
+                "insufficient funds for gas * price + value: address "
+                "0x52908400098527886E0F7030069857D2E4169EE7 have 0 want 21000000000000"
+            ),
+            InsufficientFunds,
+            400,
+            "Insufficient funds",
+        ),
+        ("intrinsic gas too low: have 20000, want 21000", InsufficientGas, 400, "Insufficient gas"),
+        ("replacement transaction underpriced", TransferRejected, 502, "nonce was used"),
+        ("nonce too low: next nonce 3, tx nonce 0", TransferRejected, 502, "nonce was used"),
+        ("nonce too high: next nonce 0, tx nonce 3", TransferRejected, 502, "nonce gap"),
+        # bor: Polygon's minimum tip
+        (
+            "transaction underpriced: gas tip cap 1000000000, minimum needed 25000000000",
+            TransferRejected,
+            502,
+            "fee is below",
+        ),
+        (
+            "transaction gas price below minimum: gas tip cap 0, minimum needed 100000000",
+            TransferRejected,
+            502,
+            "fee is below",
+        ),
+        (
+            (
+                "max fee per gas less than block base fee: address "
+                "0x52908400098527886E0F7030069857D2E4169EE7, maxFeePerGas: 1, baseFee: 7"
+            ),
+            TransferRejected,
+            502,
+            "fee is below",
+        ),
+        ("exceeds block gas limit", TransferRejected, 502, "block gas limit"),
+        (
+            "tx fee (1.50 ether) exceeds the configured cap (1.00 ether)",
+            TransferRejected,
+            502,
+            "fee cap",
+        ),
+        ("txpool is full", TransferRejected, 502, "Transfer rejected by the network"),
+    ],
+)
+async def test_a_nodes_refusal_in_its_own_words_maps_to_the_spec_and_sends_nothing(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+    message: str,
+    error: type[DomainError],
+    status: int,
+    words: str,
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    alice, bob = await _funded(chain), new_wallet()
+    signed = await build(gateway, ETH, alice, bob.address, 10**15)
+    node.refuse_sends(message)
+    with pytest.raises(error) as caught:
+        await gateway.broadcast(signed)
+    assert caught.value.status == status
+    assert words in caught.value.message and "nothing was sent" in caught.value.message
+    assert message not in caught.value.message  # the node's words stay in the adapter
+    assert node.taken == [] and await gateway.balance(bob.address, ETH) == 0
+    tx_hash = await send(gateway, ETH, alice, bob.address, 10**15)
+    assert await nonce_of(node, tx_hash) == 0  # refused: its nonce is reused, no gap
+
+
+@pytest.mark.parametrize("message", ["already known", "known transaction: 0x1234"])
+async def test_already_known_counts_as_sent(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+    message: str,
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    alice, bob = await _funded(chain), new_wallet()
+    signed = await build(gateway, ETH, alice, bob.address, 10**15)
+    [tx] = codec.decode_envelope(signed.raw)
+    chain.tester.send_raw_transaction("0x" + tx.raw.hex())  # the node had it already
+    node.refuse_sends(message)
+
+    assert await gateway.broadcast(signed) == signed.tx_hash
+
+    assert node.taken == []  # not taken a second time
+    assert await gateway.balance(bob.address, ETH) == 10**15
+    after = await send(gateway, ETH, alice, bob.address, 10**15)
+    assert await nonce_of(node, after) == 1  # the known one holds nonce 0
+
+
+# -- PLATFORM fee payer ---------------------------------------------------------------
+async def test_platform_fee_payer_tops_up_over_http_then_the_token_moves(
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+    connect: Callable[..., EvmGateway],
+) -> None:
+    node = serve(chain, chain_id=SEPOLIA)
+    gateway = connect(node)
+    user, platform, bob = new_wallet(), new_wallet(), new_wallet()
+    await chain.fund(user.address, USDT, 2_000_000)  # no ETH at all
+    await chain.fund(platform.address, ETH, 10**18)
+    quote = await gateway.fee(
+        user.address, bob.address, USDT, 2_000_000, fee_payer=platform.address
+    )
+    tx_hash = await send(gateway, USDT, user, bob.address, 2_000_000, sponsor=platform)
+
+    assert len(node.taken) == 2 and node.taken[-1] == tx_hash  # the top-up went first
+    top_up = await rpc(node, "eth_getTransactionByHash", node.taken[0])
+    transfer = await rpc(node, "eth_getTransactionByHash", tx_hash)
+    assert (top_up["from"], top_up["to"]) == (platform.address, user.address)
+    assert int(top_up["value"], 16) == int(transfer["gas"], 16) * int(transfer["maxFeePerGas"], 16)
+    assert quote.native_units == int(top_up["value"], 16) + NATIVE_GAS * int(
+        top_up["maxFeePerGas"], 16
+    )
+    node.mine(2)
+    row = await gateway.lookup(user.address, USDT, tx_hash)
+    assert (row.type, row.amount_units, row.status) == ("send", 2_000_000, "success")
+    assert await gateway.balance(bob.address, USDT) == 2_000_000
+    assert 10**18 - await gateway.balance(platform.address, ETH) <= quote.native_units
+    assert await gateway.balance(user.address, ETH) == int(top_up["value"], 16) - row.fee_units
+
+
+# -- token contracts per network ------------------------------------------------------
+async def test_a_token_without_a_contract_on_the_network_is_a_clear_503(
+    bsc: DevnetEvmGateway,
+    chain: DevnetEvmGateway,
+    serve: Callable[..., EvmRpcNode],
+) -> None:
+    node = serve(bsc, chain_id=BSC_TESTNET, poa_extra_data=True)
+    plain = EvmGateway(  # BSC testnet's table, no WALLETCORE_EVM_TOKENS
+        evm_config(Chain.BSC, "testnet"), rpc_web3(node.url, 5.0, Chain.BSC), validate_address
+    )
+    alice = new_wallet()
+    try:
+        for call in (
+            plain.balance(alice.address, BSC_USDT),
+            plain.fee(alice.address, ELSEWHERE, BSC_USDT, 10),
+            plain.history(alice.address, BSC_USDT, 10),
+            plain.lookup(alice.address, BSC_USDT, "0x" + "ab" * 32),
+            plain.prepare(
+                Transfer(BSC_USDT, alice.address, ELSEWHERE, 10, alice.address), FeeQuote(10**15)
+            ),
+        ):
+            with pytest.raises(AssetUnavailableOnEndpoint) as caught:
+                await call
+            assert caught.value.status == 503
+            assert (
+                caught.value.message == "USDT has no contract on BSC testnet; contact the operator"
+            )
+    finally:
+        await plain.aclose()
+    sepolia = evm_config(Chain.ETHEREUM, "testnet")
+    assert USDT.id not in sepolia.tokens and USDC.id in sepolia.tokens
+    with_usdt = evm_config(Chain.ETHEREUM, "testnet", {USDT.id: chain.token_address(USDT)})
+    assert with_usdt.tokens == {**sepolia.tokens, USDT.id: chain.token_address(USDT)}
+
+
+def _build_rpc(settings: Settings) -> dict[Chain, Any]:
+    return plugins.build(  # type: ignore[no-any-return]
+        "walletcore.chains",
+        "rpc",
+        settings=settings,
+        clock=ManualClock(),
+        address_validator=validate_address,
+        signature_verifier=verify_signature,
+    )
+
+
+async def test_the_rpc_entry_point_takes_token_overrides_and_reads_poa_blocks(
+    tmp_path: Path, bsc: DevnetEvmGateway, serve: Callable[..., EvmRpcNode]
+) -> None:
+    node = serve(bsc, chain_id=BSC_TESTNET, poa_extra_data=True)
+    usdt = Account.create().address  # a Sepolia USDT of the operator's choosing
+    settings = Settings(
+        home=tmp_path,
+        network="testnet",
+        rpc_ethereum=node.url,
+        rpc_bsc=node.url,
+        rpc_polygon=node.url,
+        rpc_solana="http://127.0.0.1:1/solana",
+        evm_tokens={**node.tokens, USDT.id: usdt},
+    )
+    gateways = _build_rpc(settings)
+    eth, bnb, pol = gateways[Chain.ETHEREUM], gateways[Chain.BSC], gateways[Chain.POLYGON]
+    try:
+        assert eth.token_address(USDT) == usdt
+        assert eth.token_address(USDC) == evm_config(Chain.ETHEREUM, "testnet").tokens[USDC.id]
+        assert bnb.token_address(BSC_USDT) == bsc.token_address(BSC_USDT)
+        alice = new_wallet()
+        await bsc.fund(alice.address, BSC_USDT, 5 * 10**18)
+        assert await bnb.balance(alice.address, BSC_USDT) == 5 * 10**18
+        latest = int(await rpc(node, "eth_blockNumber"), 16)
+        for poa in (bnb, pol):  # BSC and POLYGON read the 97-byte extraData
+            assert (await poa.w3.eth.get_block("latest"))["number"] == latest
+        with pytest.raises(ExtraDataLengthError):  # Ethereum's blocks carry no seal
+            await eth.w3.eth.get_block("latest")
+    finally:
+        for gateway in (eth, bnb, pol):
+            await gateway.aclose()
+
+
+def test_a_token_override_must_be_a_checksummed_address_of_an_evm_token(
+    tmp_path: Path,
+) -> None:
+    rpc_urls = {
+        f"rpc_{name}": "http://127.0.0.1:1" for name in ("ethereum", "bsc", "polygon", "solana")
+    }
+    good = ELSEWHERE  # EIP-55's own example, checksummed
+    for bad in (ELSEWHERE[:-2] + "e7", ELSEWHERE.lower()):  # a case typo; no checksum at all
+        with pytest.raises(ConfigurationError, match="WALLETCORE_EVM_TOKENS") as caught:
+            _build_rpc(Settings(home=tmp_path, network="testnet", evm_tokens={31: bad}, **rpc_urls))
+        assert "asset 31 (USDT on BSC)" in str(caught.value) and bad not in str(caught.value)
+    assert evm_config(Chain.BSC, "testnet", {31: good}).tokens == {31: good}
+    with pytest.raises(ConfigurationError, match="asset 61"):
+        evm_config(Chain.ETHEREUM, "testnet", {61: good})  # a Solana token

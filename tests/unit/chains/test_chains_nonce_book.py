@@ -1,0 +1,155 @@
+"""`NonceBook` on the Repo's nonce leases: the in-process gate first, then the lease; the
+nonce is the highest of the node's count, this process's floor and the lease's floor;
+lapses, cancellations and failing releases never leave an address stuck."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from walletcore.domain.errors import StorageUnavailable
+from walletcore.ports import NonceLease, NonceLeases
+from walletcore.sandbox.nonceleases import LocalNonceLeases
+from walletcore_chains.evm.nonces import NonceBook
+
+CHAIN = "eip155:1"
+ALICE = "0x52908400098527886E0F7030069857D2E4169EE7"
+
+
+async def stale_node() -> int:
+    """A lagging node: it has seen none of the address's transactions."""
+    return 0
+
+
+def books(leases: NonceLeases, count: int = 2) -> list[NonceBook]:
+    """Books of `count` processes sharing one store."""
+    return [NonceBook(leases=leases, chain=CHAIN) for _ in range(count)]
+
+
+async def test_books_of_several_processes_take_distinct_consecutive_nonces() -> None:
+    shared = books(LocalNonceLeases(), 3)
+
+    async def send(book: NonceBook, i: int) -> int:
+        nonce = await book.reserve(ALICE, stale_node)
+        await asyncio.sleep(0.001 * (i % 3))
+        await book.accepted(ALICE, nonce)
+        return nonce
+
+    nonces = await asyncio.gather(*(send(shared[i % 3], i) for i in range(30)))
+    assert sorted(nonces) == list(range(30))
+
+
+async def test_without_leases_two_processes_would_collide() -> None:
+    """What the leases prevent: each book alone trusts the node and its own floor."""
+    a, b = NonceBook(), NonceBook()
+    assert await a.reserve(ALICE, stale_node) == await b.reserve(ALICE, stale_node) == 0
+
+
+async def test_the_node_the_process_and_the_lease_each_can_raise_the_nonce() -> None:
+    leases = LocalNonceLeases()
+    a, b = books(leases)
+    lease = await leases.acquire(CHAIN, ALICE.lower())
+    await lease.release(7)  # another process saw 0..6 accepted
+
+    async def node_says_nine() -> int:
+        return 9
+
+    assert await a.reserve(ALICE, stale_node) == 7
+    await a.accepted(ALICE, 7)
+    assert await a.reserve(ALICE, node_says_nine) == 9
+    await a.accepted(ALICE, 9)
+    assert await b.reserve(ALICE, stale_node) == 10
+    await b.release(ALICE, 10)
+    assert await a.reserve(ALICE.lower(), stale_node) == 10  # given back: reused, no gap
+    await a.release(ALICE, 10)
+
+
+async def test_a_vanished_holder_loses_the_lease_after_the_lapse() -> None:
+    leases = LocalNonceLeases()
+    forgetful = NonceBook(lease=0.2, leases=leases, chain=CHAIN)
+    other = NonceBook(leases=leases, chain=CHAIN)
+    assert await forgetful.reserve(ALICE, stale_node) == 0  # never accepted nor released
+    waiting = asyncio.ensure_future(other.reserve(ALICE, stale_node))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    assert await asyncio.wait_for(waiting, 5) == 0  # nothing was sent: the same nonce
+    assert forgetful.held(ALICE) is None
+    await forgetful.accepted(ALICE, 0)  # too late: not the holder any more, ignored
+    assert other.held(ALICE) == 0
+    await other.accepted(ALICE, 0)
+    assert await forgetful.reserve(ALICE, stale_node) == 1
+    await forgetful.release(ALICE, 1)
+
+
+async def test_a_reservation_cancelled_while_waiting_leaves_the_gate_open() -> None:
+    leases = LocalNonceLeases()
+    a, b = books(leases)
+    assert await a.reserve(ALICE, stale_node) == 0
+    waiting = asyncio.ensure_future(b.reserve(ALICE, stale_node))
+    await asyncio.sleep(0.05)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await a.accepted(ALICE, 0)
+    assert await asyncio.wait_for(b.reserve(ALICE, stale_node), 5) == 1
+    await b.release(ALICE, 1)
+
+
+async def test_a_node_failure_after_the_lease_gives_the_lease_back() -> None:
+    leases = LocalNonceLeases()
+    a, b = books(leases)
+
+    async def down() -> int:
+        raise StorageUnavailable()
+
+    with pytest.raises(StorageUnavailable):
+        await a.reserve(ALICE, down)
+    assert a.held(ALICE) is None
+    assert await asyncio.wait_for(b.reserve(ALICE, stale_node), 5) == 0
+    await b.release(ALICE, 0)
+
+
+class _StuckFloors(NonceLeases):
+    """Leases whose release cannot store its floor (the database went away)."""
+
+    def __init__(self) -> None:
+        self.inner = LocalNonceLeases()
+        self.failures = 0
+
+    async def acquire(self, chain: str, address: str) -> NonceLease:
+        lease = await self.inner.acquire(chain, address)
+        outer = self
+
+        class Failing(NonceLease):
+            floor = lease.floor
+
+            async def release(self, advanced_to: int | None) -> None:
+                await lease.release(None)
+                if advanced_to is not None:
+                    outer.failures += 1
+                    raise StorageUnavailable()
+
+        return Failing()
+
+
+async def test_a_lease_that_fails_to_store_its_floor_is_logged_and_frees_the_address(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    leases = _StuckFloors()
+    book = NonceBook(leases=leases, chain=CHAIN)
+    with caplog.at_level(logging.WARNING, logger="walletcore_chains.evm.nonces"):
+        nonce = await book.reserve(ALICE, stale_node)
+        await book.accepted(ALICE, nonce)  # the send succeeded: not turned into an error
+    assert leases.failures == 1
+    assert "could not release a nonce lease" in caplog.text
+    # this process still knows it used 0; the address is not stuck
+    assert await asyncio.wait_for(book.reserve(ALICE, stale_node), 5) == 1
+    await book.release(ALICE, 1)
+
+
+def test_shared_leases_need_the_chain_key() -> None:
+    with pytest.raises(ValueError, match="eip155"):
+        NonceBook(leases=LocalNonceLeases())
+    assert "shared eip155:1" in repr(NonceBook(leases=LocalNonceLeases(), chain=CHAIN))
