@@ -61,7 +61,7 @@ def advisory_key(chain: str, address: str, scope: str = "") -> int:
     return int.from_bytes(lease_digest(chain, address, scope)[:8], "big", signed=True)
 
 
-def _read_floor(chain: str, address: str) -> Select[tuple[int]]:
+def _read_floor(chain: str, address: str) -> Select[Any]:
     return select(nonce_floors.c.next_nonce).where(
         nonce_floors.c.chain == chain, nonce_floors.c.address == address
     )

@@ -1,5 +1,5 @@
 """The EVM gateway as the `rpc` profile builds it (`rpc_web3` + the network's `EvmConfig`),
-over HTTP to a geth-like JSON-RPC test node (`evm_rpc_node.py`) serving a devnet chain
+over HTTP to a geth-like JSON-RPC test node (`walletcore_chains.testing.evm_rpc_node`) serving a devnet chain
 under the network's chain id (Sepolia, BSC testnet), its tokens given as
 `WALLETCORE_EVM_TOKENS` would give them: native and token sends mined and decoded, the
 fee (EIP-1559 from fee history; a node without it; a legacy chain), BSC-style 97-byte
@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from eth_account import Account
-from evm_rpc_node import EvmRpcNode
 from evm_support import ELSEWHERE, Wallet, build, new_wallet, send, sign
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import ExtraDataLengthError
@@ -44,6 +43,7 @@ from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.fees import NATIVE_GAS
 from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.signatures import verify_signature
+from walletcore_chains.testing.evm_rpc_node import EvmRpcNode
 
 ETH, USDT, USDC = asset_by_id(2), asset_by_id(21), asset_by_id(22)
 BNB, BSC_USDT = asset_by_id(3), asset_by_id(31)

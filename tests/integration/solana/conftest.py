@@ -11,11 +11,11 @@ import pytest
 
 pytest.register_assert_rewrite("sol_support")
 
-from rpc_node import RpcTestNode
 from sol_support import RpcSolanaGateway
 
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
+from walletcore_chains.testing.solana_rpc_node import RpcTestNode
 
 
 @pytest.fixture(scope="module")

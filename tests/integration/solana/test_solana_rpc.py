@@ -9,7 +9,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from rpc_node import RpcTestNode
 from sol_support import RpcSolanaGateway, build, new_wallet
 
 from walletcore import plugins
@@ -28,6 +27,7 @@ from walletcore_chains.signatures import verify_signature
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.gateway import SolanaGateway
 from walletcore_chains.solana.rpc import RpcNode
+from walletcore_chains.testing.solana_rpc_node import RpcTestNode
 
 SOL, USDT, USDC = asset_by_id(6), asset_by_id(61), asset_by_id(62)
 SIGNATURE = "5" * 87

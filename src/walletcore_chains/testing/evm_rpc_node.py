@@ -41,7 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.request import Request, urlopen
 
-from eth_tester.exceptions import TransactionFailed
+from eth_tester.exceptions import TransactionFailed  # type: ignore[import-untyped]
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from web3 import EthereumTesterProvider, Web3

@@ -1,0 +1,278 @@
+"""End to end over HTTP on `WALLETCORE_CHAINS=rpc`, `WALLETCORE_NETWORK=testnet`: the service
+as a deployer runs it, its gateways built by the `rpc` entry point from settings alone, each
+talking JSON-RPC over real HTTP to a loopback node (`walletcore_chains.testing`): Sepolia's,
+BSC testnet's and Amoy's chain ids (BSC and Amoy with proof-of-authority blocks) on
+eth-tester chains, Solana on LiteSVM. The repo is SQL on an SQLite file, so the EVM nonces
+go through its leases and floors. Create a wallet, fund it, `/fee`, `/send`, poll `/txid`
+while the chain confirms, and `/balance` and `/transactions` agree with the chain."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from http_support import PASSWORD, Api, assert_error, assert_ok, sign_in
+from litestar.testing import AsyncTestClient
+from sqlalchemy import select
+
+from walletcore.clock import ManualClock
+from walletcore.container import Container, create_container
+from walletcore.domain.assets import Chain, FeePayer, asset_by_id
+from walletcore.settings import Settings
+from walletcore_chains.addresses import validate_address
+from walletcore_chains.evm.devnet import DevnetEvmGateway
+from walletcore_chains.evm.gateway import EvmGateway
+from walletcore_chains.keystore import SealedKeyStore
+from walletcore_chains.solana.devnet import DevnetSolanaGateway
+from walletcore_chains.solana.gateway import SolanaGateway
+from walletcore_chains.testing.evm_rpc_node import EvmRpcNode
+from walletcore_chains.testing.solana_rpc_node import RpcTestNode
+from walletcore_litestar import create_app
+from walletcore_sql.engine import sqlite_url
+from walletcore_sql.repo import SqlRepo
+from walletcore_sql.tables import nonce_floors
+
+RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
+SOL_RECIPIENT = "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T"
+SEPOLIA, BSC_TESTNET, AMOY = 11155111, 97, 80002
+CONFIRMATIONS = 3  # the testnet configs' depth
+
+
+class Nodes:
+    """The chains (their faucets) and the loopback nodes serving them."""
+
+    def __init__(self) -> None:
+        self.chains = {
+            Chain.ETHEREUM: DevnetEvmGateway(Chain.ETHEREUM, validate_address),
+            Chain.BSC: DevnetEvmGateway(Chain.BSC, validate_address),
+            Chain.POLYGON: DevnetEvmGateway(Chain.POLYGON, validate_address),
+        }
+        self.solana = DevnetSolanaGateway(validate_address)
+        self.evm = {
+            Chain.ETHEREUM: EvmRpcNode(self.chains[Chain.ETHEREUM], chain_id=SEPOLIA),
+            Chain.BSC: EvmRpcNode(
+                self.chains[Chain.BSC], chain_id=BSC_TESTNET, poa_extra_data=True
+            ),
+            Chain.POLYGON: EvmRpcNode(
+                self.chains[Chain.POLYGON], chain_id=AMOY, poa_extra_data=True
+            ),
+        }
+        self.sol = RpcTestNode(self.solana.node)
+
+    def settings(self, home: Path, **changes: Any) -> Settings:
+        tokens = {k: v for node in self.evm.values() for k, v in node.tokens.items()}
+        values: dict[str, Any] = {
+            "home": home,
+            "repo": "sql",
+            "database_url": sqlite_url(home / "walletcore.db"),
+            "chains": "rpc",
+            "network": "testnet",
+            "rpc_ethereum": self.evm[Chain.ETHEREUM].url,
+            "rpc_bsc": self.evm[Chain.BSC].url,
+            "rpc_polygon": self.evm[Chain.POLYGON].url,
+            "rpc_solana": self.sol.url,
+            "rpc_timeout_seconds": 5.0,
+            "evm_tokens": tokens,
+            "solana_usdt_mint": str(self.solana.mint(asset_by_id(61))),
+            "solana_usdc_mint": str(self.solana.mint(asset_by_id(62))),
+        }
+        return Settings(**{**values, **changes})
+
+    async def fund(self, address: str, asset_id: int, units: int) -> None:
+        asset = asset_by_id(asset_id)
+        faucet = self.solana if asset.chain is Chain.SOLANA else self.chains[asset.chain]
+        await faucet.fund(address, asset, units)
+
+
+@pytest.fixture(scope="module")
+def nodes() -> Iterator[Nodes]:
+    made = Nodes()
+    with made.evm[Chain.ETHEREUM], made.evm[Chain.BSC], made.evm[Chain.POLYGON], made.sol:
+        yield made
+
+
+@pytest.fixture
+def settings(tmp_path: Path, nodes: Nodes) -> Settings:
+    home = tmp_path / "home"
+    home.mkdir()
+    return nodes.settings(home)
+
+
+@pytest.fixture
+def container(settings: Settings, clock: ManualClock, keystore: SealedKeyStore) -> Container:
+    return create_container(settings, clock=clock, keystore=keystore)
+
+
+async def poll_until_confirmed(api: Api, node: EvmRpcNode, body: dict[str, Any]) -> dict[str, Any]:
+    """`/txid` reads `pending` until the chain is `CONFIRMATIONS` deep, then `success`."""
+    for depth in range(CONFIRMATIONS + 2):
+        row = assert_ok(await api.post("/txid", body))
+        if row["status"] != "pending":
+            assert depth >= CONFIRMATIONS - 1, f"{row['status']} after {depth} blocks"
+            return row  # type: ignore[no-any-return]
+        node.mine()
+    raise AssertionError("the transaction stayed pending")
+
+
+async def floor_of(container: Container, chain_id: int, address: str) -> int | None:
+    repo = container.repo()
+    assert isinstance(repo, SqlRepo)
+    async with repo.database.transaction() as conn:
+        found = await conn.execute(
+            select(nonce_floors.c.next_nonce).where(
+                nonce_floors.c.chain == f"eip155:{chain_id}",
+                nonce_floors.c.address == address.lower(),
+            )
+        )
+        return found.scalar_one_or_none()
+
+
+def test_the_rpc_profile_builds_json_rpc_gateways_from_settings(container: Container) -> None:
+    gateways = container.gateways()
+    for chain in (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON):
+        gateway = gateways[chain]
+        assert isinstance(gateway, EvmGateway) and not isinstance(gateway, DevnetEvmGateway)
+        assert gateway.config.network == "testnet"
+    assert isinstance(gateways[Chain.SOLANA], SolanaGateway)
+    assert not isinstance(gateways[Chain.SOLANA], DevnetSolanaGateway)
+
+
+async def test_eth_and_usdt_over_json_rpc_end_to_end(
+    api: Api, container: Container, nodes: Nodes
+) -> None:
+    node = nodes.evm[Chain.ETHEREUM]
+    created = assert_ok(await api.post("/create", {"password": PASSWORD}))
+    user, address = created["userId"], created["addresses"]["ETHEREUM"]
+    await nodes.fund(address, 2, 10**18)
+    await nodes.fund(address, 21, 25_000_000)
+    assert assert_ok(await api.post("/balance", {"userId": user, "assetId": 2})) == "1"
+    assert assert_ok(await api.post("/balance", {"userId": user, "assetId": 21})) == "25"
+
+    quoted = assert_ok(
+        await api.post(
+            "/fee", {"userId": user, "assetId": 2, "recipient": RECIPIENT, "amount": "0.5"}
+        )
+    )
+    assert Decimal(quoted) > 0
+    body = {"userId": user, "assetId": 2, "recipient": RECIPIENT, "amount": "0.5"}
+    sent = assert_ok(await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="e1"))
+    assert (sent["status"], sent["feePayer"], sent["fee"]) == ("pending", "USER", quoted)
+    assert sent["txHash"] in node.taken  # it went over the wire
+    replay = await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="e1")
+    assert assert_ok(replay) == sent and node.taken.count(sent["txHash"]) == 1
+    assert await floor_of(container, SEPOLIA, address) == 1  # the lease's floor moved on
+
+    row = await poll_until_confirmed(
+        api, node, {"userId": user, "assetId": 2, "txHash": sent["txHash"]}
+    )
+    assert (row["type"], row["status"]) == ("send", "success") and row["date"]
+    assert Decimal(row["amount"]) == Decimal("0.5") - Decimal(quoted)  # USER: fee from amount
+    assert Decimal(row["fee"]) <= Decimal(quoted)
+    balance = Decimal(assert_ok(await api.post("/balance", {"userId": user, "assetId": 2})))
+    assert balance == Decimal("0.5") + Decimal(quoted) - Decimal(row["fee"])
+    rows = assert_ok(await api.post("/transactions", {"userId": user, "assetId": 2}))
+    assert rows[0] == row
+
+    token = {"userId": user, "assetId": 21, "recipient": RECIPIENT, "amount": "7.5"}
+    sent = assert_ok(await api.post("/send", {**token, "password": PASSWORD}, X_Request_Id="u1"))
+    row = await poll_until_confirmed(
+        api, node, {"userId": user, "assetId": 21, "txHash": sent["txHash"]}
+    )
+    assert (row["type"], row["amount"], row["status"]) == ("send", "7.5", "success")
+    assert assert_ok(await api.post("/balance", {"userId": user, "assetId": 21})) == "17.5"
+    rows = assert_ok(await api.post("/transactions", {"userId": user, "assetId": 21}))
+    assert [(r["type"], r["amount"]) for r in rows] == [("send", "7.5"), ("receive", "25")]
+    assert await floor_of(container, SEPOLIA, address) == 2
+
+    too_much = {**body, "amount": "5", "password": PASSWORD}
+    refused = assert_error(await api.post("/send", too_much, X_Request_Id="e2"), 400)
+    assert refused["message"].startswith("Insufficient ETH balance: the wallet holds 0.4999")
+    assert await floor_of(container, SEPOLIA, address) == 2  # a refused send takes no nonce
+
+
+async def test_platform_pays_the_gas_of_a_bsc_usdt_send_over_poa_blocks(
+    http: AsyncTestClient[Any], container: Container, nodes: Nodes
+) -> None:
+    node = nodes.evm[Chain.BSC]
+    payer = await sign_in(http, container, name="Payer", fee_payer=FeePayer.PLATFORM)
+    platform = await container.wallets().provision_platform(payer.client_id)
+    await nodes.fund(platform[Chain.BSC], 3, 10**18)
+    created = assert_ok(await payer.post("/create", {"password": PASSWORD}))
+    user, address = created["userId"], created["addresses"]["BSC"]
+    await nodes.fund(address, 31, 3 * 10**18)  # USDT (18 decimals on BSC), and no BNB at all
+
+    body = {"userId": user, "assetId": 31, "recipient": RECIPIENT, "amount": "3"}
+    sent = assert_ok(await payer.post("/send", {**body, "password": PASSWORD}, X_Request_Id="b"))
+    assert sent["feePayer"] == "PLATFORM"
+    assert len(node.taken) >= 2  # the top-up from the platform wallet, then the token
+    row = await poll_until_confirmed(
+        payer, node, {"userId": user, "assetId": 31, "txHash": sent["txHash"]}
+    )
+    assert (row["type"], row["amount"], row["status"]) == ("send", "3", "success")
+    assert assert_ok(await payer.post("/balance", {"userId": user, "assetId": 31})) == "0"
+    platform_bnb = Decimal(assert_ok(await payer.post("/platform/balance", {"assetId": 3})))
+    assert 0 < Decimal(1) - platform_bnb <= Decimal(sent["fee"])
+    assert await floor_of(container, BSC_TESTNET, platform[Chain.BSC]) == 1
+    assert await floor_of(container, BSC_TESTNET, address) == 1
+
+
+async def test_spl_usdt_over_solana_json_rpc_end_to_end(api: Api, nodes: Nodes) -> None:
+    created = assert_ok(await api.post("/create", {"password": PASSWORD}))
+    user, address = created["userId"], created["addresses"]["SOLANA"]
+    await nodes.fund(address, 6, 2 * 10**9)
+    await nodes.fund(address, 61, 10_000_000)
+    before = len(nodes.sol.calls)
+    fee = assert_ok(
+        await api.post("/fee", {"userId": user, "assetId": 61, "recipient": SOL_RECIPIENT})
+    )
+    assert len(nodes.sol.calls) > before  # answered by the node over HTTP
+    body = {"userId": user, "assetId": 61, "recipient": SOL_RECIPIENT, "amount": "2.5"}
+    sent = assert_ok(await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="s1"))
+    assert (sent["fee"], sent["feePayer"]) == (fee, "USER")
+    row = assert_ok(
+        await api.post("/txid", {"userId": user, "assetId": 61, "txHash": sent["txHash"]})
+    )
+    assert (row["type"], row["amount"], row["status"]) == ("send", "2.5", "success")
+    assert assert_ok(await api.post("/balance", {"userId": user, "assetId": 61})) == "7.5"
+    sol = Decimal(assert_ok(await api.post("/balance", {"userId": user, "assetId": 6})))
+    assert sol == Decimal(2) - Decimal(fee)
+    rows = assert_ok(await api.post("/transactions", {"userId": user, "assetId": 61}))
+    assert [(r["type"], r["amount"]) for r in rows] == [("send", "2.5"), ("receive", "10")]
+
+
+@pytest.fixture
+async def unreachable(
+    tmp_path: Path, nodes: Nodes, clock: ManualClock, keystore: SealedKeyStore
+) -> AsyncIterator[Api]:
+    """The service with its Polygon node gone (nothing listens on 127.0.0.1:1)."""
+    home = tmp_path / "down"
+    home.mkdir()
+    settings = nodes.settings(home, rpc_polygon="http://127.0.0.1:1/amoy")
+    down = create_container(settings, clock=clock, keystore=keystore)
+    async with AsyncTestClient(create_app(down)) as client:
+        yield await sign_in(client, down)
+
+
+async def test_an_unreachable_node_is_a_503_with_a_retry_hint_and_nothing_changes(
+    unreachable: Api, nodes: Nodes
+) -> None:
+    api = unreachable
+    created = assert_ok(await api.post("/create", {"password": PASSWORD}))
+    user = created["userId"]
+    body = {"userId": user, "assetId": 5, "recipient": RECIPIENT, "amount": "0.1"}
+    for path, payload in (
+        ("/balance", {"userId": user, "assetId": 5}),
+        ("/fee", body),
+        ("/send", {**body, "password": PASSWORD}),
+    ):
+        assert_error(
+            await api.post(path, payload, X_Request_Id="p1"),
+            503,
+            "Chain node unreachable; retry with backoff",
+        )
+    # the other chains are unaffected
+    assert assert_ok(await api.post("/balance", {"userId": user, "assetId": 2})) == "0"
+    assert assert_ok(await api.post("/transactions", {"userId": user, "assetId": 2})) == []
