@@ -37,8 +37,7 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 from urllib.request import Request, urlopen
 
 from eth_tester.exceptions import TransactionFailed  # type: ignore[import-untyped]
@@ -52,16 +51,11 @@ from web3.providers.eth_tester.middleware import (
 
 from walletcore.domain.assets import ASSETS_BY_ID
 from walletcore_chains.evm.devnet import DevnetEvmGateway
+from walletcore_chains.testing.server import LoopbackRpcServer, RpcError
 
 #: geth's generic server error code, and its answer to an unknown method
 SERVER_ERROR, METHOD_NOT_FOUND, REVERTED = -32000, -32601, 3
 _BLOCKS = ("eth_getBlockByNumber", "eth_getBlockByHash")
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 def not_available(method: str) -> RpcError:
@@ -84,7 +78,7 @@ def wire(value: Any, key: str | None = None) -> Any:
     raise TypeError(f"no wire form for {type(value).__name__}")
 
 
-class EvmRpcNode:
+class EvmRpcNode(LoopbackRpcServer):
     def __init__(
         self,
         devnet: DevnetEvmGateway,
@@ -116,41 +110,7 @@ class EvmRpcNode:
             "eth_chainId": lambda: self.chain_id,
             "net_version": lambda: str(self.chain_id),
         }
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                request = json.loads(self.rfile.read(length))
-                if isinstance(request, list):
-                    body: Any = [owner.answer(r) for r in request]
-                else:
-                    body = owner.answer(request)
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     @property
     def tokens(self) -> dict[int, str]:
@@ -191,19 +151,11 @@ class EvmRpcNode:
                 own = self._own.get(method)
                 result = own(*params) if own is not None else self._tester(method, params)
         except RpcError as err:
-            return {
-                "jsonrpc": "2.0",
-                "id": rid,
-                "error": {"code": err.code, "message": err.message},
-            }
+            return err.reply(rid)
         except TransactionFailed as exc:
-            return {"jsonrpc": "2.0", "id": rid, "error": {"code": REVERTED, "message": str(exc)}}
+            return RpcError(REVERTED, str(exc)).reply(rid)
         except Exception as exc:  # noqa: BLE001 - the chain refused the call: a server error
-            return {
-                "jsonrpc": "2.0",
-                "id": rid,
-                "error": {"code": SERVER_ERROR, "message": str(exc)},
-            }
+            return RpcError(SERVER_ERROR, str(exc)).reply(rid)
         return {"jsonrpc": "2.0", "id": rid, "result": wire(result)}
 
     def _tester(self, method: str, params: list[Any]) -> Any:

@@ -12,8 +12,7 @@ import base64
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
 from solders.account_decoder import UiTokenAmount
 from solders.pubkey import Pubkey
@@ -36,6 +35,7 @@ from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_status import TransactionConfirmationStatus, TransactionStatus
 
 from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LiteSvmNode, SendError
+from walletcore_chains.testing.server import LoopbackRpcServer, RpcError
 
 
 def _value(attribute: Any) -> Any:
@@ -43,50 +43,14 @@ def _value(attribute: Any) -> Any:
     return attribute() if callable(attribute) else attribute
 
 
-class RpcError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
-class RpcTestNode:
+class RpcTestNode(LoopbackRpcServer):
     def __init__(self, node: LiteSvmNode) -> None:
         self.node = node
         self.hang_sends = False
         self.hang_seconds = 1.0
         self.calls: list[str] = []
         self._lock = threading.Lock()
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                body = owner.answer(json.loads(self.rfile.read(length)))
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     # -- dispatch -----------------------------------------------------------------------
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -98,13 +62,9 @@ class RpcTestNode:
             with self._lock:
                 result = getattr(self, "_" + method)(*params)
         except RpcError as err:
-            return {
-                "jsonrpc": "2.0",
-                "error": {"code": err.code, "message": err.message},
-                "id": rid,
-            }
+            return err.reply(rid)
         except Exception as exc:  # noqa: BLE001 - a bug of this node: an internal error
-            return {"jsonrpc": "2.0", "error": {"code": -32603, "message": repr(exc)}, "id": rid}
+            return RpcError(-32603, repr(exc)).reply(rid)
         if hasattr(result, "to_json"):
             body = json.loads(result.to_json())
             body["id"] = rid
