@@ -284,6 +284,12 @@ class NonceLease(Protocol):
         (the stored floor only ever rises); None when nothing was sent. Idempotent."""
         ...
 
+    async def reset(self, next_nonce: int) -> None:
+        """The operator's repair (`walletcore nonces reset`): store `next_nonce` as the floor,
+        lower or higher, while this lease is held; `floor` follows. A transaction the node
+        dropped after accepting it leaves the floor past a nonce that never lands."""
+        ...
+
 
 class NonceLeases(Protocol):
     """Cross-process nonce reservation (docs/chains.md, "Nonces"), exposed by the Repo."""

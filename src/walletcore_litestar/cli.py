@@ -8,6 +8,8 @@
     walletcore platform provision --client-id ID
     walletcore db upgrade | current
     walletcore sandbox fund --chain C --address A --asset ID --amount X
+    walletcore nonces show --chain C --address A
+    walletcore nonces reset --chain C --address A [--to N]
 
 Every command reads the same settings (`WALLETCORE_*`). On the sandbox profile the repo
 defaults to the SQLite database under `WALLETCORE_HOME`, so a client created here authenticates
@@ -107,6 +109,20 @@ def _parser() -> argparse.ArgumentParser:
     faucet.add_argument("--address", required=True)
     faucet.add_argument("--asset", required=True, help="asset id, e.g. 2 (ETH) or 21 (USDT)")
     faucet.add_argument("--amount", required=True, help='a decimal string, e.g. "1.5"')
+
+    nonces = commands.add_parser(
+        "nonces", help="EVM nonce floors of the rpc chains (docs/chains.md, Nonces)"
+    ).add_subparsers(dest="action", required=True)
+    show = nonces.add_parser("show", help="mined, pending and the stored floor of an address")
+    reset = nonces.add_parser(
+        "reset", help="set the stored floor (after a transaction the node dropped)"
+    )
+    for sub in (show, reset):
+        sub.add_argument("--chain", required=True, help="ETHEREUM, BSC or POLYGON")
+        sub.add_argument("--address", required=True)
+    reset.add_argument(
+        "--to", type=int, default=None, help="the next nonce (default: the node's pending count)"
+    )
     return parser
 
 
@@ -169,7 +185,39 @@ async def _run(args: argparse.Namespace) -> Any:
             asset_id=args.asset,
             amount=args.amount,
         )
+    if args.command == "nonces":
+        return await _nonces(args, container)
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover
+
+
+async def _nonces(args: argparse.Namespace, container: Any) -> Any:
+    from walletcore.domain.assets import Chain
+    from walletcore.domain.errors import InvalidRequest
+    from walletcore.ports import Lifecycle
+    from walletcore_chains.evm.gateway import EvmGateway
+
+    name = args.chain.strip().upper()
+    gateway = container.gateways().get(Chain(name)) if name in Chain.__members__ else None
+    if not isinstance(gateway, EvmGateway):
+        raise InvalidRequest(
+            f"{args.chain} has no EVM gateway here: nonce floors are kept for ETHEREUM, BSC "
+            "and POLYGON on WALLETCORE_CHAINS=rpc"
+        )
+    repo = container.repo()
+    if isinstance(repo, Lifecycle):
+        await repo.start()
+    try:
+        if args.action == "show":
+            return await gateway.nonce_status(args.address)
+        print(
+            "Lowering the floor reuses nonces: do it only for a transaction the node dropped.",
+            file=sys.stderr,
+        )
+        return await gateway.reset_nonce_floor(args.address, args.to)
+    finally:
+        await gateway.aclose()
+        if isinstance(repo, Lifecycle):
+            await repo.aclose()
 
 
 async def _db(args: argparse.Namespace, settings: Any) -> Any:

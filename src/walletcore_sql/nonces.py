@@ -31,6 +31,7 @@ from walletcore.sandbox.nonceleases import (
     FlockNonceLeases,
     FloorStore,
     LocalNonceLeases,
+    checked_nonce,
     lease_digest,
 )
 from walletcore_sql.database import Database
@@ -69,13 +70,19 @@ def _read_floor(chain: str, address: str) -> Select[Any]:
 
 def _raise_floor(database: Database, chain: str, address: str, next_nonce: int) -> Any:
     """Upsert that only ever raises the stored floor."""
+    return _upsert_floor(database, chain, address, next_nonce, only_up=True)
+
+
+def _upsert_floor(
+    database: Database, chain: str, address: str, next_nonce: int, *, only_up: bool
+) -> Any:
     insert = database.insert(nonce_floors).values(
         chain=chain, address=address, next_nonce=next_nonce
     )
     return insert.on_conflict_do_update(
         index_elements=[nonce_floors.c.chain, nonce_floors.c.address],
         set_={"next_nonce": insert.excluded.next_nonce},
-        where=nonce_floors.c.next_nonce < insert.excluded.next_nonce,
+        where=nonce_floors.c.next_nonce < insert.excluded.next_nonce if only_up else None,
     )
 
 
@@ -92,6 +99,11 @@ class SqlFloors(FloorStore):
 
     async def raise_to(self, chain: str, address: str, next_nonce: int) -> None:
         statement = _raise_floor(self._database, chain, address, next_nonce)
+        async with self._database.transaction(write=True) as conn:
+            await conn.execute(statement)
+
+    async def set_to(self, chain: str, address: str, next_nonce: int) -> None:
+        statement = _upsert_floor(self._database, chain, address, next_nonce, only_up=False)
         async with self._database.transaction(write=True) as conn:
             await conn.execute(statement)
 
@@ -152,6 +164,17 @@ class _PgLease(NonceLease):
 
     def __repr__(self) -> str:
         return f"PgNonceLease({self._chain}, {self._address}, floor={self.floor})"
+
+    async def reset(self, next_nonce: int) -> None:
+        if self._conn is None:
+            raise RuntimeError("a released nonce lease cannot reset its floor")
+        statement = _upsert_floor(
+            self._database, self._chain, self._address, checked_nonce(next_nonce), only_up=False
+        )
+        with storage_errors():
+            async with self._conn.begin():
+                await self._conn.execute(statement)
+        self.floor = next_nonce
 
     async def release(self, advanced_to: int | None) -> None:
         conn, self._conn = self._conn, None

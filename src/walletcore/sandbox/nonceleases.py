@@ -55,6 +55,10 @@ class FloorStore(Protocol):
         """Store `max(stored, next_nonce)`: a floor never goes down."""
         ...
 
+    async def set_to(self, chain: str, address: str, next_nonce: int) -> None:
+        """Store `next_nonce`, lower or higher (the operator's `reset`)."""
+        ...
+
 
 @dataclass(eq=False)
 class _Lease(NonceLease):
@@ -62,6 +66,7 @@ class _Lease(NonceLease):
 
     floor: int
     let_go: Callable[[int | None], Awaitable[None]] = field(repr=False)
+    store: Callable[[int], Awaitable[None]] = field(repr=False)
     released: bool = False
 
     async def release(self, advanced_to: int | None) -> None:
@@ -69,6 +74,18 @@ class _Lease(NonceLease):
             return
         self.released = True
         await self.let_go(advanced_to)
+
+    async def reset(self, next_nonce: int) -> None:
+        if self.released:
+            raise RuntimeError("a released nonce lease cannot reset its floor")
+        await self.store(checked_nonce(next_nonce))
+        self.floor = next_nonce
+
+
+def checked_nonce(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"a nonce floor is a whole number >= 0, not {value!r}")
+    return value
 
 
 _FLOORS_FORMAT = "walletcore-sandbox-nonce-floors"
@@ -90,6 +107,12 @@ class JsonFloors(FloorStore):
         def change(floors: _Floors) -> tuple[_Floors | None, None]:
             if floors.get(chain, {}).get(address, 0) >= next_nonce:
                 return None, None
+            return {**floors, chain: {**floors.get(chain, {}), address: next_nonce}}, None
+
+        await self._file.mutate(change)
+
+    async def set_to(self, chain: str, address: str, next_nonce: int) -> None:
+        def change(floors: _Floors) -> tuple[_Floors | None, None]:
             return {**floors, chain: {**floors.get(chain, {}), address: next_nonce}}, None
 
         await self._file.mutate(change)
@@ -130,7 +153,10 @@ class LocalNonceLeases(NonceLeases):
                 self._floors[key] = max(self._floors.get(key, 0), advanced_to)
             lock.release()
 
-        return _Lease(self._floors.get(key, 0), let_go)
+        async def store(next_nonce: int) -> None:
+            self._floors[key] = next_nonce
+
+        return _Lease(self._floors.get(key, 0), let_go, store)
 
 
 class FlockNonceLeases(NonceLeases):
@@ -165,7 +191,10 @@ class FlockNonceLeases(NonceLeases):
             finally:
                 os.close(fd)
 
-        return _Lease(floor, let_go)
+        async def store(next_nonce: int) -> None:
+            await self._floors.set_to(chain, address, next_nonce)
+
+        return _Lease(floor, let_go, store)
 
     async def _lock(self, fd: int) -> None:
         loop = asyncio.get_running_loop()
@@ -189,5 +218,6 @@ __all__ = [
     "FloorStore",
     "JsonFloors",
     "LocalNonceLeases",
+    "checked_nonce",
     "lease_digest",
 ]

@@ -215,6 +215,54 @@ class EvmGateway(ChainGateway):
             transfer, fee, main.digest(), codec.encode_body(txs), payloads=payloads
         )
 
+    # -- operator: the nonce floor (`walletcore nonces`, docs/chains.md "Nonces") ----------
+    async def nonce_status(self, address: str) -> dict[str, Any]:
+        """Where the address's nonces stand: mined and pending by the node, and the floor
+        this deployment stored (`waiting`: later sends wait behind a nonce the node lacks)."""
+        account = self._stored_floors(address)
+        floor = await self._nonces.floor(account)
+        mined, pending = await self._mined_nonce(account), await self._pending_nonce(account)()
+        return {
+            "chain": self.chain.value,
+            "network": self.config.network,
+            "sequence": self._nonces.chain,
+            "address": account,
+            "mined": mined,
+            "pending": pending,
+            "floor": floor,
+            "waiting": pending < floor,
+        }
+
+    async def reset_nonce_floor(self, address: str, next_nonce: int | None) -> dict[str, Any]:
+        """Store `next_nonce` (default: the node's pending count) as the address's floor,
+        between two sends. Never below the nonces already mined: those can never be reused."""
+        account = self._stored_floors(address)
+        mined = await self._mined_nonce(account)
+        target = await self._pending_nonce(account)() if next_nonce is None else next_nonce
+        if isinstance(target, bool) or not isinstance(target, int) or target < mined:
+            raise InvalidRequest(
+                f"the floor of {account} cannot go below {mined}: the node has mined nonces "
+                f"0..{mined - 1} from it, and a mined nonce is never reused"
+            )
+        previous = await self._nonces.reset_floor(account, target)
+        return {**await self.nonce_status(account), "previousFloor": previous}
+
+    def _stored_floors(self, address: str) -> str:
+        if self._nonces.leases is None:
+            raise InvalidRequest(
+                f"{self.chain.value} on {self.config.network} keeps its nonces in each process "
+                "(no stored floors): nothing to show or reset"
+            )
+        return to_checksum_address(self.validate_address(address))
+
+    async def _mined_nonce(self, address: str) -> int:
+        try:
+            return int(
+                await self.w3.eth.get_transaction_count(to_checksum_address(address), "latest")
+            )
+        except Exception as exc:  # noqa: BLE001 - any node failure is read into a domain error
+            raise errors.read_error(exc) from None
+
     def _pending_nonce(self, address: str) -> Any:
         async def read() -> int:
             try:

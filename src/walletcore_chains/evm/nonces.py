@@ -26,11 +26,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from walletcore.ports import NonceLease, NonceLeases
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -44,6 +45,12 @@ class _Gate:
     lease: NonceLease | None = None
     #: the lowest nonce not yet seen accepted from this process
     floor: int = 0
+    #: with leases: the last accepted nonce's floor could not be stored, so this process's
+    #: own floor counts until a later one is (else the lease's floor alone rules, and an
+    #: operator's `reset` takes effect at once)
+    unstored: bool = False
+    #: the node's pending count last seen below the floor (a stall, if it persists)
+    behind: int | None = None
 
 
 class NonceBook:
@@ -62,7 +69,7 @@ class NonceBook:
         self._leases = leases
         self._chain = chain or ""
         self._gates: dict[str, _Gate] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def __repr__(self) -> str:
         shared = f"shared {self._chain}" if self._leases is not None else "this process"
@@ -94,7 +101,13 @@ class NonceBook:
         try:
             if self._leases is not None:
                 lease = await self._leases.acquire(self._chain, _key(address))
-            nonce = max(await pending(), gate.floor, lease.floor if lease is not None else 0)
+            node = await pending()
+            if lease is None:
+                floor = gate.floor
+            else:
+                floor = max(lease.floor, gate.floor if gate.unstored else 0)
+            self._watch(gate, address, node, floor)
+            nonce = max(node, floor)
         except BaseException:
             try:
                 if lease is not None:
@@ -108,6 +121,49 @@ class NonceBook:
         token = gate.token
         gate.expiry = gate.loop.call_later(self._lease, self._lapse, _key(address), token)
         return nonce
+
+    def _watch(self, gate: _Gate, address: str, node: int, floor: int) -> None:
+        """Warn when the node stays behind the floor: a lagging node catches up, but a
+        transaction it dropped after accepting leaves later sends waiting behind it."""
+        if node >= floor:
+            gate.behind = None
+            return
+        if gate.behind == node:
+            log.warning(
+                "sends from %s on %s wait behind nonce %s: the node still counts %s pending "
+                "while %s were accepted (a dropped transaction?); see `walletcore nonces show`",
+                address,
+                self._chain or "this chain",
+                node,
+                node,
+                floor,
+            )
+        gate.behind = node
+
+    async def floor(self, address: str) -> int:
+        """The stored floor of `address` (its turn awaited like a send's)."""
+        return await self._with_lease(address, None)
+
+    async def reset_floor(self, address: str, next_nonce: int) -> int:
+        """Store `next_nonce` as the floor of `address`, lower or higher, between two sends
+        (its turn awaited like a send's); returns the floor it replaced. This process's own
+        floor follows; other processes follow the stored one."""
+        return await self._with_lease(address, next_nonce)
+
+    async def _with_lease(self, address: str, next_nonce: int | None) -> int:
+        if self._leases is None:
+            raise ValueError("this NonceBook keeps its floors in its process: nothing is stored")
+        gate = self._gate(address)
+        async with gate.lock:
+            lease = await self._leases.acquire(self._chain, _key(address))
+            try:
+                previous = lease.floor
+                if next_nonce is not None:
+                    await lease.reset(next_nonce)
+                    gate.floor, gate.unstored, gate.behind = next_nonce, False, None
+            finally:
+                await self._let_go(lease, None)
+        return previous
 
     async def accepted(self, address: str, nonce: int) -> None:
         """The node took the transaction with `nonce`: later ones follow it."""
@@ -154,24 +210,26 @@ class NonceBook:
         """Let the lease go, then the gate: the next waiter here finds the lease free."""
         try:
             if lease is not None:
-                await self._let_go(lease, advanced_to)
+                stored = await self._let_go(lease, advanced_to)
+                if advanced_to is not None:
+                    gate.unstored = not stored
         finally:
             gate.lock.release()
 
-    async def _let_go(self, lease: NonceLease, advanced_to: int | None) -> None:
-        """Release `lease` to the end, even when the caller is cancelled meanwhile. A
-        failure is logged, not raised: the transaction's fate is already decided, and a
-        lost floor only means the next send trusts the node's count."""
-        await asyncio.shield(self._spawn(_release(lease, advanced_to)))
+    async def _let_go(self, lease: NonceLease, advanced_to: int | None) -> bool:
+        """Release `lease` to the end, even when the caller is cancelled meanwhile; False
+        when that failed. A failure is logged, not raised: the transaction's fate is already
+        decided, and this process keeps its own floor until a later one is stored."""
+        return await asyncio.shield(self._spawn(_release(lease, advanced_to)))
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def _spawn(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)  # a reference, so the task is not collected half-way
         task.add_done_callback(self._tasks.discard)
         return task
 
 
-async def _release(lease: NonceLease, advanced_to: int | None) -> None:
+async def _release(lease: NonceLease, advanced_to: int | None) -> bool:
     try:
         await lease.release(advanced_to)
     except Exception as exc:  # see NonceBook._let_go
@@ -181,6 +239,8 @@ async def _release(lease: NonceLease, advanced_to: int | None) -> None:
             type(exc).__name__,
             exc_info=True,
         )
+        return False
+    return True
 
 
 def _key(address: str) -> str:

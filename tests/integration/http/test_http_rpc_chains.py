@@ -8,6 +8,8 @@ while the chain confirms, and `/balance` and `/transactions` agree with the chai
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -31,6 +33,7 @@ from walletcore_chains.solana.gateway import SolanaGateway
 from walletcore_chains.testing.evm_rpc_node import EvmRpcNode
 from walletcore_chains.testing.solana_rpc_node import RpcTestNode
 from walletcore_litestar import create_app
+from walletcore_litestar.cli import main as walletcore_cli
 from walletcore_sql.engine import sqlite_url
 from walletcore_sql.repo import SqlRepo
 from walletcore_sql.tables import nonce_floors
@@ -80,6 +83,26 @@ class Nodes:
             "solana_usdc_mint": str(self.solana.mint(asset_by_id(62))),
         }
         return Settings(**{**values, **changes})
+
+    def environment(self, home: Path) -> dict[str, str]:
+        """The same settings as `settings(home)`, as a deployer's WALLETCORE_* variables."""
+        settings = self.settings(home)
+        secret = ("rpc_ethereum", "rpc_bsc", "rpc_polygon", "rpc_solana", "database_url")
+        env = {
+            f"WALLETCORE_{name.upper()}": getattr(settings, name).get_secret_value()
+            for name in secret
+        }
+        env.update(
+            WALLETCORE_HOME=str(home),
+            WALLETCORE_REPO="sql",
+            WALLETCORE_CHAINS="rpc",
+            WALLETCORE_NETWORK="testnet",
+            WALLETCORE_RPC_TIMEOUT_SECONDS="5",
+            WALLETCORE_EVM_TOKENS=json.dumps(settings.evm_tokens),
+            WALLETCORE_SOLANA_USDT_MINT=str(settings.solana_usdt_mint),
+            WALLETCORE_SOLANA_USDC_MINT=str(settings.solana_usdc_mint),
+        )
+        return env
 
     async def fund(self, address: str, asset_id: int, units: int) -> None:
         asset = asset_by_id(asset_id)
@@ -276,3 +299,68 @@ async def test_an_unreachable_node_is_a_503_with_a_retry_hint_and_nothing_change
     # the other chains are unaffected
     assert assert_ok(await api.post("/balance", {"userId": user, "assetId": 2})) == "0"
     assert assert_ok(await api.post("/transactions", {"userId": user, "assetId": 2})) == []
+
+
+async def test_the_operator_sees_and_repairs_a_floor_past_a_dropped_transaction(
+    api: Api,
+    container: Container,
+    nodes: Nodes,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`walletcore nonces show|reset`, on the same database as the running service."""
+    for name, value in nodes.environment(settings.home).items():
+        monkeypatch.setenv(name, value)
+
+    async def cli(*argv: str, status: int = 0) -> Any:
+        assert await asyncio.to_thread(walletcore_cli, list(argv)) == status
+        out, err = capsys.readouterr()
+        return json.loads(out) if status == 0 else err
+
+    created = assert_ok(await api.post("/create", {"password": PASSWORD}))
+    user, address = created["userId"], created["addresses"]["ETHEREUM"]
+    await nodes.fund(address, 2, 10**18)
+    body = {"userId": user, "assetId": 2, "recipient": RECIPIENT, "amount": "0.1"}
+    assert_ok(await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="n0"))
+    where = ("--chain", "ethereum", "--address", address.lower())
+    shown = await cli("nonces", "show", *where)
+    assert shown == {
+        "chain": "ETHEREUM",
+        "network": "testnet",
+        "sequence": f"eip155:{SEPOLIA}",
+        "address": address,
+        "mined": 1,
+        "pending": 1,
+        "floor": 1,
+        "waiting": False,
+    }
+
+    # nonces 1 and 2 were accepted by a node that then dropped them: the floor is past them
+    assert (await cli("nonces", "reset", *where, "--to", "3"))["floor"] == 3
+    stalled = await cli("nonces", "show", *where)
+    assert (stalled["pending"], stalled["floor"], stalled["waiting"]) == (1, 3, True)
+    refused = assert_error(
+        await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="n1"), 502
+    )
+    assert "nothing was sent" in refused["message"]  # nonce 3 is refused by this node
+
+    repaired = await cli("nonces", "reset", *where)  # to the node's pending count
+    assert (repaired["previousFloor"], repaired["floor"], repaired["waiting"]) == (3, 1, False)
+    sent = assert_ok(await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="n2"))
+    node = nodes.evm[Chain.ETHEREUM]
+    assert (await asyncio.to_thread(node.call, "eth_getTransactionByHash", sent["txHash"]))[
+        "result"
+    ]["nonce"] == "0x1"  # the service took the repaired floor at once, no restart
+    assert await floor_of(container, SEPOLIA, address) == 2
+
+    below = await cli("nonces", "reset", *where, "--to", "0", status=1)
+    assert "cannot go below 2" in below and "never reused" in below
+    assert "no EVM gateway" in await cli(
+        "nonces", "show", "--chain", "TRON", "--address", "T", status=1
+    )
+    assert (
+        "address"
+        in (await cli("nonces", "show", "--chain", "BSC", "--address", "0x1234", status=1)).lower()
+    )
+    assert (await cli("nonces", "show", *where))["floor"] == 2  # the refusals changed nothing

@@ -48,7 +48,24 @@ async def check_floors(leases: NonceLeases) -> None:
     await other_address.release(None)
     last = await leases.acquire(CHAIN, ALICE)
     assert last.floor == 6
+    for bad in (-1, True):
+        with pytest.raises(ValueError, match="whole number"):
+            await last.reset(bad)
+    await last.reset(2)  # the operator's repair: lower, and it is stored
+    assert last.floor == 2
     await last.release(None)
+    with pytest.raises(RuntimeError, match="released"):
+        await last.reset(0)
+    lowered = await leases.acquire(CHAIN, ALICE)
+    assert lowered.floor == 2
+    await lowered.release(3)  # and rises again from there
+    raised = await leases.acquire(CHAIN, ALICE)
+    assert raised.floor == 3
+    await raised.reset(12)  # higher works too
+    await raised.release(None)
+    final = await leases.acquire(CHAIN, ALICE)
+    assert final.floor == 12
+    await final.release(None)
 
 
 async def check_one_holder(leases: NonceLeases) -> None:
@@ -68,7 +85,7 @@ async def check_one_holder(leases: NonceLeases) -> None:
             waiter.cancel()
 
 
-async def test_the_floor_rises_with_accepted_nonces_and_never_falls(repo: Repo) -> None:
+async def test_the_floor_rises_with_accepted_nonces_and_falls_only_by_a_reset(repo: Repo) -> None:
     await check_floors(repo.nonce_leases())
 
 
@@ -96,11 +113,11 @@ async def test_the_file_repo_keeps_floors_on_disk_and_shares_leases(tmp_path: Pa
     # another process on the same home (here: another repo, another descriptor)
     second = FileRepo(tmp_path / DATA_FILE)
     held = await first.nonce_leases().acquire(CHAIN, ALICE)
-    assert held.floor == 7  # check_one_holder moved it from 6 to 7
+    assert held.floor == 13  # check_floors left 12, check_one_holder moved it to 13
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(second.nonce_leases().acquire(CHAIN, ALICE), 0.3)
-    await held.release(8)
+    await held.release(14)
     lease = await asyncio.wait_for(second.nonce_leases().acquire(CHAIN, ALICE), 10)
-    assert lease.floor == 8
+    assert lease.floor == 14
     await lease.release(None)
     assert (tmp_path / "sandbox-nonce-floors.json").exists()

@@ -153,3 +153,48 @@ def test_shared_leases_need_the_chain_key() -> None:
     with pytest.raises(ValueError, match="eip155"):
         NonceBook(leases=LocalNonceLeases())
     assert "shared eip155:1" in repr(NonceBook(leases=LocalNonceLeases(), chain=CHAIN))
+
+
+async def test_a_reset_floor_rules_every_book_at_once_even_below_what_they_saw() -> None:
+    leases = LocalNonceLeases()
+    a, b = books(leases)
+    for _ in range(3):  # a saw 0, 1, 2 accepted (then, say, the node dropped them)
+        await a.accepted(ALICE, await a.reserve(ALICE, stale_node))
+    assert await b.floor(ALICE) == 3
+    assert await b.reset_floor(ALICE, 1) == 3  # the operator: nonce 1 never landed
+    assert (await a.floor(ALICE), await b.floor(ALICE)) == (1, 1)
+    assert await a.reserve(ALICE, stale_node) == 1  # a's own memory of 2 does not override
+    await a.accepted(ALICE, 1)
+    assert await b.reserve(ALICE, stale_node) == 2
+    await b.release(ALICE, 2)
+
+
+async def test_reset_and_floor_wait_for_a_send_in_flight_and_refuse_bad_values() -> None:
+    leases = LocalNonceLeases()
+    a, b = books(leases)
+    assert await a.reserve(ALICE, stale_node) == 0
+    resetting = asyncio.ensure_future(b.reset_floor(ALICE, 0))
+    await asyncio.sleep(0.05)
+    assert not resetting.done()  # never under a send between its nonce and its broadcast
+    await a.accepted(ALICE, 0)
+    assert await asyncio.wait_for(resetting, 5) == 1
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ValueError, match="whole number"):
+            await b.reset_floor(ALICE, bad)  # type: ignore[arg-type]
+    assert await b.floor(ALICE) == 0  # unchanged by the refused values
+    with pytest.raises(ValueError, match="in its process"):
+        await NonceBook().reset_floor(ALICE, 0)
+
+
+async def test_a_node_that_stays_behind_the_floor_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    leases = LocalNonceLeases()
+    (book,) = books(leases, 1)
+    await book.accepted(ALICE, await book.reserve(ALICE, stale_node))
+    with caplog.at_level(logging.WARNING, logger="walletcore_chains.evm.nonces"):
+        await book.release(ALICE, await book.reserve(ALICE, stale_node))  # lagging, once
+        assert "wait behind nonce" not in caplog.text
+        await book.release(ALICE, await book.reserve(ALICE, stale_node))  # still behind
+    assert f"sends from {ALICE} on {CHAIN} wait behind nonce 0" in caplog.text
+    assert "walletcore nonces show" in caplog.text
