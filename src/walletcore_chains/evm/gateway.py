@@ -306,6 +306,12 @@ class EvmGateway(ChainGateway):
             try:
                 await self._send(tx)
                 if index < len(txs) - 1:  # the top-up must be mined before the transfer
+                    for later in txs[index + 1 :]:  # alive: their turn must outlast the wait
+                        self._nonces.renew(
+                            later.sender,
+                            later.nonce,
+                            self._receipt_timeout + self._nonces.lapse_seconds,
+                        )
                     await self.w3.eth.wait_for_transaction_receipt(
                         HexStr(tx.tx_hash), timeout=self._receipt_timeout, poll_latency=0.5
                     )

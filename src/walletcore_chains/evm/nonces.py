@@ -14,7 +14,9 @@ is abandoned, leave a gap that stalls every later one. The book prevents both:
   broadcasting failed with nothing sent; the floor stays); the next reservation then
   reads the node again, so a released nonce is reused, never skipped.
 - A holder that vanished (a bug, a cancelled task) loses the gate after `lease` seconds;
-  a process that died loses the lease with its connection or lock file.
+  a holder that is alive but slow on purpose (a sponsored transfer waiting for its
+  top-up's receipt) `renew`s its turn first, so it never lapses under a live send; a
+  process that died loses the lease with its connection or lock file.
 
 Without leases (`leases=None`) the turn is per process only: one signing process per
 address (the devnets, whose chains live in one process anyway).
@@ -178,6 +180,23 @@ class NonceBook:
         gate = self._gates.get(_key(address))
         if gate is not None:
             await self._free(gate, nonce, None)
+
+    def renew(self, address: str, nonce: int, seconds: float) -> None:
+        """The holder of `nonce` is alive and will keep it up to `seconds` more (a sponsored
+        transfer waiting for its top-up's receipt): its turn does not lapse before then."""
+        gate = self._gates.get(_key(address))
+        if gate is None or gate.holder != nonce:
+            return
+        if gate.expiry is not None:
+            gate.expiry.cancel()
+        gate.expiry = gate.loop.call_later(
+            max(self._lease, seconds), self._lapse, _key(address), gate.token
+        )
+
+    @property
+    def lapse_seconds(self) -> float:
+        """How long a turn is held without news before it is given up."""
+        return self._lease
 
     def held(self, address: str) -> int | None:
         """The nonce reserved now for `address`, if any."""

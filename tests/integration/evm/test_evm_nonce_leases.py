@@ -156,3 +156,40 @@ def test_devnet_chains_keep_their_nonces_in_the_process(tmp_path: Path) -> None:
     gateways = _build("devnet", Settings(home=tmp_path), repo=InMemoryRepo())
     eth = gateways[Chain.ETHEREUM]
     assert isinstance(eth, DevnetEvmGateway) and eth.nonces.leases is None
+
+
+async def test_a_slow_top_up_keeps_the_senders_nonce_past_the_lapse(
+    chain: DevnetEvmGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sponsored transfer holds the sender's nonce while its top-up is mined: however
+    long that takes (up to the receipt timeout), another send from the address waits."""
+    usdt = asset_by_id(21)
+    gateway = EvmGateway(
+        chain.config,
+        chain.w3,
+        validate_address,
+        tokens={usdt.id: chain.token_address(usdt)},
+        nonces=NonceBook(lease=0.3),
+        receipt_timeout=10.0,
+    )
+    user, platform = new_wallet(), new_wallet()
+    await chain.fund(user.address, usdt, 5_000_000)
+    await chain.fund(platform.address, ETH, 10**18)
+    mined_slowly = chain.w3.eth.wait_for_transaction_receipt
+
+    async def slow_receipt(*args: object, **kwargs: object) -> object:
+        await asyncio.sleep(0.8)  # the top-up takes longer than the 0.3 s lapse to mine
+        return await mined_slowly(*args, **kwargs)
+
+    monkeypatch.setattr(chain.w3.eth, "wait_for_transaction_receipt", slow_receipt)
+
+    async def sponsored(units: int) -> str:
+        return await send(gateway, usdt, user, ELSEWHERE, units, sponsor=platform)
+
+    first = asyncio.ensure_future(sponsored(1_000_000))
+    await asyncio.sleep(0.1)
+    second = asyncio.ensure_future(sponsored(2_000_000))
+    hashes = await asyncio.wait_for(asyncio.gather(first, second), 30)
+    nonces = sorted([(await chain.w3.eth.get_transaction(h))["nonce"] for h in hashes])
+    assert nonces == [0, 1]  # never two transfers on one nonce
+    assert await chain.balance(user.address, usdt) == 2_000_000

@@ -198,3 +198,18 @@ async def test_a_node_that_stays_behind_the_floor_is_warned_about(
         await book.release(ALICE, await book.reserve(ALICE, stale_node))  # still behind
     assert f"sends from {ALICE} on {CHAIN} wait behind nonce 0" in caplog.text
     assert "walletcore nonces show" in caplog.text
+
+
+async def test_a_holder_that_renews_its_turn_keeps_it_past_the_lapse() -> None:
+    leases = LocalNonceLeases()
+    slow = NonceBook(lease=0.2, leases=leases, chain=CHAIN)
+    other = NonceBook(leases=leases, chain=CHAIN)
+    assert await slow.reserve(ALICE, stale_node) == 0
+    slow.renew(ALICE, 0, 1.0)  # waiting for a top-up's receipt, alive
+    slow.renew(ALICE, 5, 0.0)  # not the holder's nonce: ignored
+    waiting = asyncio.ensure_future(other.reserve(ALICE, stale_node))
+    await asyncio.sleep(0.5)  # well past the 0.2 s lapse
+    assert not waiting.done() and slow.held(ALICE) == 0
+    await slow.accepted(ALICE, 0)
+    assert await asyncio.wait_for(waiting, 5) == 1
+    await other.release(ALICE, 1)
