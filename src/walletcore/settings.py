@@ -104,6 +104,13 @@ class Settings(BaseSettings):
     evm_tokens: dict[int, str] = Field(default_factory=dict)
     #: Seconds an RPC call may take before it counts as failed (a broadcast: outcome unknown).
     rpc_timeout_seconds: float = Field(default=20.0, gt=0, le=600)
+    #: Seconds a sponsored EVM transfer waits for its gas top-up to be mined.
+    evm_receipt_timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
+    #: Blocks the node-read EVM history looks back (docs/chains.md; an indexer sees more).
+    evm_history_blocks: int = Field(default=2_000, ge=1, le=1_000_000)
+    #: Seconds an EVM send waits for its address's nonce lease while another process holds
+    #: it, before `503 Another send from this address is still in progress`.
+    nonce_wait_seconds: float = Field(default=180.0, gt=0, le=3600)
     #: Sandbox chains: seconds from broadcast until a transaction reads `success`.
     sandbox_confirm_seconds: float = Field(default=3.0, ge=0, le=3600)
 

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from walletcore.domain.assets import Chain
@@ -104,9 +105,16 @@ def build_rpc(*, settings: Any, address_validator: Any, **deps: Any) -> dict[Cha
     for chain in EVM_CHAINS:
         w3 = rpc_web3(urls[chain], timeout, chain)
         config = evm_config(chain, network, getattr(settings, "evm_tokens", None))
+        config = replace(config, history_blocks=int(settings.evm_history_blocks))
         # nonces are per chain id: a testnet's floors never touch mainnet's
         nonces = NonceBook(leases=leases, chain=f"eip155:{config.chain_id}")
-        gateways[chain] = EvmGateway(config, w3, address_validator, nonces=nonces)
+        gateways[chain] = EvmGateway(
+            config,
+            w3,
+            address_validator,
+            nonces=nonces,
+            receipt_timeout=float(settings.evm_receipt_timeout_seconds),
+        )
     gateways[Chain.SOLANA] = SolanaGateway(
         RpcNode(rpc_client(urls[Chain.SOLANA], timeout)), address_validator, mints
     )

@@ -25,6 +25,7 @@ from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import Lifecycle, NonceLeases, Repo
+from walletcore.sandbox.nonceleases import WAIT_SECONDS
 from walletcore.secretfiles import ConfigurationError
 from walletcore_sql import rows
 from walletcore_sql.database import Database
@@ -35,16 +36,23 @@ from walletcore_sql.tables import api_clients, audit_log, sends, trades, users, 
 
 class SqlRepo(Repo, Lifecycle):
     def __init__(
-        self, url: str, *, migrate: bool, schema: str | None = None, **engine_options: Any
+        self,
+        url: str,
+        *,
+        migrate: bool,
+        schema: str | None = None,
+        nonce_wait: float = WAIT_SECONDS,
+        **engine_options: Any,
     ) -> None:
         """`migrate`: upgrade the schema on first use (sandbox); else only check it.
 
         `schema` (PostgreSQL): the search_path, for tests and side-by-side installs.
+        `nonce_wait`: seconds a nonce lease is waited for (`WALLETCORE_NONCE_WAIT_SECONDS`).
         """
         self.database = Database(url, migrate=migrate, schema=schema, **engine_options)
         self._tx = self.database.transaction
         self._insert = self.database.insert
-        self._nonce_leases = nonce_leases(self.database)
+        self._nonce_leases = nonce_leases(self.database, wait=nonce_wait)
 
     def __repr__(self) -> str:
         return f"SqlRepo({redacted(self.database.url)!r}, migrate={self.database.migrate})"
@@ -290,7 +298,11 @@ def build(*, settings: Any, clock: Any = None, **_: Any) -> SqlRepo:
             "WALLETCORE_DATABASE_URL is required on the production profile "
             "(e.g. postgresql+asyncpg://user@host/db)"
         )
-    return SqlRepo(database_url(settings), migrate=not production)
+    return SqlRepo(
+        database_url(settings),
+        migrate=not production,
+        nonce_wait=float(getattr(settings, "nonce_wait_seconds", WAIT_SECONDS)),
+    )
 
 
 __all__ = ["SqlRepo", "build"]

@@ -168,3 +168,31 @@ def test_production_never_generates_a_secret(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="WALLETCORE_TOKEN_SIGNING_KEY"):
         operator_secret(settings, "token_signing_key", "token-signing.key")
     assert not list(tmp_path.iterdir())
+
+
+def test_chain_timing_settings_read_from_the_environment_and_are_bounded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    defaults = Settings(home=tmp_path)
+    assert (
+        defaults.evm_receipt_timeout_seconds,
+        defaults.evm_history_blocks,
+        defaults.nonce_wait_seconds,
+    ) == (120.0, 2_000, 180.0)
+    monkeypatch.setenv("WALLETCORE_EVM_RECEIPT_TIMEOUT_SECONDS", "45")
+    monkeypatch.setenv("WALLETCORE_EVM_HISTORY_BLOCKS", "10000")
+    monkeypatch.setenv("WALLETCORE_NONCE_WAIT_SECONDS", "30")
+    tuned = Settings(home=tmp_path)
+    assert (
+        tuned.evm_receipt_timeout_seconds,
+        tuned.evm_history_blocks,
+        tuned.nonce_wait_seconds,
+    ) == (45.0, 10_000, 30.0)
+    for name, bad in (
+        ("evm_receipt_timeout_seconds", 0),
+        ("evm_history_blocks", 0),
+        ("nonce_wait_seconds", -1),
+        ("nonce_wait_seconds", 7200),
+    ):
+        with pytest.raises(ValidationError):
+            Settings(home=tmp_path, **{name: bad})

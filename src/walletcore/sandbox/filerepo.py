@@ -38,7 +38,7 @@ from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import NonceLeases, Repo
 from walletcore.sandbox.jsonstore import JsonFile, JsonStoreError, decode, encode
-from walletcore.sandbox.nonceleases import FlockNonceLeases, JsonFloors
+from walletcore.sandbox.nonceleases import WAIT_SECONDS, FlockNonceLeases, JsonFloors
 
 FORMAT = "walletcore-sandbox-repo"
 VERSION = 1
@@ -106,7 +106,9 @@ class FileRepo(Repo):
     holding the lock.
     """
 
-    def __init__(self, path: Path, audit_path: Path | None = None) -> None:
+    def __init__(
+        self, path: Path, audit_path: Path | None = None, *, nonce_wait: float = WAIT_SECONDS
+    ) -> None:
         self._path = Path(path)
         self._audit_path = Path(audit_path) if audit_path else self._path.with_name(AUDIT_FILE)
         self._file: JsonFile[_State] = JsonFile(
@@ -119,6 +121,7 @@ class FileRepo(Repo):
         self._nonce_leases = FlockNonceLeases(
             self._path.with_name(NONCE_LOCKS_DIR),
             JsonFloors(self._path.with_name(NONCE_FLOORS_FILE)),
+            wait=nonce_wait,
         )
 
     def __repr__(self) -> str:
@@ -343,7 +346,10 @@ def build(*, settings: Any, **_: Any) -> FileRepo:
         raise FileRepoError(
             "WALLETCORE_REPO=file is a sandbox adapter; the production profile refuses it"
         )
-    return FileRepo(Path(settings.home) / DATA_FILE)
+    return FileRepo(
+        Path(settings.home) / DATA_FILE,
+        nonce_wait=float(getattr(settings, "nonce_wait_seconds", WAIT_SECONDS)),
+    )
 
 
 __all__ = ["FileRepo", "FileRepoError", "build"]

@@ -683,3 +683,28 @@ def test_a_token_override_must_be_a_checksummed_address_of_an_evm_token(
     assert evm_config(Chain.BSC, "testnet", {31: good}).tokens == {31: good}
     with pytest.raises(ConfigurationError, match="asset 61"):
         evm_config(Chain.ETHEREUM, "testnet", {61: good})  # a Solana token
+
+
+async def test_the_rpc_entry_point_takes_the_receipt_timeout_and_history_depth(
+    tmp_path: Path,
+) -> None:
+    urls = {f"rpc_{n}": "http://127.0.0.1:1" for n in ("ethereum", "bsc", "polygon", "solana")}
+    tuned = Settings(
+        home=tmp_path,
+        network="testnet",
+        evm_receipt_timeout_seconds=30,
+        evm_history_blocks=500,
+        **urls,
+    )
+    built = _build_rpc(tuned)
+    defaults = _build_rpc(Settings(home=tmp_path, network="testnet", **urls))
+    try:
+        for chain in (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON):
+            assert built[chain].config.history_blocks == 500
+            assert built[chain]._receipt_timeout == 30.0
+            assert defaults[chain].config.history_blocks == 2_000
+            assert defaults[chain]._receipt_timeout == 120.0
+    finally:
+        for gateways in (built, defaults):
+            for chain in (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON, Chain.SOLANA):
+                await gateways[chain].aclose()

@@ -121,3 +121,36 @@ async def test_the_file_repo_keeps_floors_on_disk_and_shares_leases(tmp_path: Pa
     assert lease.floor == 14
     await lease.release(None)
     assert (tmp_path / "sandbox-nonce-floors.json").exists()
+
+
+@pytest.mark.parametrize("repo_name", ["sql", "file"])
+async def test_the_nonce_wait_is_a_setting(tmp_path: Path, repo_name: str) -> None:
+    """`WALLETCORE_NONCE_WAIT_SECONDS`: how long a send waits for another process's lease
+    before `503 Another send from this address is still in progress`."""
+    from walletcore import plugins
+    from walletcore.domain.errors import AddressBusy
+    from walletcore.ports import Lifecycle
+    from walletcore.settings import Settings
+
+    settings = Settings(home=tmp_path, repo=repo_name, nonce_wait_seconds=0.2)
+    first = plugins.build("walletcore.repos", repo_name, settings=settings)
+    second = plugins.build("walletcore.repos", repo_name, settings=settings)  # another process
+    for repo in (first, second):
+        if isinstance(repo, Lifecycle):
+            await repo.start()
+    try:
+        held = await first.nonce_leases().acquire(CHAIN, ALICE)
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(AddressBusy) as busy:
+            await second.nonce_leases().acquire(CHAIN, ALICE)
+        waited = asyncio.get_running_loop().time() - started
+        assert 0.2 <= waited < 5, waited
+        assert busy.value.status == 503 and "retry" in busy.value.message
+        await held.release(1)
+        lease = await second.nonce_leases().acquire(CHAIN, ALICE)
+        assert lease.floor == 1
+        await lease.release(None)
+    finally:
+        for repo in (first, second):
+            if isinstance(repo, Lifecycle):
+                await repo.aclose()
