@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from eth_abi.abi import encode as abi_encode
 from eth_typing import HexStr
 from eth_utils.address import to_checksum_address
 from web3 import AsyncWeb3
+from web3.exceptions import TimeExhausted
 from web3.exceptions import TransactionNotFound as Web3NotFound
 
 from walletcore.domain.assets import Asset
@@ -53,6 +55,8 @@ from walletcore_chains.evm.fees import NATIVE_GAS
 from walletcore_chains.evm.history import History
 from walletcore_chains.evm.nonces import NonceBook
 from walletcore_chains.evm.rows import BALANCE_OF_SELECTOR
+
+log = logging.getLogger(__name__)
 
 
 class EvmGateway(ChainGateway):
@@ -312,9 +316,17 @@ class EvmGateway(ChainGateway):
                             later.nonce,
                             self._receipt_timeout + self._nonces.lapse_seconds,
                         )
-                    await self.w3.eth.wait_for_transaction_receipt(
-                        HexStr(tx.tx_hash), timeout=self._receipt_timeout, poll_latency=0.5
-                    )
+                    try:
+                        await self.w3.eth.wait_for_transaction_receipt(
+                            HexStr(tx.tx_hash), timeout=self._receipt_timeout, poll_latency=0.5
+                        )
+                    except TimeExhausted:  # the top-up went, the transfer not yet: unknown
+                        log.warning(
+                            "top-up %s not mined in %s s; its transfer waits for a retry",
+                            tx.tx_hash,
+                            self._receipt_timeout,
+                        )
+                        raise BroadcastTimeout() from None
             except BaseException:
                 for later in txs[index + 1 :]:
                     await self._nonces.release(later.sender, later.nonce)

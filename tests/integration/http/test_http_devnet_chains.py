@@ -175,3 +175,44 @@ async def test_sol_and_spl_sends_end_to_end(api: Api, container: Container) -> N
     assert rows[0] == row
     wrong = {**body, "password": "not it"}
     assert_error(await api.post("/send", wrong, X_Request_Id="s2"), 401, "Invalid password")
+
+
+async def test_a_top_up_not_mined_in_time_is_a_504_and_the_retry_finishes_the_send(
+    api: Api, container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from web3.exceptions import TimeExhausted
+
+    payer = await sign_in(api.http, container, name="Payer", fee_payer=FeePayer.PLATFORM)
+    platform = await container.wallets().provision_platform(payer.client_id)
+    await fund(container, platform[Chain.ETHEREUM], 2, 10**18)
+    created = assert_ok(await payer.post("/create", {"password": PASSWORD}))
+    user, address = created["userId"], created["addresses"]["ETHEREUM"]
+    await fund(container, address, 21, 4_000_000)  # USDT, and no ETH at all
+    gateway = container.gateways()[Chain.ETHEREUM]
+    assert isinstance(gateway, DevnetEvmGateway)
+    mined = gateway.w3.eth.wait_for_transaction_receipt
+    waits: list[str] = []
+
+    async def slow_block(tx_hash: Any, *args: Any, **kwargs: Any) -> Any:
+        waits.append(str(tx_hash))
+        if len(waits) == 1:  # the first wait runs out: the top-up is not mined in time
+            raise TimeExhausted(f"{tx_hash} not in the chain after 120 seconds")
+        return await mined(tx_hash, *args, **kwargs)
+
+    monkeypatch.setattr(gateway.w3.eth, "wait_for_transaction_receipt", slow_block)
+    body = {"userId": user, "assetId": 21, "recipient": RECIPIENT, "amount": "4"}
+    signed = {**body, "password": PASSWORD}
+    answer = assert_error(await payer.post("/send", signed, X_Request_Id="slow"), 504)
+    assert "same X-Request-Id" in answer["message"]
+    assert await gateway.w3.eth.get_transaction_count(address) == 0  # the token did not move
+    assert assert_ok(await payer.post("/balance", {"userId": user, "assetId": 21})) == "4"
+    topped_up = Decimal(assert_ok(await payer.post("/balance", {"userId": user, "assetId": 2})))
+    assert topped_up > 0  # the top-up went
+
+    sent = assert_ok(await payer.post("/send", signed, X_Request_Id="slow"))  # the same bytes
+    assert len(waits) == 2 and waits[0] == waits[1]  # the same top-up, waited for again
+    row = await poll_success(payer, {"userId": user, "assetId": 21, "txHash": sent["txHash"]})
+    assert (row["type"], row["amount"], row["status"]) == ("send", "4", "success")
+    assert assert_ok(await payer.post("/balance", {"userId": user, "assetId": 21})) == "0"
+    platform_rows = assert_ok(await payer.post("/platform/transactions", {"assetId": 2}))
+    assert [r["type"] for r in platform_rows].count("send") == 1  # one top-up, not two
