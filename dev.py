@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 EXTRAS = {"serve": "all", "walletcore": "all", "test": "all,test"}
 
 
@@ -61,7 +62,9 @@ def main(argv: list[str]) -> int:
     ensure_env(EXTRAS[command])
     os.chdir(ROOT)
     if command == "test":
-        args = [str(BIN / "python"), "-m", "pytest", *rest]
+        # Both cores (pytest-xdist), one test file per worker at a time; `-n 0` runs serially.
+        parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else PARALLEL
+        args = [str(BIN / "python"), "-m", "pytest", *parallel, *rest]
     elif command == "serve":
         args = [str(BIN / "walletcore"), "serve", *rest]
     else:

@@ -1,6 +1,10 @@
 """Operator secrets (token signing key, master key): from settings, or generated on the sandbox.
 
 In production a missing secret is a start-up error: it is never generated there.
+
+Also the one place that makes folders and files private: `WALLETCORE_HOME` holds sealed
+seeds, key hashes, the audit log and the sandbox's secrets, so it is 0700 and what is
+created in it is 0600, whatever the process's umask.
 """
 
 from __future__ import annotations
@@ -40,8 +44,36 @@ def operator_secret(settings: Settings, field: str, filename: str) -> bytes:
     return _sandbox_file_secret(settings.home / filename, env_name)
 
 
+PRIVATE_FOLDER_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_folder(path: Path) -> Path:
+    """`path` as a folder only its owner can enter: created 0700 (parents as usual), or
+    narrowed to 0700 if it exists with group or other bits (it holds secrets)."""
+    path = Path(path).expanduser()
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER_MODE)
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, PRIVATE_FOLDER_MODE)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """`path` as a file only its owner can read: created empty 0600 in a private folder
+    (a program that opens it later, SQLite say, keeps that mode), or narrowed to 0600."""
+    path = Path(path).expanduser()
+    private_folder(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+    finally:
+        os.close(fd)
+    return path
+
+
 def _sandbox_file_secret(path: Path, env_name: str) -> bytes:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     try:
         # O_EXCL: two processes starting at once agree on one secret.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -18,6 +18,8 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 
+from walletcore.secretfiles import private_folder
+
 log = logging.getLogger("walletcore_chains.bclib")
 
 ENV = "BCL_DATA_DIR"
@@ -31,8 +33,7 @@ def configure(home: Path | str) -> Path:
     """
     chosen = os.environ.get(ENV)
     if not chosen:
-        target = (Path(home).expanduser() / "bitcoinlib").resolve()
-        target.mkdir(parents=True, exist_ok=True, mode=0o700)
+        target = private_folder((Path(home).expanduser() / "bitcoinlib").resolve())
         os.environ[ENV] = chosen = str(target)
     _warn_if_imported_elsewhere()
     return Path(chosen)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 from litestar import MediaType, Request, Response
@@ -25,12 +26,16 @@ from litestar.exceptions import (
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from walletcore.domain.errors import DomainError
+from walletcore_litestar.bodies import field_name
 from walletcore_litestar.envelope import error_body, request_id_of
 
 log = logging.getLogger("walletcore.http")
 
 #: Request bodies larger than this are refused (a 400) before they are parsed.
 MAX_BODY_BYTES = 64 * 1024
+
+#: The longest validation message answered (it may quote the client's input).
+MAX_MESSAGE_CHARS = 300
 
 BODY_TOO_LARGE = f"Request body too large; the limit is {MAX_BODY_BYTES} bytes"
 BODY_REQUIRED = "A JSON object body is required"
@@ -71,14 +76,18 @@ def _validation_message(exc: ValidationException) -> str:
         elif key == "data" and text.startswith("Expected `object"):
             parts.append("the body must be a JSON object")
         elif key == "data" and text.startswith("Object contains unknown field"):
-            parts.append(text.replace("Object contains unknown field", "unknown field"))
+            # The name is the client's: echoed only when short and plain (bodies.field_name).
+            name = text.removeprefix("Object contains unknown field").strip().strip("`")
+            parts.append(f"unknown field {field_name(name)}")
         elif key == "data":
             return BODY_REQUIRED
         else:
             parts.append(_field_message(key, text))
     if not parts:
         return "Invalid request"
-    return "Invalid request: " + "; ".join(parts)
+    message = "Invalid request: " + "; ".join(parts)
+    # Parts can quote what the client sent: the answer never grows with the input.
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "..."
 
 
 _EXPECTED = re.compile(r"\AExpected `(?P<wanted>[^`]+)`, got `(?P<got>[^`]+)`")
@@ -102,16 +111,34 @@ def _field_message(key: str, text: str) -> str:
     return f"{key} must be {' or '.join(names)}"
 
 
+#: Seconds between two full tracebacks of the same error on the same path: a request that
+#: triggers a bug must not become a lever to flood the log.
+TRACEBACK_INTERVAL_SECONDS = 60.0
+_last_traceback: dict[tuple[str, str], float] = {}
+
+
+def _traceback_due(kind: str, path: str) -> bool:
+    key, now = (kind, path[:256]), time.monotonic()
+    last = _last_traceback.get(key)
+    if last is not None and now - last < TRACEBACK_INTERVAL_SECONDS:
+        return False
+    if len(_last_traceback) >= 1024:
+        _last_traceback.clear()
+    _last_traceback[key] = now
+    return True
+
+
 def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     status, message = status_and_message(exc)
     request_id = request_id_of(request.scope)
     if status >= 500 and not isinstance(exc, DomainError):
+        path = request.scope.get("path", "?")
         log.error(
             "unhandled %s on %s (requestId=%s)",
             type(exc).__name__,
-            request.scope.get("path", "?"),
+            path[:256],
             request_id,
-            exc_info=exc,
+            exc_info=exc if _traceback_due(type(exc).__name__, path) else None,
         )
     headers = None
     if isinstance(exc, MethodNotAllowedException):

@@ -8,7 +8,9 @@ from litestar.config.app import AppConfig
 from litestar.plugins import InitPluginProtocol
 
 from walletcore.container import Container, start, stop
+from walletcore_litestar.bodies import StrictRequest
 from walletcore_litestar.errors import MAX_BODY_BYTES, handle_exception
+from walletcore_litestar.limits import pin_recursion_limit, preload_chain_libraries
 from walletcore_litestar.openapi import openapi_config
 from walletcore_litestar.routes import build_routes
 from walletcore_litestar.services import STATE_KEY, Services
@@ -32,14 +34,18 @@ class WalletcorePlugin(InitPluginProtocol):
         app_config.exception_handlers[Exception] = handle_exception
         app_config.state[STATE_KEY] = Services(self.container)
         app_config.request_max_body_size = MAX_BODY_BYTES
+        # Every body is read by the one strict JSON reader (depth, UTF-8, duplicates, types).
+        app_config.request_class = StrictRequest
         app_config.openapi_config = openapi_config()
         app_config.on_startup.append(self._start)
         app_config.on_shutdown.append(self._stop)
         return app_config
 
     async def _start(self, app: Litestar) -> None:
+        preload_chain_libraries()
         await start(self.container)
         app.state[STATE_KEY].warm_up()
+        pin_recursion_limit()
 
     async def _stop(self, _: Litestar) -> None:
         await stop(self.container)

@@ -22,6 +22,8 @@ APP_FACTORY = "walletcore_litestar.server:app_factory"
 LOG_LEVEL_ENV = "WALLETCORE_LOG_LEVEL"
 Server = Literal["granian", "uvicorn"]
 SERVERS: tuple[Server, ...] = ("granian", "uvicorn")
+#: Seconds granian waits before replacing a worker that died.
+RESPAWN_INTERVAL_SECONDS = 1.0
 
 
 def configure_logging(level: str | None = None) -> None:
@@ -64,6 +66,10 @@ def run(
             factory=True,
             log_access=False,
             log_level=_granian_level(log_level),
+            # A worker that dies (a native crash, an OOM kill) is replaced; the others and
+            # the listening socket stay up, so one request cannot take the service down.
+            respawn_failed_workers=True,
+            respawn_interval=RESPAWN_INTERVAL_SECONDS,
         ).serve()
     else:
         import uvicorn

@@ -15,6 +15,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from walletcore.secretfiles import private_file
+
 #: Milliseconds an SQLite connection waits for another process's write lock.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: Execution option that makes an SQLite transaction take the write lock at BEGIN.
@@ -71,7 +73,13 @@ def make_engine(url: str | URL, *, schema: str | None = None, **options: Any) ->
 def _sqlite_engine(url: URL, **options: Any) -> AsyncEngine:
     database = url.database or ""
     if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        # SQLite gives its -wal and -shm files the database file's mode: create it 0600
+        # (in a 0700 folder) first, so none of the three is readable by others.
+        path = private_file(Path(database))
+        for suffix in ("-wal", "-shm", "-journal"):
+            companion = path.with_name(path.name + suffix)
+            if companion.exists():
+                private_file(companion)
     engine = create_async_engine(url, **options)
 
     @event.listens_for(engine.sync_engine, "connect")

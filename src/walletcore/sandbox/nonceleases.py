@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from walletcore.domain.errors import AddressBusy
 from walletcore.ports import NonceLease, NonceLeases
 from walletcore.sandbox.jsonstore import JsonFile, JsonStoreError
+from walletcore.secretfiles import private_folder
 
 #: Seconds an `acquire` waits for a lease another holder keeps, before `AddressBusy`. A
 #: holder keeps it from `prepare` to `broadcast` (a sponsored EVM transfer waits for its
@@ -175,7 +176,7 @@ class FlockNonceLeases(NonceLeases):
         return self.directory / f"{lease_digest(chain, address).hex()}.lock"
 
     async def acquire(self, chain: str, address: str) -> NonceLease:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_folder(self.directory)
         fd = os.open(self.lock_path(chain, address), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             await self._lock(fd)

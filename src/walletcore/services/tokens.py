@@ -93,5 +93,6 @@ class TokenSigner:
             UnicodeError,
             binascii.Error,
             OverflowError,  # a timestamp beyond the platform's range
+            OSError,  # ... or beyond the C library's (`exp=10**18`)
         ):
             return None

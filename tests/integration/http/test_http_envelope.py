@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from http_support import Api, assert_error, assert_ok
 
+from walletcore_litestar.bodies import NOT_AN_INTEGER
 from walletcore_litestar.middleware import parse_request_id
 
 
@@ -62,8 +63,12 @@ async def test_wrong_method_is_a_405_envelope(api: Api, method: str) -> None:
     assert response.headers["allow"] == "POST"
 
 
+def json_headers(api: Api) -> dict[str, str]:
+    return {**api.headers, "content-type": "application/json"}
+
+
 async def test_malformed_json_is_a_400(api: Api, user_id: str) -> None:
-    response = await api.http.post("/trade", content=b'{"userId": ', headers=api.headers)
+    response = await api.http.post("/trade", content=b'{"userId": ', headers=json_headers(api))
     assert_error(response, 400, "Request body is not valid JSON")
 
 
@@ -80,13 +85,15 @@ async def test_malformed_json_is_a_400(api: Api, user_id: str) -> None:
 async def test_wrong_shapes_are_a_400_with_a_clear_message(
     api: Api, body: str, message: str
 ) -> None:
-    response = await api.http.post("/trade", content=body.encode(), headers=api.headers)
+    response = await api.http.post("/trade", content=body.encode(), headers=json_headers(api))
     assert_error(response, 400, message)
 
 
 async def test_asset_id_of_the_wrong_type_is_a_400(api: Api, user_id: str) -> None:
-    response = await api.post("/sell", {"userId": user_id, "assetId": 1.5, "cryptoAmount": "1"})
+    response = await api.post("/sell", {"userId": user_id, "assetId": True, "cryptoAmount": "1"})
     assert_error(response, 400, "Invalid request: assetId must be an integer or a string")
+    response = await api.post("/sell", {"userId": user_id, "assetId": 1.5, "cryptoAmount": "1"})
+    assert_error(response, 400, NOT_AN_INTEGER)
 
 
 async def test_missing_body_where_one_is_needed_is_a_400(api: Api) -> None:
@@ -107,7 +114,7 @@ async def test_no_body_endpoints_accept_nothing_or_an_empty_object(
     if body is None:
         response = await api.post(path)
     else:
-        response = await api.http.post(path, content=body, headers=api.headers)
+        response = await api.http.post(path, content=body, headers=json_headers(api))
     assert_ok(response)
 
 
@@ -120,7 +127,8 @@ async def test_no_body_endpoints_accept_nothing_or_an_empty_object(
     ],
 )
 async def test_no_body_endpoints_refuse_anything_else(api: Api, body: bytes, message: str) -> None:
-    assert_error(await api.http.post("/prices", content=body, headers=api.headers), 400, message)
+    response = await api.http.post("/prices", content=body, headers=json_headers(api))
+    assert_error(response, 400, message)
 
 
 async def test_a_429_is_never_returned(api: Api) -> None:
