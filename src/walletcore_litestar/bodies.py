@@ -48,7 +48,7 @@ WRONG_CHARSET = "Content-Type charset must be utf-8"
 INTEGER_TOO_LONG = f"Invalid request: integers have at most {MAX_INTEGER_DIGITS} digits"
 DUPLICATE_KEY = "Invalid request: a key appears twice in one object"
 NOT_AN_INTEGER = (
-    "Invalid request: numbers must be integers; send amounts as decimal strings, e.g. \"1.5\""
+    'Invalid request: numbers must be integers; send amounts as decimal strings, e.g. "1.5"'
 )
 
 _BRACKETS = re.compile(rb"[\[\]{}]")
@@ -114,7 +114,10 @@ def check_depth(body: bytes, limit: int = MAX_JSON_DEPTH) -> None:
 
 def check_content_type(media_type: str, params: dict[str, str]) -> None:
     media = media_type.strip().lower()
-    if not (media == "application/json" or (media.startswith("application/") and media.endswith("+json"))):
+    if not (
+        media == "application/json"
+        or (media.startswith("application/") and media.endswith("+json"))
+    ):
         raise InvalidRequest(WRONG_CONTENT_TYPE)
     charset = params.get("charset")
     if charset is not None and charset.strip().strip('"').lower() not in ("utf-8", "utf8"):

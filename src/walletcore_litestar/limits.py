@@ -36,5 +36,7 @@ def preload_chain_libraries() -> None:
 def pin_recursion_limit() -> None:
     """Set the limit back to `RECURSION_LIMIT` if anything raised it."""
     if sys.getrecursionlimit() != RECURSION_LIMIT:
-        log.debug("recursion limit was %d; set back to %d", sys.getrecursionlimit(), RECURSION_LIMIT)
+        log.debug(
+            "recursion limit was %d; set back to %d", sys.getrecursionlimit(), RECURSION_LIMIT
+        )
         sys.setrecursionlimit(RECURSION_LIMIT)

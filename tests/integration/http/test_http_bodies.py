@@ -85,9 +85,7 @@ async def test_a_long_unknown_field_name_is_not_echoed(api: Api) -> None:
     name = "<script>" + "x" * 60_000
     body = ('{"' + name + '": 1}').encode()
     for path in ("/trade", "/prices"):
-        answer = assert_error(
-            await api.http.post(path, content=body, headers=headers(api)), 400
-        )
+        answer = assert_error(await api.http.post(path, content=body, headers=headers(api)), 400)
         assert answer["message"] == "Invalid request: unknown field (name not shown)"
     plain = assert_error(await api.post("/trade", {"tradeId": "x", "extra_1": 1}), 400)
     assert plain["message"] == "Invalid request: unknown field `extra_1`"
