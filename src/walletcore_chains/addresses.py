@@ -1,140 +1,44 @@
 """Recipient address validation per chain, mainnet forms only: `validate_address`.
 
-Checks the encoding and its checksum, never whether the address exists on chain. Bech32 and
-base58 are implemented here from their specifications (BIP173, BIP350, base58check) with the
-standard library; EIP-55 needs keccak-256, which eth-utils provides.
+Checks the encoding and its checksum, never whether the address exists on chain. Libraries
+decode: bitcoinlib's bech32 / bech32m (BIP173, BIP350), the `base58` package (base58check),
+solders (Solana public keys) and eth-utils (EIP-55); this module says which forms are
+accepted on mainnet.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
+
+import base58
 
 from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InvalidRequest
-
-# -- base58 -------------------------------------------------------------------------------
-B58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_B58_INDEX = {c: i for i, c in enumerate(B58_ALPHABET)}
+from walletcore_chains import bclib
 
 
-def b58encode(data: bytes) -> str:
-    number = int.from_bytes(data, "big")
-    out = []
-    while number:
-        number, rem = divmod(number, 58)
-        out.append(B58_ALPHABET[rem])
-    zeros = len(data) - len(data.lstrip(b"\0"))
-    return "1" * zeros + "".join(reversed(out))
-
-
-def b58decode(text: str) -> bytes | None:
-    """The bytes, or None when `text` is not base58."""
-    number = 0
-    for char in text:
-        digit = _B58_INDEX.get(char)
-        if digit is None:
-            return None
-        number = number * 58 + digit
-    body = number.to_bytes((number.bit_length() + 7) // 8, "big")
-    zeros = len(text) - len(text.lstrip("1"))
-    return b"\0" * zeros + body
-
-
-def b58check_decode(text: str) -> bytes | None:
+def _b58check_decode(text: str) -> bytes | None:
     """The payload of a base58check string (checksum verified), or None."""
-    raw = b58decode(text)
-    if raw is None or len(raw) < 5:
+    try:
+        return base58.b58decode_check(text)
+    except ValueError:  # not base58 (UnicodeEncodeError included), or a bad checksum
         return None
-    payload, checksum = raw[:-4], raw[-4:]
-    if hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4] != checksum:
-        return None
-    return payload
 
 
-def b58check_encode(payload: bytes) -> str:
-    return b58encode(payload + hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4])
-
-
-# -- bech32 / bech32m (BIP173, BIP350 reference algorithm) --------------------------------
-_BECH32_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-_BECH32_CONST, _BECH32M_CONST = 1, 0x2BC830A3
-
-
-def _polymod(values: list[int]) -> int:
-    generator = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
-    chk = 1
-    for value in values:
-        top = chk >> 25
-        chk = (chk & 0x1FFFFFF) << 5 ^ value
-        for i in range(5):
-            chk ^= generator[i] if ((top >> i) & 1) else 0
-    return chk
-
-
-def _hrp_expand(hrp: str) -> list[int]:
-    return [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
-
-
-def _convertbits(data: list[int], frombits: int, tobits: int, pad: bool) -> list[int] | None:
-    acc, bits, out = 0, 0, []
-    maxv = (1 << tobits) - 1
-    for value in data:
-        if value < 0 or value >> frombits:
-            return None
-        acc = (acc << frombits) | value
-        bits += frombits
-        while bits >= tobits:
-            bits -= tobits
-            out.append((acc >> bits) & maxv)
-    if pad:
-        if bits:
-            out.append((acc << (tobits - bits)) & maxv)
-    elif bits >= frombits or ((acc << (tobits - bits)) & maxv):
-        return None
-    return out
-
-
-def segwit_decode(hrp: str, address: str) -> tuple[int, bytes] | None:
+def _segwit_decode(hrp: str, address: str) -> tuple[int, bytes] | None:
     """(witness version, program) of a segwit address with this `hrp`, or None.
 
-    Bech32 for version 0 and bech32m for versions 1 to 16, as BIP350 requires.
+    bitcoinlib checks the characters, case, length, the checksum (bech32 for version 0 and
+    bech32m for versions 1 to 16, as BIP350 requires) and the program's length.
     """
-    if any(ord(c) < 33 or ord(c) > 126 for c in address) or len(address) > 90:
+    encoding = bclib.encoding()
+    try:
+        script = encoding.addr_bech32_to_pubkeyhash(address, prefix=hrp, include_witver=True)
+    except (encoding.EncodingError, ValueError):
         return None
-    if address.lower() != address and address.upper() != address:
-        return None  # mixed case
-    address = address.lower()
-    pos = address.rfind("1")
-    if pos < 1 or pos + 7 > len(address) or address[:pos] != hrp:
-        return None
-    if any(c not in _BECH32_CHARSET for c in address[pos + 1 :]):
-        return None
-    data = [_BECH32_CHARSET.find(c) for c in address[pos + 1 :]]
-    const = _polymod(_hrp_expand(hrp) + data)
-    if const not in (_BECH32_CONST, _BECH32M_CONST):
-        return None
-    values = data[:-6]
-    if not values:
-        return None
-    version = values[0]
-    program = _convertbits(values[1:], 5, 8, False)
-    if version > 16 or program is None or not 2 <= len(program) <= 40:
-        return None
-    if version == 0 and len(program) not in (20, 32):
-        return None
-    if (version == 0) != (const == _BECH32_CONST):
-        return None
-    return version, bytes(program)
-
-
-def segwit_encode(hrp: str, version: int, program: bytes) -> str:
-    const = _BECH32_CONST if version == 0 else _BECH32M_CONST
-    data = [version] + (_convertbits(list(program), 8, 5, True) or [])
-    values = _hrp_expand(hrp) + data
-    polymod = _polymod(values + [0] * 6) ^ const
-    checksum = [(polymod >> 5 * (5 - i)) & 31 for i in range(6)]
-    return hrp + "1" + "".join(_BECH32_CHARSET[d] for d in data + checksum)
+    # The witness script: OP_0 or OP_1..OP_16 (0x51..0x60), the program's length, the program.
+    opcode = script[0]
+    return (opcode - 0x50 if opcode else 0), bytes(script[2:])
 
 
 # -- per chain ----------------------------------------------------------------------------
@@ -176,7 +80,7 @@ def _bitcoin(text: str) -> str:
     if lowered.startswith(_BTC_TESTNET_HRPS):
         raise InvalidRequest("Invalid BITCOIN address: testnet addresses are not accepted")
     if lowered.startswith("bc1"):
-        decoded = segwit_decode("bc", text)
+        decoded = _segwit_decode("bc", text)
         if decoded is None:
             raise InvalidRequest("Invalid BITCOIN address: bad bech32 encoding or checksum")
         version, program = decoded
@@ -185,7 +89,7 @@ def _bitcoin(text: str) -> str:
                 f"Invalid BITCOIN address: witness version {version} is not spendable yet"
             )
         return lowered
-    payload = b58check_decode(text) if len(text) <= 35 else None
+    payload = _b58check_decode(text) if len(text) <= 35 else None
     if payload is None:
         raise InvalidRequest("Invalid BITCOIN address: bad base58check encoding or checksum")
     if len(payload) != 21 or payload[0] not in (_BTC_P2PKH, _BTC_P2SH):
@@ -208,7 +112,7 @@ def _evm(chain: Chain, text: str) -> str:
 
 
 def _tron(text: str) -> str:
-    payload = b58check_decode(text) if len(text) == 34 else None
+    payload = _b58check_decode(text) if len(text) == 34 else None
     if payload is None:
         raise InvalidRequest("Invalid TRON address: expected 34 base58check characters")
     if len(payload) != 21 or payload[0] != _TRON_PREFIX:
@@ -217,9 +121,14 @@ def _tron(text: str) -> str:
 
 
 def _solana(text: str) -> str:
-    raw = b58decode(text) if 32 <= len(text) <= 44 else None
-    if raw is None or len(raw) != 32 or b58encode(raw) != text:
+    from solders.pubkey import Pubkey
+
+    try:
+        key = Pubkey.from_string(text) if 32 <= len(text) <= 44 else None
+    except ValueError:  # not base58, or not 32 bytes
+        key = None
+    if key is None or str(key) != text:  # the canonical encoding only
         raise InvalidRequest("Invalid SOLANA address: expected a base58 32-byte public key")
-    if not any(raw):
+    if key == Pubkey.default():
         raise InvalidRequest("Invalid SOLANA address: the system program cannot receive funds")
     return text

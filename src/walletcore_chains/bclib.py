@@ -2,8 +2,8 @@
 
 bitcoinlib reads `BCL_DATA_DIR` when it is imported and writes a config, a log and an empty
 database directory there; unset, that is `~/.bitcoinlib`. We set it to a folder inside
-`WALLETCORE_HOME` (or a private temporary folder) first, and use only its key, address and
-mnemonic classes: never its `Wallet`, which stores private keys unencrypted.
+`WALLETCORE_HOME` (or a private temporary folder) first, and use only its key, address,
+mnemonic and encoding functions: never its `Wallet`, which stores private keys unencrypted.
 """
 
 from __future__ import annotations
@@ -61,6 +61,12 @@ def _warn_if_imported_elsewhere() -> None:
 def keys() -> ModuleType:
     """`bitcoinlib.keys`, imported on first use with the data directory pinned."""
     return _load("bitcoinlib.keys")
+
+
+def encoding() -> ModuleType:
+    """`bitcoinlib.encoding` (bech32 / bech32m), imported on first use with the data directory
+    pinned."""
+    return _load("bitcoinlib.encoding")
 
 
 def mnemonic() -> ModuleType:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from walletcore.domain.assets import Chain
 from walletcore_chains import bclib
-from walletcore_chains.addresses import b58check_encode, b58decode
 
 #: secp256k1 group order.
 SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
@@ -30,9 +29,13 @@ def verify_signature(chain: Chain, address: str, payload: bytes, signature: byte
 def _verify_ed25519(address: str, payload: bytes, signature: bytes) -> bool:
     from nacl.exceptions import BadSignatureError
     from nacl.signing import VerifyKey
+    from solders.pubkey import Pubkey
 
-    public = b58decode(address)
-    if public is None or len(public) != 32 or len(signature) != 64:
+    if len(signature) != 64:
+        return False
+    try:
+        public = bytes(Pubkey.from_string(address))
+    except ValueError:  # not base58, or not 32 bytes
         return False
     try:
         VerifyKey(public).verify(bytes(payload), bytes(signature))
@@ -44,7 +47,6 @@ def _verify_ed25519(address: str, payload: bytes, signature: bytes) -> bool:
 def _recover_secp256k1(chain: Chain, digest: bytes, signature: bytes) -> str | None:
     from eth_keys.datatypes import Signature
     from eth_keys.exceptions import BadSignature
-    from eth_utils.crypto import keccak
 
     if len(digest) != 32 or len(signature) != 65 or signature[64] not in (0, 1):
         return None
@@ -62,5 +64,7 @@ def _recover_secp256k1(chain: Chain, digest: bytes, signature: bytes) -> str | N
         address: str = key.address(script_type="p2wpkh", encoding="bech32")
         return address
     if chain is Chain.TRON:
-        return b58check_encode(b"\x41" + keccak(public.to_bytes())[-20:])
+        from tronpy.keys import public_key_to_base58check_addr  # type: ignore[import-untyped]
+
+        return str(public_key_to_base58check_addr(public.to_bytes()))
     return str(public.to_checksum_address())

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from nacl.signing import SigningKey
 
-from walletcore.services.tokens import TokenClaims, TokenSigner
+from walletcore.services.tokens import MAX_TOKEN_CHARS, TokenClaims, TokenSigner
 
 SEED = hashlib.sha256(b"test signing key").digest()
 ISSUED = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
@@ -135,3 +136,74 @@ def test_the_key_never_shows(signer: TokenSigner) -> None:
     assert SEED.hex() not in repr(signer) and "key hidden" in repr(signer)
     with pytest.raises(ValueError):
         TokenSigner(b"short")
+
+
+def test_hmac_with_the_public_key_as_secret_is_refused(signer: TokenSigner) -> None:
+    """The classic key-confusion forgery: HS256 keyed with the (public) verify key."""
+    _, body, _ = signer.sign(CLAIMS).split(".")
+    header = b64e(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    public = bytes(SigningKey(SEED).verify_key)
+    mac = hmac.new(public, f"{header}.{body}".encode(), hashlib.sha256).digest()
+    assert signer.verify(f"{header}.{body}.{b64e(mac)}") is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"gen": True},  # a bool is not an integer here
+        {"gen": 3.0},
+        {"iat": 1.5},
+        {"sub": 42},
+        {"sub": None},
+        {"jti": None},
+        {"jti": 7},
+    ],
+    ids=repr,
+)
+def test_claims_of_the_wrong_type_are_refused(
+    signer: TokenSigner, change: dict[str, object]
+) -> None:
+    body = json.loads(b64d(signer.sign(CLAIMS).split(".")[1]))
+    assert signer.verify(signed({"alg": "EdDSA"}, {**body, **change})) is None
+
+
+@pytest.mark.parametrize("claim", ["sub", "gen", "iat", "exp", "jti"])
+def test_every_claim_is_required(signer: TokenSigner, claim: str) -> None:
+    body = json.loads(b64d(signer.sign(CLAIMS).split(".")[1]))
+    del body[claim]
+    assert signer.verify(signed({"alg": "EdDSA"}, body)) is None
+
+
+def test_an_unencoded_payload_header_is_refused(signer: TokenSigner) -> None:
+    """RFC 7797 `b64: false` (a detached payload) is not a form we issue or accept."""
+    body = json.loads(b64d(signer.sign(CLAIMS).split(".")[1]))
+    header = {"alg": "EdDSA", "b64": False, "crit": ["b64"]}
+    assert signer.verify(signed(header, body)) is None
+
+
+def test_oversized_tokens_are_not_looked_at(signer: TokenSigner) -> None:
+    body = json.loads(b64d(signer.sign(CLAIMS).split(".")[1]))
+    padded = signed({"alg": "EdDSA", "pad": "x" * MAX_TOKEN_CHARS}, body)
+    assert len(padded) > MAX_TOKEN_CHARS
+    assert signer.verify(padded) is None
+
+
+def test_tokens_are_standard_jwts(signer: TokenSigner) -> None:
+    """Any JWT library verifies ours with the public key, and ours verifies its tokens."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.from_private_bytes(SEED)
+    decoded = jwt.decode(
+        signer.sign(CLAIMS), key.public_key(), algorithms=["EdDSA"], options={"verify_exp": False}
+    )
+    assert decoded["sub"] == CLAIMS.client_id and decoded["gen"] == CLAIMS.generation
+    assert isinstance(decoded["jti"], str) and len(decoded["jti"]) == 24
+    payload = {
+        "sub": CLAIMS.client_id,
+        "gen": CLAIMS.generation,
+        "iat": int(CLAIMS.issued_at.timestamp()),
+        "exp": int(CLAIMS.expires_at.timestamp()),
+        "jti": "cd" * 12,
+    }
+    assert signer.verify(jwt.encode(payload, key, algorithm="EdDSA")) == CLAIMS

@@ -3,37 +3,41 @@
 - `LocalNonceLeases`: one process (the in-memory repo). An asyncio lock per (chain,
   address), the floors in a dict; lost on restart, like everything in that repo.
 - `FlockNonceLeases`: every process of one machine (the file repo, floors in a
-  `JsonFloors` file; the SQL repo on an SQLite file, floors in its table). An exclusive
-  `flock` on one lock file per (chain, address), tried without blocking and polled with a
-  short backoff, so the event loop never waits on the kernel; the floors read and raised
-  in short transactions of their own (a write lock held across signing would stall the
-  repo's other writes). A process that dies closes its descriptors, and the kernel drops
-  its locks with them. Waiters are not served in order across processes (PostgreSQL's
-  advisory locks are).
+  `JsonFloors` file; the SQL repo on an SQLite file, floors in its table). An exclusive OS
+  lock (`filelock`'s `AsyncFileLock`: `flock` on Unix) on one lock file per (chain,
+  address), tried without blocking and polled on the event loop, never in a thread; the
+  floors read and raised in short transactions of their own (a write lock held across
+  signing would stall the repo's other writes). A process that dies closes its
+  descriptors, and the kernel drops its locks with them. Waiters are not served in order
+  across processes (PostgreSQL's advisory locks are).
+
+`filelock` comes with the extras that use these leases (`walletcore[sandbox]`, `[sql]`);
+it is imported when a `FlockNonceLeases` is built, so the core itself does not need it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from walletcore.domain.errors import AddressBusy
 from walletcore.ports import NonceLease, NonceLeases
 from walletcore.sandbox.jsonstore import JsonFile, JsonStoreError
 from walletcore.secretfiles import private_folder
 
+if TYPE_CHECKING:
+    from filelock import AsyncFileLock, Timeout
+
 #: Seconds an `acquire` waits for a lease another holder keeps, before `AddressBusy`. A
 #: holder keeps it from `prepare` to `broadcast` (a sponsored EVM transfer waits for its
 #: top-up's receipt in between), and a `NonceBook` lets go after 120 s at most.
 WAIT_SECONDS = 180.0
-#: The polling backoff of `FlockNonceLeases`: first and longest sleep, in seconds.
-POLL_FIRST, POLL_MOST = 0.002, 0.025
+#: How often a waiting `FlockNonceLeases.acquire` tries the lock again, in seconds.
+POLL_SECONDS = 0.01
 
 
 def lease_digest(chain: str, address: str, scope: str = "") -> bytes:
@@ -161,13 +165,22 @@ class LocalNonceLeases(NonceLeases):
 
 
 class FlockNonceLeases(NonceLeases):
-    """Leases shared by the processes of one machine: a `flock`ed file per (chain, address)
-    under `directory`, the floors in `floors`."""
+    """Leases shared by the processes of one machine: an OS file lock per (chain, address)
+    under `directory`, the floors in `floors`. A lease dropped without `release` is let go
+    when it is collected (filelock's finalizer), without raising its floor."""
 
     def __init__(self, directory: Path, floors: FloorStore, *, wait: float = WAIT_SECONDS) -> None:
+        try:
+            from filelock import AsyncFileLock, Timeout
+        except ImportError as exc:  # pragma: no cover - the extras bring it
+            raise ImportError(
+                "FlockNonceLeases needs filelock: pip install 'walletcore[sandbox]'"
+            ) from exc
         self.directory = Path(directory)
         self._floors = floors
-        self._wait = wait
+        self._wait = max(0.0, wait)  # filelock waits forever on a negative timeout
+        self._lock_type: type[AsyncFileLock] = AsyncFileLock
+        self._busy: type[Timeout] = Timeout
 
     def __repr__(self) -> str:
         return f"FlockNonceLeases({str(self.directory)!r})"
@@ -177,12 +190,24 @@ class FlockNonceLeases(NonceLeases):
 
     async def acquire(self, chain: str, address: str) -> NonceLease:
         private_folder(self.directory)
-        fd = os.open(self.lock_path(chain, address), os.O_RDWR | os.O_CREAT, 0o600)
+        # One lock object per lease: each opens its own descriptor, so two leases of one
+        # process exclude each other as two processes' do.
+        lock = self._lock_type(
+            self.lock_path(chain, address),
+            mode=0o600,
+            timeout=self._wait,
+            poll_interval=POLL_SECONDS,
+            run_in_executor=False,  # a non-blocking flock per try, on the loop
+            fallback_to_soft=False,  # a marker file would outlive a killed holder
+        )
         try:
-            await self._lock(fd)
+            await lock.acquire()
+        except self._busy:
+            raise AddressBusy() from None
+        try:
             floor = await self._floors.read(chain, address)
         except BaseException:
-            os.close(fd)  # closing the descriptor drops the lock, if it was taken
+            await lock.release(force=True)
             raise
 
         async def let_go(advanced_to: int | None) -> None:
@@ -190,27 +215,12 @@ class FlockNonceLeases(NonceLeases):
                 if advanced_to is not None:  # stored before anyone else may read it
                     await self._floors.raise_to(chain, address, advanced_to)
             finally:
-                os.close(fd)
+                await lock.release(force=True)
 
         async def store(next_nonce: int) -> None:
             await self._floors.set_to(chain, address, next_nonce)
 
         return _Lease(floor, let_go, store)
-
-    async def _lock(self, fd: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._wait
-        delay = POLL_FIRST
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                pass
-            if loop.time() >= deadline:
-                raise AddressBusy()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, POLL_MOST)
 
 
 __all__ = [

@@ -1,33 +1,37 @@
-"""Access tokens: compact JWS (EdDSA / Ed25519 via pynacl) carrying client and key generation."""
+"""Access tokens: JWTs signed with EdDSA (Ed25519), carrying client and key generation.
+
+PyJWT does the compact JWS (base64url, JSON, the signature check through `cryptography`);
+this module only says which algorithm is acceptable (EdDSA, nothing else), which claims a
+token must carry and of which types. Expiry is checked by the caller against its injected
+clock, so PyJWT's own time checks (which read the wall clock) are off.
+"""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nacl.exceptions import BadSignatureError
-from nacl.signing import SigningKey
+import jwt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from walletcore.domain.ids import new_id
 
-_HEADER = {"alg": "EdDSA", "typ": "JWT"}
+if TYPE_CHECKING:
+    from jwt.types import Options
+
 #: Longer than any token we issue; anything bigger is not looked at.
 MAX_TOKEN_CHARS = 1024
-
-
-def _b64e(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _b64d(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-_HEADER_B64 = _b64e(json.dumps(_HEADER, separators=(",", ":")).encode())
+_ALGORITHM = "EdDSA"
+_ALGORITHMS = [_ALGORITHM]  # never taken from the token's header
+_REQUIRED_CLAIMS = ["sub", "gen", "iat", "exp", "jti"]
+_DECODE_OPTIONS: Options = {
+    "verify_signature": True,
+    "verify_exp": False,  # the caller compares `exp` with its own clock
+    "verify_iat": False,
+    "verify_nbf": False,
+    "require": _REQUIRED_CLAIMS,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +45,13 @@ class TokenClaims:
 class TokenSigner:
     """Signs and verifies tokens with one Ed25519 key. Holds the key; shows nothing of it."""
 
-    __slots__ = ("_signing", "_verify")
+    __slots__ = ("_private", "_public")
 
     def __init__(self, seed: bytes) -> None:
         if len(seed) != 32:
             raise ValueError("the token signing key must be 32 bytes")
-        self._signing = SigningKey(seed)
-        self._verify = self._signing.verify_key
+        self._private = Ed25519PrivateKey.from_private_bytes(bytes(seed))
+        self._public = self._private.public_key()
 
     def __repr__(self) -> str:
         return "TokenSigner(<ed25519 key hidden>)"
@@ -60,39 +64,39 @@ class TokenSigner:
             "exp": int(claims.expires_at.timestamp()),
             "jti": new_id(),
         }
-        body = _b64e(json.dumps(payload, separators=(",", ":")).encode())
-        signing_input = f"{_HEADER_B64}.{body}".encode("ascii")
-        signature = self._signing.sign(signing_input).signature
-        return f"{_HEADER_B64}.{body}.{_b64e(signature)}"
+        return jwt.encode(payload, self._private, algorithm=_ALGORITHM)
 
     def verify(self, token: str) -> TokenClaims | None:
         """The claims of a well-formed token with a valid signature, else None.
 
         Expiry is the caller's to check against its clock.
         """
-        if not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS or token.count(".") != 2:
+        if not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS:
             return None
-        header, body, signature = token.split(".")
         try:
-            self._verify.verify(f"{header}.{body}".encode("ascii"), _b64d(signature))
-            payload: Any = json.loads(_b64d(body))
-            parsed_header: Any = json.loads(_b64d(header))
-            if not isinstance(parsed_header, dict) or parsed_header.get("alg") != "EdDSA":
-                return None
-            return TokenClaims(
-                client_id=str(payload["sub"]),
-                generation=int(payload["gen"]),
-                issued_at=datetime.fromtimestamp(int(payload["iat"]), UTC),
-                expires_at=datetime.fromtimestamp(int(payload["exp"]), UTC),
+            payload: dict[str, Any] = jwt.decode(
+                token, self._public, algorithms=_ALGORITHMS, options=_DECODE_OPTIONS
             )
-        except (
-            BadSignatureError,
-            ValueError,
-            KeyError,
-            TypeError,
-            UnicodeError,
-            binascii.Error,
-            OverflowError,  # a timestamp beyond the platform's range
-            OSError,  # ... or beyond the C library's (`exp=10**18`)
-        ):
+        except jwt.PyJWTError:
             return None
+        return _claims(payload)
+
+
+def _claims(payload: dict[str, Any]) -> TokenClaims | None:
+    """The claims of a verified payload whose claims are all there (PyJWT's `require`)."""
+    subject, token_id = payload["sub"], payload["jti"]
+    generation, issued, expires = payload["gen"], payload["iat"], payload["exp"]
+    # Types are checked here (PyJWT checks `sub` and `jti` only from 2.10); a bool is no int.
+    if not (isinstance(subject, str) and isinstance(token_id, str)):
+        return None
+    if not all(type(value) is int for value in (generation, issued, expires)):
+        return None
+    try:
+        return TokenClaims(
+            client_id=subject,
+            generation=generation,
+            issued_at=datetime.fromtimestamp(issued, UTC),
+            expires_at=datetime.fromtimestamp(expires, UTC),
+        )
+    except (OverflowError, OSError, ValueError):  # beyond the platform's or C library's range
+        return None

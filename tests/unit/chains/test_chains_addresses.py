@@ -4,24 +4,21 @@ from __future__ import annotations
 
 import secrets
 
+import base58
 import pytest
+from solders.pubkey import Pubkey
 
 from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InvalidRequest
-from walletcore_chains import addresses
-from walletcore_chains.addresses import b58check_encode, segwit_encode, validate_address
+from walletcore_chains import bclib
+from walletcore_chains.addresses import validate_address
 
 EIP55 = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"  # EIP-55's own example
 
 
-def _bech32_with_wrong_constant(version: int, program: bytes) -> str:
-    """A segwit address whose checksum uses the other algorithm (BIP350's invalid cases)."""
-    real = (addresses._BECH32_CONST, addresses._BECH32M_CONST)
-    try:
-        addresses._BECH32_CONST, addresses._BECH32M_CONST = real[1], real[0]
-        return segwit_encode("bc", version, program)
-    finally:
-        addresses._BECH32_CONST, addresses._BECH32M_CONST = real
+def segwit_address(version: int, program: bytes) -> str:
+    """A mainnet segwit address (bech32 for v0, bech32m after), by bitcoinlib."""
+    return str(bclib.encoding().pubkeyhash_to_addr_bech32(program, prefix="bc", witver=version))
 
 
 # -- BITCOIN ------------------------------------------------------------------------------
@@ -81,17 +78,39 @@ def test_bitcoin_invalid(given: str, reason: str) -> None:
     assert reason in caught.value.message
 
 
-def test_bitcoin_refuses_the_wrong_checksum_algorithm_for_the_version() -> None:
+def test_bitcoin_accepts_fresh_segwit_programs() -> None:
     program = secrets.token_bytes(32)
-    assert validate_address(Chain.BITCOIN, segwit_encode("bc", 1, program)).startswith("bc1p")
-    with pytest.raises(InvalidRequest):  # v1 with bech32 instead of bech32m
-        validate_address(Chain.BITCOIN, _bech32_with_wrong_constant(1, program))
-    with pytest.raises(InvalidRequest):  # v0 with bech32m instead of bech32
-        validate_address(Chain.BITCOIN, _bech32_with_wrong_constant(0, program[:20]))
+    assert validate_address(Chain.BITCOIN, segwit_address(1, program)).startswith("bc1p")
+    assert validate_address(Chain.BITCOIN, segwit_address(0, program)).startswith("bc1q")
+    assert validate_address(Chain.BITCOIN, segwit_address(0, program[:20])).startswith("bc1q")
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        # BIP350's invalid addresses on mainnet; the first three use the checksum algorithm
+        # of the other witness versions (bech32 for v1 and v16, bech32m for v0).
+        "bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqh2y7hd",
+        "BC1S0XLXVLHEMJA6C4DQV22UAPCTQUPFHLXM9H8Z3K2E72Q4K9HCZ7VQ54WELL",
+        "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kemeawh",
+        "bc1p38j9r5y49hruaue7wxjce0updqjuyyx0kh56v8s25huc6995vvpql3jow4",  # 'o' in checksum
+        "BC130XLXVLHEMJA6C4DQV22UAPCTQUPFHLXM9H8Z3K2E72Q4K9HCZ7VQ7ZWS8R",  # version 17
+        "bc1pw5dgrnzv",  # a 1-byte program
+        "bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7v8n0nx0muaewav253zgeav",  # 41
+        "BC1QR508D6QEJXTDG4Y5R3ZARVARYV98GJ9P",  # v0 with 16 bytes (BIP141)
+        "bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7v07qwwzcrf",  # zero padding > 4
+        "bc1gmk9yu",  # empty data
+        "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4" + "q" * 60,  # over 90 characters
+        "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3té",
+    ],
+)
+def test_bitcoin_refuses_bip350_invalid_addresses(given: str) -> None:
+    with pytest.raises(InvalidRequest, match="Invalid BITCOIN address"):
+        validate_address(Chain.BITCOIN, given)
 
 
 def test_bitcoin_refuses_other_base58_versions() -> None:
-    litecoin = b58check_encode(bytes([0x30]) + secrets.token_bytes(20))
+    litecoin = base58.b58encode_check(bytes([0x30]) + secrets.token_bytes(20)).decode()
     with pytest.raises(InvalidRequest, match="mainnet P2PKH or P2SH"):
         validate_address(Chain.BITCOIN, litecoin)
 
@@ -138,6 +157,7 @@ def test_tron_valid(given: str) -> None:
         ("1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2", "not a mainnet address"),  # bitcoin, 34 chars
         ("41" + "ab" * 20, "base58check"),  # hex form
         ("0x9858EfFD232B4033E47d90003D41EC34EcaEda94", "base58check"),
+        ("TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdé", "base58check"),  # not ASCII
     ],
 )
 def test_tron_invalid(given: str, reason: str) -> None:
@@ -164,6 +184,7 @@ def test_solana_valid(given: str) -> None:
         ("HAgk14JpMQLgt6rVgv7cBQFJWFto5Dqxi472uT3DKpqkk", "32-byte"),  # too long
         ("1" * 32, "system program"),
         ("0x9858EfFD232B4033E47d90003D41EC34EcaEda94", "32-byte"),
+        ("HAgk14JpMQLgt6rVgv7cBQFJWFto5Dqxi472uT3DKpqé", "32-byte"),  # not ASCII
     ],
 )
 def test_solana_invalid(given: str, reason: str) -> None:
@@ -185,6 +206,10 @@ def test_chain_names_are_accepted_as_strings() -> None:
     assert validate_address("ETHEREUM", EIP55.lower()) == EIP55  # type: ignore[arg-type]
 
 
-def test_base58_round_trip_keeps_leading_zeros() -> None:
-    data = b"\0\0" + secrets.token_bytes(30)
-    assert addresses.b58decode(addresses.b58encode(data)) == data
+def test_solana_keys_with_leading_zero_bytes_are_valid() -> None:
+    """Base58 writes each leading zero byte as '1'; such keys are canonical all the same."""
+    key = str(Pubkey(b"\0\0" + secrets.token_bytes(30)))
+    assert key.startswith("11")
+    assert validate_address(Chain.SOLANA, key) == key
+    with pytest.raises(InvalidRequest, match="32-byte"):
+        validate_address(Chain.SOLANA, "1" + key)  # one zero byte too many

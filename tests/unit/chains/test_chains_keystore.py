@@ -13,9 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import base58
 import pytest
-from eth_keys import keys as eth_keys
-from eth_utils import keccak
+from eth_keys.datatypes import Signature as EthSignature
+from eth_utils.crypto import keccak
 from nacl.signing import VerifyKey
 
 from walletcore import plugins
@@ -24,7 +25,6 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.errors import WrongWalletPassword
 from walletcore.settings import Settings
 from walletcore_chains import bclib, hd, sealing
-from walletcore_chains.addresses import b58check_encode, b58decode, segwit_encode
 from walletcore_chains.keystore import ChainKey, KeyMaterialError, SealedKeyStore
 from walletcore_chains.sealing import KdfParams, SealedRecordError
 from walletcore_chains.signatures import SECP256K1_N, verify_signature
@@ -97,13 +97,13 @@ def _recover(chain: Chain, digest: bytes, signature: bytes) -> str:
     assert len(signature) == 65
     r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:64], "big")
     assert s <= 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141 // 2  # low-S
-    public = eth_keys.Signature(vrs=(signature[64], r, s)).recover_public_key_from_msg_hash(digest)
+    public = EthSignature(vrs=(signature[64], r, s)).recover_public_key_from_msg_hash(digest)
     if chain is Chain.BITCOIN:
         compressed = public.to_compressed_bytes()
         program = hashlib.new("ripemd160", hashlib.sha256(compressed).digest()).digest()
-        return segwit_encode("bc", 0, program)
+        return str(bclib.encoding().pubkeyhash_to_addr_bech32(program, prefix="bc", witver=0))
     if chain is Chain.TRON:
-        return b58check_encode(b"\x41" + keccak(public.to_bytes())[-20:])
+        return base58.b58encode_check(b"\x41" + keccak(public.to_bytes())[-20:]).decode()
     return str(public.to_checksum_address())
 
 
@@ -119,7 +119,7 @@ async def test_unseal_gives_the_key_of_the_stored_address(
         signature = signer.sign(message)
         assert "hidden" in repr(signer)
     if chain is Chain.SOLANA:
-        VerifyKey(b58decode(wallet.addresses[chain]) or b"").verify(message, signature)
+        VerifyKey(base58.b58decode(wallet.addresses[chain])).verify(message, signature)
     else:
         assert _recover(chain, message, signature) == wallet.addresses[chain]
 
@@ -271,7 +271,7 @@ def test_bitcoinlib_data_directory_is_never_the_users_home(
 ) -> None:
     import os
 
-    import bitcoinlib.config.config as bcl_config
+    import bitcoinlib.config.config as bcl_config  # type: ignore[import-untyped]
 
     bclib.keys()
     assert Path(bcl_config.BCL_DATA_DIR) == Path(os.environ["BCL_DATA_DIR"])

@@ -131,6 +131,9 @@ class _StuckFloors(NonceLeases):
                     outer.failures += 1
                     raise StorageUnavailable()
 
+            async def reset(self, next_nonce: int) -> None:
+                await lease.reset(next_nonce)
+
         return Failing()
 
 
