@@ -6,7 +6,7 @@ Adapters implement them (and may subclass them, so a type checker sees the promi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,6 +19,9 @@ from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Side, Trade, TradeStatus
 from walletcore.domain.wallet import TxRow, WalletOwner, WalletRecord
+
+#: The audit entries a state-changing Repo method writes in the change's own transaction.
+AuditEntries = Sequence[AuditEntry]
 
 #: symbol -> price fiat -> price. Floats appear here and nowhere else (the `/prices` map).
 PriceMap = Mapping[str, Mapping[str, float]]
@@ -311,25 +314,50 @@ class Repo(Protocol):
     Every method is atomic. State changes that must not race go through `swap_trade`, a
     compare-and-set on the trade's status, and `begin_send` / `advance_send`, the
     idempotency record of a send.
+
+    The audit log is written with the change it records: every state-changing method takes
+    `audit`, the entries to append in the same transaction, written if and only if the
+    change is applied (a compare-and-set that loses, an add that finds the record there, or
+    a change that fails writes none of them; an entry that cannot be written fails the
+    change). The log is append-only and in commit order, so it can serve as an outbox.
+    `append_audit` is for entries that record no change (a refusal, a replay).
     """
 
     # api clients
-    async def add_client(self, client: ApiClient) -> None: ...
+    async def add_client(self, client: ApiClient, *, audit: AuditEntries = ()) -> None:
+        """Store a new api client; `InvalidRequest` if its id is taken (nothing written)."""
+        ...
 
     async def get_client(self, client_id: str) -> ApiClient | None: ...
 
     async def list_clients(self) -> list[ApiClient]: ...
 
-    async def update_client(self, client: ApiClient) -> None: ...
+    async def update_client(self, client: ApiClient, *, audit: AuditEntries = ()) -> None: ...
 
     # users and wallets
-    async def add_user_wallet(self, user: User, wallet: WalletRecord) -> None:
-        """Store a new user and its wallet together."""
+    async def add_user_wallet(
+        self,
+        user: User,
+        wallet: WalletRecord,
+        *,
+        request_id: str | None = None,
+        audit: AuditEntries = (),
+    ) -> bool:
+        """Store a new user and its wallet together.
+
+        `request_id`: the caller's X-Request-Id, kept per api client: when a user was
+        already created under it, nothing is stored and the answer is False (the user of
+        that request is `created_by_request`). True when stored.
+        """
+        ...
+
+    async def created_by_request(self, client_id: str, request_id: str) -> str | None:
+        """The id of the user `add_user_wallet` stored under this client's `request_id`."""
         ...
 
     async def get_user(self, client_id: str, user_id: str) -> User | None: ...
 
-    async def add_wallet(self, wallet: WalletRecord) -> bool:
+    async def add_wallet(self, wallet: WalletRecord, *, audit: AuditEntries = ()) -> bool:
         """Store a wallet unless its owner has one; False when one was there already."""
         ...
 
@@ -337,10 +365,10 @@ class Repo(Protocol):
         self, client_id: str, owner: WalletOwner, user_id: str | None
     ) -> WalletRecord | None: ...
 
-    async def update_wallet(self, wallet: WalletRecord) -> None: ...
+    async def update_wallet(self, wallet: WalletRecord, *, audit: AuditEntries = ()) -> None: ...
 
     # trades
-    async def add_trade(self, trade: Trade) -> None: ...
+    async def add_trade(self, trade: Trade, *, audit: AuditEntries = ()) -> None: ...
 
     async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
         """The trade, only if it belongs to this user of this client."""
@@ -358,12 +386,24 @@ class Repo(Protocol):
         """Newest first (by creation), at most `limit`."""
         ...
 
-    async def swap_trade(self, expected: TradeStatus, trade: Trade) -> bool:
-        """Replace the stored trade with `trade` if its status is still `expected`."""
+    async def swap_trade(
+        self, expected: TradeStatus, trade: Trade, *, audit: AuditEntries = ()
+    ) -> bool:
+        """Replace the stored trade with `trade` if its status is still `expected`.
+
+        A loser (False) writes nothing and costs one conditional write, never a wait for
+        the winner's whole use case.
+        """
         ...
 
-    async def expire_lapsed(self, client_id: str, user_id: str, now: datetime) -> int:
-        """Move this user's open trades whose quote lapsed by `now` to `expired`."""
+    async def expire_lapsed(
+        self, client_id: str, user_id: str, now: datetime, *, audit: AuditEntry | None = None
+    ) -> int:
+        """Move this user's open trades whose quote lapsed by `now` to `expired`; how many.
+
+        `audit`: written once per trade moved, its `target` set to the trade id. Finding
+        nothing to expire (the usual case) is a read: no write transaction.
+        """
         ...
 
     # sends: the idempotency record, one per (api client, X-Request-Id)
@@ -375,6 +415,7 @@ class Repo(Protocol):
         now: datetime,
         *,
         lease: timedelta = SEND_LEASE,
+        audit: AuditEntries = (),
     ) -> SendRecord:
         """The record this request works with, atomically.
 
@@ -382,10 +423,15 @@ class Repo(Protocol):
         decides - finished is returned to replay its result, a live lease is
         `IdempotencyConflict` (409), a lapsed one is taken over (next `attempt`) to resume,
         another fingerprint is `IdempotencyKeyReused` (422).
+
+        `audit` is written when a record is stored (created or taken over), not when a
+        finished one is returned.
         """
         ...
 
-    async def advance_send(self, current: SendRecord, new: SendRecord) -> bool:
+    async def advance_send(
+        self, current: SendRecord, new: SendRecord, *, audit: AuditEntries = ()
+    ) -> bool:
         """Store `new` if the stored record still has `current`'s state and attempt.
 
         False means another request took the record over: stop, do not broadcast.
@@ -395,7 +441,9 @@ class Repo(Protocol):
     async def get_send(self, client_id: str, request_id: str) -> SendRecord | None: ...
 
     # audit
-    async def append_audit(self, entry: AuditEntry) -> None: ...
+    async def append_audit(self, entry: AuditEntry) -> None:
+        """Append one entry on its own (it records no change of stored state)."""
+        ...
 
     async def list_audit(self, limit: int = 100) -> list[AuditEntry]:
         """Newest first."""

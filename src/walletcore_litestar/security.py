@@ -49,7 +49,8 @@ def caller_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Caller:
     client: ApiClient | None = connection.scope["state"].get(CLIENT_KEY)
     if client is None:  # a route registered without the guard: fail closed
         raise MissingOrExpiredToken()
-    return Caller(client, request_id_of(connection.scope))
+    given = any(k == b"x-request-id" and v for k, v in connection.scope["headers"])
+    return Caller(client, request_id_of(connection.scope), request_id_given=given)
 
 
 def user_id_of(connection: ASGIConnection[Any, Any, Any, Any], body_user_id: object) -> object:

@@ -2,7 +2,11 @@
 
 Rules:
 - Every method is one transaction. `swap_trade` is one `UPDATE ... WHERE trade_id AND
-  status = expected` (rowcount 1 wins), `expire_lapsed` one `UPDATE`.
+  status = expected` (rowcount 1 wins; a loser's UPDATE matches no row and it re-reads
+  nothing inside the transaction). `expire_lapsed` first looks for lapsed open quotes with
+  a read, and writes only when it found some (the usual `/trades` call writes nothing).
+- The audit entries a change carries (`audit=`) are inserted in the change's transaction,
+  only when it applied: the audit log commits with the change or not at all.
 - `begin_send` inserts or locks the (client, X-Request-Id) row in one transaction and lets
   `SendRecord.claim` decide; `advance_send` is a compare-and-set on (state, attempt).
 - Connections, transactions, lazy migration and error mapping: `walletcore_sql.database`.
@@ -12,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,7 +29,7 @@ from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
-from walletcore.ports import Lifecycle, NonceLeases, Repo
+from walletcore.ports import AuditEntries, Lifecycle, NonceLeases, Repo
 from walletcore.sandbox.nonceleases import WAIT_SECONDS
 from walletcore.secretfiles import ConfigurationError
 from walletcore_sql import rows
@@ -65,12 +70,13 @@ class SqlRepo(Repo, Lifecycle):
         await self.database.aclose()
 
     # -- api clients ----------------------------------------------------------------------
-    async def add_client(self, client: ApiClient) -> None:
+    async def add_client(self, client: ApiClient, *, audit: AuditEntries = ()) -> None:
         statement = self._insert(api_clients).values(rows.client_values(client))
         async with self._tx(write=True) as conn:
             result = await conn.execute(statement.on_conflict_do_nothing())
             if result.rowcount != 1:
                 raise InvalidRequest("api client exists already")
+            await _audit(conn, audit)
 
     async def get_client(self, client_id: str) -> ApiClient | None:
         async with self._tx() as conn:
@@ -86,7 +92,7 @@ class SqlRepo(Repo, Lifecycle):
             result = await conn.execute(query)
             return [rows.client_from(r) for r in result.mappings()]
 
-    async def update_client(self, client: ApiClient) -> None:
+    async def update_client(self, client: ApiClient, *, audit: AuditEntries = ()) -> None:
         values = rows.client_values(client)
         statement = self._insert(api_clients).values(values)
         statement = statement.on_conflict_do_update(
@@ -95,12 +101,38 @@ class SqlRepo(Repo, Lifecycle):
         )
         async with self._tx(write=True) as conn:
             await conn.execute(statement)
+            await _audit(conn, audit)
 
     # -- users and wallets ------------------------------------------------------------------
-    async def add_user_wallet(self, user: User, wallet: WalletRecord) -> None:
+    async def add_user_wallet(
+        self,
+        user: User,
+        wallet: WalletRecord,
+        *,
+        request_id: str | None = None,
+        audit: AuditEntries = (),
+    ) -> bool:
+        values = rows.user_values(user, request_id)
         async with self._tx(write=True) as conn:
-            await conn.execute(users.insert().values(rows.user_values(user)))
+            if request_id is None:
+                await conn.execute(users.insert().values(values))
+            else:
+                # The unique (client_id, request_id) index decides a race between two
+                # /create calls with one X-Request-Id: the second inserts nothing.
+                insert = self._insert(users).values(values).on_conflict_do_nothing()
+                if (await conn.execute(insert)).rowcount != 1:
+                    return False
             await conn.execute(wallets.insert().values(rows.wallet_values(wallet)))
+            await _audit(conn, audit)
+            return True
+
+    async def created_by_request(self, client_id: str, request_id: str) -> str | None:
+        query = select(users.c.user_id).where(
+            users.c.client_id == client_id, users.c.request_id == request_id
+        )
+        async with self._tx() as conn:
+            found = (await conn.execute(query)).scalar_one_or_none()
+        return None if found is None else str(found)
 
     async def get_user(self, client_id: str, user_id: str) -> User | None:
         query = select(users).where(users.c.client_id == client_id, users.c.user_id == user_id)
@@ -108,11 +140,14 @@ class SqlRepo(Repo, Lifecycle):
             row = await _one(conn, query)
         return None if row is None else rows.user_from(row)
 
-    async def add_wallet(self, wallet: WalletRecord) -> bool:
+    async def add_wallet(self, wallet: WalletRecord, *, audit: AuditEntries = ()) -> bool:
         statement = self._insert(wallets).values(rows.wallet_values(wallet))
         async with self._tx(write=True) as conn:
             result = await conn.execute(statement.on_conflict_do_nothing())
-            return bool(result.rowcount == 1)
+            if result.rowcount != 1:
+                return False
+            await _audit(conn, audit)
+            return True
 
     async def get_wallet(
         self, client_id: str, owner: WalletOwner, user_id: str | None
@@ -126,7 +161,7 @@ class SqlRepo(Repo, Lifecycle):
             row = await _one(conn, query)
         return None if row is None else rows.wallet_from(row)
 
-    async def update_wallet(self, wallet: WalletRecord) -> None:
+    async def update_wallet(self, wallet: WalletRecord, *, audit: AuditEntries = ()) -> None:
         """Replace the owner's wallet record (stored as new when there was none)."""
         values = rows.wallet_values(wallet)
         user_wallet = wallet.owner is WalletOwner.USER
@@ -138,11 +173,13 @@ class SqlRepo(Repo, Lifecycle):
         )
         async with self._tx(write=True) as conn:
             await conn.execute(statement)
+            await _audit(conn, audit)
 
     # -- trades ---------------------------------------------------------------------------
-    async def add_trade(self, trade: Trade) -> None:
+    async def add_trade(self, trade: Trade, *, audit: AuditEntries = ()) -> None:
         async with self._tx(write=True) as conn:
             await conn.execute(trades.insert().values(rows.trade_values(trade)))
+            await _audit(conn, audit)
 
     async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
         query = select(trades).where(
@@ -174,7 +211,9 @@ class SqlRepo(Repo, Lifecycle):
             result = await conn.execute(query)
             return [rows.trade_from(r) for r in result.mappings()]
 
-    async def swap_trade(self, expected: TradeStatus, trade: Trade) -> bool:
+    async def swap_trade(
+        self, expected: TradeStatus, trade: Trade, *, audit: AuditEntries = ()
+    ) -> bool:
         values = rows.trade_values(trade)
         del values["trade_id"]
         statement = (
@@ -184,23 +223,51 @@ class SqlRepo(Repo, Lifecycle):
         )
         async with self._tx(write=True) as conn:
             result = await conn.execute(statement)
-            return bool(result.rowcount == 1)
+            if result.rowcount != 1:
+                return False
+            await _audit(conn, audit)
+            return True
 
-    async def expire_lapsed(self, client_id: str, user_id: str, now: datetime) -> int:
-        """An unapproved quote expires at the instant it lapsed (as `Trade.expire` does)."""
-        statement = (
-            update(trades)
-            .where(
-                trades.c.client_id == client_id,
-                trades.c.user_id == user_id,
-                trades.c.status == TradeStatus.OPEN.value,
-                trades.c.quote_expires_at <= now,
-            )
-            .values(status=TradeStatus.EXPIRED.value, completed_at=trades.c.quote_expires_at)
+    async def expire_lapsed(
+        self, client_id: str, user_id: str, now: datetime, *, audit: AuditEntry | None = None
+    ) -> int:
+        """An unapproved quote expires at the instant it lapsed (as `Trade.expire` does).
+
+        A read finds the lapsed open quotes first (the partial index `ix_trades_open_expiry`
+        keeps it small); only then is there a write transaction, with one conditional
+        UPDATE per quote, so a quote another request expired meanwhile counts nothing and
+        carries no audit entry.
+        """
+        lapsed = select(trades.c.trade_id).where(
+            trades.c.client_id == client_id,
+            trades.c.user_id == user_id,
+            trades.c.status == TradeStatus.OPEN.value,
+            trades.c.quote_expires_at <= now,
         )
+        async with self._tx() as conn:
+            found = [str(t) for t in (await conn.execute(lapsed)).scalars()]
+        if not found:
+            return 0
+        expired = 0
         async with self._tx(write=True) as conn:
-            result = await conn.execute(statement)
-            return int(result.rowcount)
+            for trade_id in found:
+                statement = (
+                    update(trades)
+                    .where(
+                        trades.c.trade_id == trade_id,
+                        trades.c.status == TradeStatus.OPEN.value,
+                        trades.c.quote_expires_at <= now,
+                    )
+                    .values(
+                        status=TradeStatus.EXPIRED.value, completed_at=trades.c.quote_expires_at
+                    )
+                )
+                if (await conn.execute(statement)).rowcount != 1:
+                    continue
+                expired += 1
+                if audit is not None:
+                    await _audit(conn, [dataclasses.replace(audit, target=trade_id)])
+        return expired
 
     # -- sends ----------------------------------------------------------------------------
     async def begin_send(
@@ -211,12 +278,14 @@ class SqlRepo(Repo, Lifecycle):
         now: datetime,
         *,
         lease: timedelta = SEND_LEASE,
+        audit: AuditEntries = (),
     ) -> SendRecord:
         fresh = SendRecord.start(client_id, request_id, fingerprint, now, lease)
         key = (sends.c.client_id == client_id, sends.c.request_id == request_id)
         insert = self._insert(sends).values(rows.send_values(fresh)).on_conflict_do_nothing()
         async with self._tx(write=True) as conn:
             if (await conn.execute(insert)).rowcount == 1:
+                await _audit(conn, audit)
                 return fresh
             # Another request made it first: lock the row and let the domain decide.
             row = await _one(conn, select(sends).where(*key).with_for_update())
@@ -234,9 +303,12 @@ class SqlRepo(Repo, Lifecycle):
                         updated_at=claimed.updated_at,
                     )
                 )
+                await _audit(conn, audit)
             return claimed
 
-    async def advance_send(self, current: SendRecord, new: SendRecord) -> bool:
+    async def advance_send(
+        self, current: SendRecord, new: SendRecord, *, audit: AuditEntries = ()
+    ) -> bool:
         current.require_successor(new)
         values = rows.send_values(new)
         statement = (
@@ -251,7 +323,10 @@ class SqlRepo(Repo, Lifecycle):
         )
         async with self._tx(write=True) as conn:
             result = await conn.execute(statement)
-            return bool(result.rowcount == 1)
+            if result.rowcount != 1:
+                return False
+            await _audit(conn, audit)
+            return True
 
     async def get_send(self, client_id: str, request_id: str) -> SendRecord | None:
         query = select(sends).where(
@@ -278,6 +353,12 @@ class SqlRepo(Repo, Lifecycle):
 
 
 _SEND_MUTABLE = ("state", "locked_until", "tx_hash", "raw_tx", "result", "updated_at")
+
+
+async def _audit(conn: AsyncConnection, entries: AuditEntries) -> None:
+    """Insert the entries a change carries, in the change's transaction."""
+    if entries:
+        await conn.execute(audit_log.insert(), [rows.audit_values(e) for e in entries])
 
 
 async def _one(conn: AsyncConnection, query: Any) -> Any:

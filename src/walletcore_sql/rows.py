@@ -46,8 +46,14 @@ def client_from(row: Row) -> ApiClient:
 
 
 # users and wallets ----------------------------------------------------------------------
-def user_values(user: User) -> dict[str, Any]:
-    return {"client_id": user.client_id, "user_id": user.user_id, "created_at": user.created_at}
+def user_values(user: User, request_id: str | None = None) -> dict[str, Any]:
+    """`request_id`: the X-Request-Id of the /create that made the user, if one was sent."""
+    return {
+        "client_id": user.client_id,
+        "user_id": user.user_id,
+        "created_at": user.created_at,
+        "request_id": request_id,
+    }
 
 
 def user_from(row: Row) -> User:

@@ -59,6 +59,17 @@ users = Table(
     Column("client_id", String(ID), ForeignKey("api_clients.client_id"), primary_key=True),
     Column("user_id", String(ID), primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
+    # The X-Request-Id of the /create that made the user, when the caller sent one: one
+    # user per (client, X-Request-Id), so a repeated /create makes no second wallet.
+    Column("request_id", String(255), nullable=True),
+    Index(
+        "uq_users_request",
+        "client_id",
+        "request_id",
+        unique=True,
+        postgresql_where=text("request_id IS NOT NULL"),
+        sqlite_where=text("request_id IS NOT NULL"),
+    ),
 )
 
 wallets = Table(

@@ -24,6 +24,12 @@ async def audit_of(core: Core, request_id: str) -> AuditEntry:
     return entries[0]
 
 
+async def audit_all(core: Core, request_id: str) -> list[AuditEntry]:
+    """The entries of one request, oldest first."""
+    entries = [e for e in await core.repo.list_audit(1000) if e.request_id == request_id]
+    return entries[::-1]
+
+
 async def attempt(call: object) -> DomainError | None:
     try:
         await call  # type: ignore[misc]
@@ -48,22 +54,97 @@ async def test_every_trade_state_change_is_audited_with_request_id_and_outcome(c
         )
     )
 
+    # request id -> its entries, oldest first: (action, outcome, target)
     expected = {
-        "r-sell": ("trade.sell", "ok", sell.trade_id),
-        "r-approve": ("trade.approve", "ok", sell.trade_id),
-        "r-cancel-409": ("trade.cancel", "409", sell.trade_id),
-        "r-order": ("trade.order", "ok", rejected.trade_id),
-        "r-approve-502": ("trade.approve", "502", rejected.trade_id),
-        "r-sell-2": ("trade.sell", "ok", unknown.trade_id),
-        "r-approve-504": ("trade.approve", "504", unknown.trade_id),
-        "r-sell-403": ("trade.sell", "400", None),
+        "r-sell": [("trade.sell", "ok", sell.trade_id)],
+        # the approval (open -> executing) and the fill (executing -> completed), each
+        # written with its own move
+        "r-approve": [
+            ("trade.approve", "ok", sell.trade_id),
+            ("trade.settle", "ok", sell.trade_id),
+        ],
+        "r-cancel-409": [("trade.cancel", "409", sell.trade_id)],
+        "r-order": [("trade.order", "ok", rejected.trade_id)],
+        # approved, then the venue refused: the failed move, then the request's 502
+        "r-approve-502": [
+            ("trade.approve", "ok", rejected.trade_id),
+            ("trade.settle", "ok", rejected.trade_id),
+            ("trade.approve", "502", rejected.trade_id),
+        ],
+        "r-sell-2": [("trade.sell", "ok", unknown.trade_id)],
+        # approved; the venue's answer is unknown: it stays executing
+        "r-approve-504": [
+            ("trade.approve", "ok", unknown.trade_id),
+            ("trade.approve", "504", unknown.trade_id),
+        ],
+        "r-sell-403": [("trade.sell", "400", None)],
     }
-    for request_id, (action, outcome, target) in expected.items():
-        entry = await audit_of(core, request_id)
-        assert (entry.action, entry.outcome, entry.target) == (action, outcome, target), entry
-        assert (entry.client_id, entry.user_id) == (core.client.client_id, uid)
-        assert entry.at == core.clock.now()
-    assert (await audit_of(core, "r-approve-502")).detail.startswith("Order rejected: ")  # type: ignore[union-attr]
+    for request_id, rows in expected.items():
+        entries = await audit_all(core, request_id)
+        assert [(e.action, e.outcome, e.target) for e in entries] == rows, entries
+        for entry in entries:
+            assert (entry.client_id, entry.user_id) == (core.client.client_id, uid)
+            assert entry.at == core.clock.now()
+    settled = await audit_all(core, "r-approve-502")
+    assert settled[1].detail is not None and settled[1].detail.startswith("executing -> failed: ")
+    assert settled[2].detail is not None and settled[2].detail.startswith("Order rejected: ")
+    assert (await audit_all(core, "r-approve"))[1].detail == "executing -> completed"
+
+
+async def test_a_replay_is_told_apart_from_the_change(core: Core) -> None:
+    """Only the request that moved the trade is `ok`; the ones that answered the stored
+    result are `replay`; a cancel of a cancelled trade too."""
+    t, uid = core.trading, core.user_id
+    sell = await core.sell(crypto_amount="0.5")
+    await t.approve(core.caller("r-first"), user_id=uid, trade_id=sell.trade_id)
+    await t.approve(core.caller("r-again"), user_id=uid, trade_id=sell.trade_id)
+    other = await core.sell(crypto_amount="0.5")
+    await t.cancel(core.caller("r-cancel"), user_id=uid, trade_id=other.trade_id)
+    await t.cancel(core.caller("r-cancel-again"), user_id=uid, trade_id=other.trade_id)
+
+    assert [(e.action, e.outcome) for e in await audit_all(core, "r-again")] == [
+        ("trade.approve", "replay")
+    ]
+    assert [(e.action, e.outcome) for e in await audit_all(core, "r-cancel")] == [
+        ("trade.cancel", "ok")
+    ]
+    assert [(e.action, e.outcome) for e in await audit_all(core, "r-cancel-again")] == [
+        ("trade.cancel", "replay")
+    ]
+    approvals = [e for e in await core.repo.list_audit(1000) if e.action == "trade.approve"]
+    assert sorted(e.outcome for e in approvals) == ["ok", "replay"]
+
+
+async def test_a_settlement_seen_on_a_poll_is_written_with_the_move(core: Core) -> None:
+    trade = await core.sell(fiat_amount="202")  # the sandbox venue accepts, settles on a poll
+    await core.trading.approve(
+        core.caller("r-approve"), user_id=core.user_id, trade_id=trade.trade_id
+    )
+    await core.trading.get(core.caller("r-poll"), user_id=core.user_id, trade_id=trade.trade_id)
+    assert [(e.action, e.outcome, e.detail) for e in await audit_all(core, "r-approve")] == [
+        ("trade.approve", "ok", None),
+        ("trade.settle", "ok", "executing -> approved"),
+    ]
+    assert [(e.action, e.outcome, e.detail) for e in await audit_all(core, "r-poll")] == [
+        ("trade.settle", "ok", "approved -> completed")
+    ]
+
+
+async def test_a_lapsed_quote_is_expired_once_with_its_entry(core: Core) -> None:
+    trade = await core.sell(crypto_amount="0.5")
+    other = await core.sell(crypto_amount="0.25")
+    core.clock.advance(61)
+    await core.trading.get(core.caller("r-read"), user_id=core.user_id, trade_id=trade.trade_id)
+    await core.trading.get(core.caller("r-read-2"), user_id=core.user_id, trade_id=trade.trade_id)
+    await core.trading.list(core.caller("r-list"), user_id=core.user_id)
+    await core.trading.list(core.caller("r-list-2"), user_id=core.user_id)
+    assert [(e.action, e.target) for e in await audit_all(core, "r-read")] == [
+        ("trade.expire", trade.trade_id)
+    ]
+    assert [(e.action, e.target) for e in await audit_all(core, "r-list")] == [
+        ("trade.expire", other.trade_id)
+    ]
+    assert await audit_all(core, "r-read-2") == await audit_all(core, "r-list-2") == []
 
 
 async def test_reads_are_not_audited(core: Core) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -79,6 +80,67 @@ async def test_fifty_concurrent_approvals_execute_one_order(
     if venue_delay:
         # while the order is at the venue, the trade is executing: every loser is a 409
         assert len(answers) == 1 and len(refusals) == 49
+    # The log tells the one execution from the rest: one `ok`, the 200s that answered the
+    # stored trade are `replay`, the refusals their status.
+    outcomes_logged = Counter(
+        e.outcome for e in await core.repo.list_audit(1000) if e.action == "trade.approve"
+    )
+    assert outcomes_logged == Counter(
+        {"ok": 1, "replay": len(answers) - 1, "409": len(refusals)}
+    )  # (a zero count equals a missing one)
+
+
+async def test_approves_of_a_settled_trade_are_all_replays(
+    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+) -> None:
+    core = await make_core(repo=racing_repo())
+    trade = await core.sell(crypto_amount="0.5")
+    await core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+    answers = await asyncio.gather(
+        *(
+            core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+            for _ in range(49)
+        )
+    )
+    assert all(a == answers[0] for a in answers) and len(core.venue.executed) == 1
+    logged = [e for e in await core.repo.list_audit(1000) if e.action == "trade.approve"]
+    assert Counter(e.outcome for e in logged) == {"ok": 1, "replay": 49}
+    assert [e.action for e in await core.repo.list_audit(1000)].count("trade.settle") == 1
+
+
+async def test_a_quote_lapsing_under_many_pollers_is_expired_by_one_write(
+    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+) -> None:
+    """200 `/trade` polls read the quote `open` past its expiry together: one of them
+    stores the expiry, the others wait for it and read; none writes its own."""
+    core = await make_core(repo=racing_repo())
+    trade = await core.sell(crypto_amount="0.5")
+    core.clock.advance(61)
+    swaps: list[TradeStatus] = []
+    real_swap = core.repo.swap_trade
+
+    async def counting_swap(expected: TradeStatus, new: Trade, **kwargs: object) -> bool:
+        swaps.append(expected)
+        return await real_swap(expected, new, **kwargs)  # type: ignore[arg-type]
+
+    core.repo.swap_trade = counting_swap  # type: ignore[method-assign]
+    answers = await asyncio.gather(
+        *(
+            core.trading.get(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+            for _ in range(200)
+        )
+    )
+    stored = await core.stored(trade)
+    assert stored.status is TradeStatus.EXPIRED and stored.completed_at == trade.quote.expires_at
+    assert all(a == stored for a in answers)
+    assert swaps == [TradeStatus.OPEN]  # one write attempt in all
+    expiries = [e for e in await core.repo.list_audit(1000) if e.action == "trade.expire"]
+    assert [(e.outcome, e.target) for e in expiries] == [("ok", trade.trade_id)]
+    # Lists and later polls find it expired: no write, no entry.
+    await core.trading.list(core.caller(), user_id=core.user_id)
+    await core.trading.get(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+    assert swaps == [TradeStatus.OPEN]
+    assert len([e for e in await core.repo.list_audit(1000) if e.action == "trade.expire"]) == 1
 
 
 @pytest.mark.parametrize("approve_first", [True, False])

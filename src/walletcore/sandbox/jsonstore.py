@@ -163,19 +163,37 @@ class JsonFile(Generic[S]):
         with self._thread_lock:
             return self._load()
 
-    async def mutate(self, change: Callable[[S], tuple[S | None, T]]) -> T:
+    async def mutate(
+        self,
+        change: Callable[[S], tuple[S | None, T]],
+        after: Callable[[S], None] | None = None,
+    ) -> T:
         """Apply `change` to the current state under the lock; a new state (not None) is
-        written. Returns what `change` returned beside it."""
-        return await asyncio.to_thread(self.mutate_now, change)
+        written. Returns what `change` returned beside it.
 
-    def mutate_now(self, change: Callable[[S], tuple[S | None, T]]) -> T:
+        `after(new_state)` runs once the new state is durable, still under the lock (to
+        finish a side file the state points at, as the file repo's audit log does)."""
+        return await asyncio.to_thread(self.mutate_now, change, after)
+
+    def mutate_now(
+        self,
+        change: Callable[[S], tuple[S | None, T]],
+        after: Callable[[S], None] | None = None,
+    ) -> T:
         """`mutate`, blocking the calling thread."""
         with self._thread_lock, FileLock(self.lock_path):
             current = self._load()
             new_state, result = change(current)
             if new_state is not None:
                 self._write(new_state)
+                if after is not None:
+                    after(new_state)
             return result
+
+    def locked_now(self, work: Callable[[S], T]) -> T:
+        """`work(current state)` under the lock, writing nothing (blocks the thread)."""
+        with self._thread_lock, FileLock(self.lock_path):
+            return work(self._load())
 
     def append_line(self, path: Path, line: bytes) -> None:
         """Append one fsync'd line to a log file beside the data, under the same lock."""

@@ -1,11 +1,31 @@
-"""Writes one audit entry per state-changing use case, success or failure, never a secret."""
+"""The audit log of the use cases: one entry per state change, written with the change, and
+one per request that changed nothing; never a secret.
+
+Rules:
+- A change carries its entry: the use case builds it (`AuditNote.entry`) and hands it to
+  the Repo method that makes the change (`audit=`), which writes it in the same
+  transaction if and only if the change applies. A process killed at any point leaves the
+  change with its entry, or neither. Outcome `ok`.
+- A request that changed nothing gets an entry of its own, written when it ends:
+  - a refusal (a `DomainError`, or an unexpected error as `500`): outcome the status,
+    `detail` the safe message. A failure after a carried change is written too (an
+    approval whose venue then refused is `ok` then `502`), unless a carried entry of the
+    same action already recorded that very outcome (a send the network refused);
+  - success without a change (a replayed approve or send, a cancel of a cancelled trade,
+    an extend with nothing to add): outcome `replay`;
+  - success of an action that never changes stored state (`/auth`, `mutating=False`):
+    outcome `ok`.
+- Entries hold ids, actions, outcomes and safe messages only: never a password, a seed
+  phrase, an api key, a token or a key.
+- A write of an entry of its own that fails is logged, never turned into a failed request;
+  a carried entry that cannot be written fails its change (that is the point).
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import DomainError
@@ -13,19 +33,99 @@ from walletcore.ports import Clock, Repo
 
 log = logging.getLogger("walletcore.audit")
 
+#: Outcome of a change (carried) and of a success of an action that changes nothing.
+OK = "ok"
+#: Outcome of a success that changed nothing: the stored result answered again.
+REPLAY = "replay"
 
-@dataclass(slots=True)
+_UNSET: object = object()
+
+
 class AuditNote:
-    """Filled in by the use case while it runs (the id it created, say)."""
+    """Filled in by the use case while it runs: who and what it is about, and the entries
+    the Repo wrote with the changes this request made."""
 
-    user_id: str | None = None
-    target: str | None = None
+    __slots__ = ("_auditor", "_carried", "action", "client_id", "request_id", "target", "user_id")
+
+    def __init__(
+        self,
+        auditor: Auditor,
+        action: str,
+        request_id: str,
+        client_id: str | None,
+        user_id: str | None = None,
+        target: str | None = None,
+    ) -> None:
+        self._auditor = auditor
+        self.action = action
+        self.request_id = request_id
+        self.client_id = client_id
+        self.user_id = user_id
+        self.target = target
+        self._carried: list[AuditEntry] = []
+
+    def entry(
+        self,
+        *,
+        action: str | None = None,
+        outcome: str = OK,
+        user_id: str | None | object = _UNSET,
+        target: str | None | object = _UNSET,
+        detail: str | None = None,
+    ) -> AuditEntry:
+        """An entry of this request (its action, user and target unless given), to hand
+        to the Repo method that makes the change; then `carried(entry)` if it applied."""
+        return self._auditor.entry(
+            action or self.action,
+            self.request_id,
+            self.client_id,
+            outcome=outcome,
+            user_id=self.user_id if user_id is _UNSET else user_id,  # type: ignore[arg-type]
+            target=self.target if target is _UNSET else target,  # type: ignore[arg-type]
+            detail=detail,
+        )
+
+    def carried(self, *entries: AuditEntry) -> None:
+        """The Repo applied the change these entries rode with: they are in the log."""
+        self._carried.extend(entries)
+
+    @property
+    def changed(self) -> bool:
+        """This request's action carried an entry: it changed something."""
+        return any(e.action == self.action for e in self._carried)
+
+    def recorded(self, outcome: str) -> bool:
+        """A carried entry of this request's action has `outcome` already."""
+        return any(e.action == self.action and e.outcome == outcome for e in self._carried)
 
 
 class Auditor:
     def __init__(self, repo: Repo, clock: Clock) -> None:
         self._repo = repo
         self._clock = clock
+
+    def entry(
+        self,
+        action: str,
+        request_id: str,
+        client_id: str | None,
+        *,
+        outcome: str = OK,
+        user_id: str | None = None,
+        target: str | None = None,
+        detail: str | None = None,
+    ) -> AuditEntry:
+        """An entry stamped now, to carry with a change (`Repo` methods' `audit=`)."""
+        return AuditEntry(
+            at=self._clock.now(),
+            client_id=client_id,
+            action=action,
+            request_id=request_id,
+            outcome=outcome,
+            user_id=user_id,
+            target=target,
+            detail=detail,
+        )
 
     @asynccontextmanager
     async def record(
@@ -36,27 +136,24 @@ class Auditor:
         *,
         user_id: str | None = None,
         target: str | None = None,
+        mutating: bool = True,
     ) -> AsyncIterator[AuditNote]:
-        note = AuditNote(user_id=user_id, target=target)
-        outcome, detail = "ok", None
+        """Around one use case: writes the request's own entry when it changed nothing
+        (see the module rules). `mutating=False`: the action never changes stored state,
+        so its success is `ok`, not `replay`."""
+        note = AuditNote(self, action, request_id, client_id, user_id, target)
         try:
             yield note
         except DomainError as exc:
-            outcome, detail = str(exc.status), exc.message
+            outcome = str(exc.status)
+            if not note.recorded(outcome):
+                await self._own(note, outcome, exc.message)
             raise
         except BaseException:
-            outcome, detail = "500", "internal error"
+            await self._own(note, "500", "internal error")
             raise
-        finally:
-            await self.event(
-                action,
-                request_id,
-                client_id,
-                outcome=outcome,
-                user_id=note.user_id,
-                target=note.target,
-                detail=detail,
-            )
+        if not note.changed:
+            await self._own(note, REPLAY if mutating else OK, None)
 
     async def event(
         self,
@@ -64,18 +161,16 @@ class Auditor:
         request_id: str,
         client_id: str | None,
         *,
-        outcome: str = "ok",
+        outcome: str = OK,
         user_id: str | None = None,
         target: str | None = None,
         detail: str | None = None,
     ) -> None:
-        """One entry for something that happened outside a `record` block (a settlement
-        seen on a poll, say)."""
-        entry = AuditEntry(
-            at=self._clock.now(),
-            client_id=client_id,
-            action=action,
-            request_id=request_id,
+        """One entry on its own, for something that changed no stored state."""
+        entry = self.entry(
+            action,
+            request_id,
+            client_id,
             outcome=outcome,
             user_id=user_id,
             target=target,
@@ -85,3 +180,17 @@ class Auditor:
             await self._repo.append_audit(entry)
         except Exception:  # the audit must not turn a success into a failure
             log.exception("audit write failed for %s (request %s)", action, request_id)
+
+    async def _own(self, note: AuditNote, outcome: str, detail: str | None) -> None:
+        await self.event(
+            note.action,
+            note.request_id,
+            note.client_id,
+            outcome=outcome,
+            user_id=note.user_id,
+            target=note.target,
+            detail=detail,
+        )
+
+
+__all__ = ["OK", "REPLAY", "AuditNote", "Auditor"]

@@ -28,7 +28,7 @@ from walletcore.domain.errors import (
 from walletcore.domain.ids import is_id, new_id
 from walletcore.domain.times import utc
 from walletcore.ports import Clock, Repo
-from walletcore.services.audit import Auditor
+from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.tokens import TokenClaims, TokenSigner
 
 TOKEN_LIFETIME = timedelta(minutes=15)
@@ -73,7 +73,7 @@ class AuthService:
         self, client_id: object, api_key: object, request_id: str
     ) -> IssuedToken:
         safe_id = client_id if isinstance(client_id, str) and is_id(client_id) else None
-        async with self._auditor.record("auth", request_id, safe_id):
+        async with self._auditor.record("auth", request_id, safe_id, mutating=False):
             if not isinstance(client_id, str) or not isinstance(api_key, str):
                 raise InvalidCredentials()
             client = await self._repo.get_client(safe_id) if safe_id else None
@@ -128,30 +128,38 @@ class AuthService:
             asset_fee_payers=dict(asset_fee_payers or {}),
             created_at=self._clock.now(),
         )
-        async with self._auditor.record("client.create", request_id, client.client_id):
-            await self._repo.add_client(client)
+        async with self._auditor.record("client.create", request_id, client.client_id) as note:
+            entry = note.entry()
+            await self._repo.add_client(client, audit=(entry,))
+            note.carried(entry)
         return IssuedKey(client, api_key)
 
     async def list_clients(self) -> list[ApiClient]:
         return await self._repo.list_clients()
 
     async def disable_client(self, client_id: str, request_id: str = "operator") -> ApiClient:
-        async with self._auditor.record("client.disable", request_id, _audit_id(client_id)):
+        async with self._auditor.record("client.disable", request_id, _audit_id(client_id)) as note:
             client = await self._get(client_id)
             updated = replace(client, disabled=True, key_generation=client.key_generation + 1)
-            await self._repo.update_client(updated)
+            await self._update(updated, note)
             return updated
 
     async def rotate_key(self, client_id: str, request_id: str = "operator") -> IssuedKey:
         """Re-issue the api key: the old key and every token issued under it stop working."""
-        async with self._auditor.record("client.rotate", request_id, _audit_id(client_id)):
+        async with self._auditor.record("client.rotate", request_id, _audit_id(client_id)) as note:
             client = await self._get(client_id)
             api_key = new_api_key()
             updated = replace(
                 client, key_hash=hash_api_key(api_key), key_generation=client.key_generation + 1
             )
-            await self._repo.update_client(updated)
+            await self._update(updated, note)
             return IssuedKey(updated, api_key)
+
+    async def _update(self, client: ApiClient, note: AuditNote) -> None:
+        """Store the changed client with its entry (never the key: only ids and the action)."""
+        entry = note.entry()
+        await self._repo.update_client(client, audit=(entry,))
+        note.carried(entry)
 
     async def _get(self, client_id: str) -> ApiClient:
         client = await self._repo.get_client(client_id) if is_id(client_id) else None

@@ -12,6 +12,9 @@ from walletcore.domain.ids import new_id
 class Caller:
     client: ApiClient
     request_id: str
+    #: The caller sent `request_id` (X-Request-Id) rather than having one generated: only
+    #: then may a use case treat it as an idempotency key (`/create`).
+    request_id_given: bool = False
 
     @property
     def client_id(self) -> str:

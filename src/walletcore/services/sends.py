@@ -19,7 +19,16 @@ Rules:
 - A wrong wallet password: EVM and TRON `401 Invalid credentials`, SOLANA `401 Invalid
   password`, BITCOIN `400 Invalid password`.
 - Every send is audited (action, request id, outcome, user, tx hash); never a password,
-  a mnemonic or a key.
+  a mnemonic or a key. The entries ride on the record's transitions (same transaction):
+  - started -> signed carries `ok` with target = the tx hash, detail `signed`: committed
+    before the broadcast, so every transaction that may reach the network has its entry,
+    even when the process dies right after broadcasting it;
+  - a request that resumes a send someone else signed (lease taken over) carries `ok`,
+    detail `resumed`, on the transition that finishes it;
+  - a broadcast the network refused finishes the record carrying that error's status;
+  - a replay of a finished send changes nothing: `replay` (or the replayed error's status),
+    written on its own; so are refusals before anything was signed, and a broadcast whose
+    outcome is unknown (`504`, after the `ok` of its signing).
 """
 
 from __future__ import annotations
@@ -170,19 +179,27 @@ class SendService:
         if record.is_finished:
             return replay(record)
         if record.state is SendState.STARTED:
-            record = await self._sign_and_store(record, request, plan)
+            record = await self._sign_and_store(record, request, plan, note)
             note.target = record.tx_hash  # audited even when the broadcast fails
         signed = SignedSend.from_bytes(record.raw_tx)
         if record.state is SendState.SIGNED:
-            record = await self._broadcast(record, signed)
+            record = await self._broadcast(record, signed, note)
         receipt = signed.receipt()
         finished = record.finish(receipt.as_result(), self._clock.now())
-        if not await self._repo.advance_send(record, finished):
+        # A send this request signed has its entry; one it resumed gets it here.
+        resumed = () if note.changed else (note.entry(detail="resumed"),)
+        if await self._repo.advance_send(record, finished, audit=resumed):
+            note.carried(*resumed)
+        else:
             log.info("send %s was finished by another request", request_id)
         return receipt
 
     async def _sign_and_store(
-        self, record: SendRecord, request: SendRequest, plan: Callable[[], Awaitable[Plan]]
+        self,
+        record: SendRecord,
+        request: SendRequest,
+        plan: Callable[[], Awaitable[Plan]],
+        note: AuditNote,
     ) -> SendRecord:
         """started -> signed. Anything failing before the signed transaction is stored
         proves nothing was sent: the record is released for a retry."""
@@ -196,7 +213,8 @@ class SendService:
             transfer = await self._sign(ready, unsigned, request.password)
             signed = SignedSend.of(ready, transfer)
             new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now())
-            stored = await self._repo.advance_send(record, new)
+            entry = note.entry(target=transfer.tx_hash, detail="signed")
+            stored = await self._repo.advance_send(record, new, audit=(entry,))
         except BaseException:
             await ready.gateway.release(unsigned)  # never broadcast: give its nonce back
             await self._release(record)
@@ -204,6 +222,7 @@ class SendService:
         if not stored:
             await ready.gateway.release(unsigned)
             raise IdempotencyConflict()  # taken over: the other request owns the send now
+        note.carried(entry)
         return new
 
     async def _sign(
@@ -227,7 +246,9 @@ class SendService:
                 signatures[fee_payer] = _sign_as(key, fee_payer, unsigned.payload_for(fee_payer))
         return plan.gateway.assemble(unsigned, signatures)
 
-    async def _broadcast(self, record: SendRecord, signed: SignedSend) -> SendRecord:
+    async def _broadcast(
+        self, record: SendRecord, signed: SignedSend, note: AuditNote
+    ) -> SendRecord:
         """signed -> broadcast, or finished with the network's refusal."""
         gateway = self._gateways[signed.chain]
         try:
@@ -235,7 +256,11 @@ class SendService:
         except DomainError as exc:
             if exc.status < 500 or isinstance(exc, TransferRejected):  # refused: nothing sent
                 failed = record.finish(failure_result(exc), self._clock.now())
-                await self._repo.advance_send(record, failed)
+                refusal = note.entry(
+                    outcome=str(exc.status), target=signed.tx_hash, detail=exc.message
+                )
+                if await self._repo.advance_send(record, failed, audit=(refusal,)):
+                    note.carried(refusal)
                 raise
             await self._release(record)
             raise

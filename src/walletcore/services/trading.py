@@ -6,11 +6,27 @@ Rules:
 - Approve follows the transition table: the trade is committed as `executing` before the
   venue is called, so a crash or timeout leaves it `executing`, never `open`.
 - Another user's trade, or another client's, is a 404 indistinguishable from none.
+
+Audit (walletcore.services.audit): every transition carries its entry in its own
+compare-and-set, so the log has it if and only if the trade moved:
+- `trade.sell` / `trade.order`: the quote stored; `trade.approve` (ok): open -> executing,
+  the one approval that goes to the venue; `trade.cancel` (ok): open -> cancelled;
+- `trade.settle`: a move the venue decided (executing/approved -> completed, failed or
+  approved; executing -> open when it placed nothing), on approve or on a poll;
+- `trade.expire`: a lapsed quote stored as expired (by a read, a list, an approve).
+An approve or cancel that changed nothing is `replay` (it answered the stored trade) or a
+refusal (`409`, ...).
+
+A quote lapsing under many pollers: the readers of one process that find it lapsed share
+one expiry write (`_expire`), and a writer that loses the compare-and-set costs one
+conditional UPDATE that matches no row, then one read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import OrderedDict
 from datetime import timedelta
 from typing import Any
 
@@ -46,13 +62,16 @@ from walletcore.domain.trade import (
 )
 from walletcore.ports import Clock, PriceSource, Repo, TradeVenue
 from walletcore.services.assets import AssetPolicy
-from walletcore.services.audit import Auditor
+from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
 
 log = logging.getLogger("walletcore.trading")
 
 #: How often a compare-and-set that lost a race is re-read and re-decided.
 _MAX_RACE_RETRIES = 3
+#: How many expiries this process remembers, for readers that read the quote `open` just
+#: before it was stored as expired (a terminal status: what is remembered stays true).
+_EXPIRED_REMEMBERED = 4096
 
 
 class TradingService:
@@ -75,6 +94,10 @@ class TradingService:
         self._auditor = auditor
         self._quote_ttl = timedelta(seconds=quote_ttl_seconds)
         self._page_size = page_size
+        #: trade id -> the expiry write in flight for it (one per lapsed quote at a time)
+        self._expiring: dict[str, asyncio.Future[Trade]] = {}
+        #: trade id -> the terminal trade an expiry write of this process ended with
+        self._expired: OrderedDict[str, Trade] = OrderedDict()
 
     # -- quotes -------------------------------------------------------------------------
     async def sell(self, caller: Caller, **body: Any) -> Trade:
@@ -125,8 +148,10 @@ class TradingService:
                 status=TradeStatus.OPEN,
                 created_at=now,
             )
-            await self._repo.add_trade(trade)
             note.target = trade.trade_id
+            entry = note.entry()
+            await self._repo.add_trade(trade, audit=(entry,))
+            note.carried(entry)
             return trade
 
     # -- approve ------------------------------------------------------------------------
@@ -135,13 +160,13 @@ class TradingService:
         uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
         async with self._auditor.record(
             "trade.approve", caller.request_id, caller.client_id, user_id=uid, target=tid
-        ):
+        ) as note:
             for _ in range(_MAX_RACE_RETRIES):
                 trade = await self._load(caller, uid, tid, expire=False)
                 now = self._clock.now()
                 step = trade.approve_step(now)  # raises the 409 rows
                 if step is ApproveStep.REPLAY:
-                    return trade
+                    return trade  # audited as `replay`: nothing changed
                 if step is ApproveStep.EXPIRE:
                     if trade.status is TradeStatus.APPROVED:
                         # The row is "approved, never settled": ask the venue first, so an
@@ -149,24 +174,35 @@ class TradingService:
                         polled = await self._poll(caller, trade)
                         if polled.status is not TradeStatus.APPROVED:
                             continue
-                    if await self._repo.swap_trade(trade.status, trade.expire(now)):
+                        if await self._swap(caller, trade, trade.expire(now), "trade.expire"):
+                            raise QuoteLapsed()
+                        continue
+                    if (await self._expire(caller, trade)).status is TradeStatus.EXPIRED:
                         raise QuoteLapsed()
                     continue
                 self._policy.resolve(caller.client, trade.asset_id, "trade/approve")
                 executing = trade.start_approval(now)
-                if await self._repo.swap_trade(TradeStatus.OPEN, executing):
-                    return await self._execute(executing)
+                if await self._approve(note, executing):
+                    return await self._execute(caller, executing)
             raise TradeNotApprovable("The trade changed while it was being approved; poll /trade")
 
-    async def _execute(self, trade: Trade) -> Trade:
+    async def _approve(self, note: AuditNote, executing: Trade) -> bool:
+        """open -> executing with the `trade.approve` entry: the one approval that wins."""
+        entry = note.entry()
+        if not await self._repo.swap_trade(TradeStatus.OPEN, executing, audit=(entry,)):
+            return False
+        note.carried(entry)
+        return True
+
+    async def _execute(self, caller: Caller, trade: Trade) -> Trade:
         try:
             outcome = await self._venue.execute(trade.order())
         except OrderRejected as exc:
-            await self._move(trade, trade.fail(exc.reason, self._clock.now()))
+            await self._move(caller, trade, trade.fail(exc.reason, self._clock.now()))
             raise
         except PriceUnavailable:
             # The venue placed nothing: the quote is open again and approve may be retried.
-            await self._move(trade, trade.reopen())
+            await self._move(caller, trade, trade.reopen())
             raise
         except (VenueTimeout, PricingTimeout):
             raise VenueTimeout() from None
@@ -176,24 +212,79 @@ class TradingService:
             # Anything else from the venue leaves the outcome unknown: stay executing.
             log.exception("venue call failed for trade %s; it stays executing", trade.trade_id)
             raise VenueTimeout() from None
-        return await self._apply(trade, outcome)
+        return await self._apply(caller, trade, outcome)
 
-    async def _apply(self, trade: Trade, outcome: Fill | Accepted | Rejected | object) -> Trade:
+    async def _apply(
+        self, caller: Caller, trade: Trade, outcome: Fill | Accepted | Rejected | object
+    ) -> Trade:
         now = self._clock.now()
         if isinstance(outcome, Fill):
-            return await self._move(trade, trade.settle(outcome, now))
+            return await self._move(caller, trade, trade.settle(outcome, now))
         if isinstance(outcome, Accepted) and trade.status is TradeStatus.EXECUTING:
-            return await self._move(trade, trade.accept(outcome))
+            return await self._move(caller, trade, trade.accept(outcome))
         if isinstance(outcome, Rejected):
-            return await self._move(trade, trade.fail(outcome.reason, now))
+            return await self._move(caller, trade, trade.fail(outcome.reason, now))
         return trade
 
-    async def _move(self, current: Trade, new: Trade) -> Trade:
-        """Store `new` if `current` is still stored; else return what is stored now."""
-        if await self._repo.swap_trade(current.status, new):
+    async def _move(
+        self, caller: Caller, current: Trade, new: Trade, action: str = "trade.settle"
+    ) -> Trade:
+        """Store `new` (with its audit entry) if `current` is still stored; else return
+        what is stored now."""
+        if await self._swap(caller, current, new, action):
             return new
         stored = await self._repo.get_trade(current.client_id, current.user_id, current.trade_id)
         return stored if stored is not None else current
+
+    async def _swap(self, caller: Caller, current: Trade, new: Trade, action: str) -> bool:
+        """The compare-and-set `current.status` -> `new`, carrying the entry of the move."""
+        move = f"{current.status.value} -> {new.status.value}"
+        if new.failure_reason and new.status is TradeStatus.FAILED:
+            move = f"{move}: {new.failure_reason}"
+        entry = self._auditor.entry(
+            action,
+            caller.request_id,
+            caller.client_id,
+            user_id=new.user_id,
+            target=new.trade_id,
+            detail=move,
+        )
+        return await self._repo.swap_trade(current.status, new, audit=(entry,))
+
+    async def _expire(self, caller: Caller, trade: Trade) -> Trade:
+        """Store the lapsed open quote `trade` as expired; the trade as stored after.
+
+        Readers of one process that find it lapsed together share one write (the expiry of
+        an open quote is the same whoever makes it), and one that read it `open` after that
+        write ended gets the terminal trade it ended with; processes race with a
+        compare-and-set, whose losers write nothing and read the winner's answer.
+        """
+        known = self._expired.get(trade.trade_id)
+        if known is not None:  # read before the expiry landed: no write, and no read
+            return known
+        loop = asyncio.get_running_loop()
+        flight = self._expiring.get(trade.trade_id)
+        if flight is None or flight.get_loop() is not loop:
+            flight = loop.create_task(self._store_expiry(caller, trade))
+            self._expiring[trade.trade_id] = flight
+            flight.add_done_callback(lambda done: self._forget(trade.trade_id, done))
+        return await asyncio.shield(flight)
+
+    async def _store_expiry(self, caller: Caller, trade: Trade) -> Trade:
+        return await self._move(
+            caller, trade, trade.expire(self._clock.now()), action="trade.expire"
+        )
+
+    def _forget(self, trade_id: str, done: asyncio.Future[Trade]) -> None:
+        if self._expiring.get(trade_id) is done:
+            del self._expiring[trade_id]
+        if done.cancelled() or done.exception() is not None:
+            return
+        stored = done.result()
+        if stored.status.is_terminal:
+            self._expired[trade_id] = stored
+            if len(self._expired) > _EXPIRED_REMEMBERED:
+                self._expired.popitem(last=False)
 
     # -- cancel, get, list --------------------------------------------------------------
     async def cancel(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
@@ -201,11 +292,15 @@ class TradingService:
         uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
         async with self._auditor.record(
             "trade.cancel", caller.request_id, caller.client_id, user_id=uid, target=tid
-        ):
+        ) as note:
             for _ in range(_MAX_RACE_RETRIES):
                 trade = await self._load(caller, uid, tid)
                 cancelled = trade.cancel(self._clock.now())  # raises 409 unless open/cancelled
-                if cancelled is trade or await self._repo.swap_trade(trade.status, cancelled):
+                if cancelled is trade:
+                    return cancelled  # cancelled already: audited as `replay`
+                entry = note.entry()
+                if await self._repo.swap_trade(trade.status, cancelled, audit=(entry,)):
+                    note.carried(entry)
                     return cancelled
             raise TradeNotFound()  # pragma: no cover - needs three lost races in a row
 
@@ -224,17 +319,7 @@ class TradingService:
         except Exception:  # noqa: BLE001 - an unreachable venue: show the trade as stored
             log.warning("venue status unavailable for trade %s", trade.trade_id)
             return trade
-        moved = await self._apply(trade, outcome)
-        if moved.status is not trade.status:
-            await self._auditor.event(
-                "trade.settle",
-                caller.request_id,
-                caller.client_id,
-                user_id=trade.user_id,
-                target=trade.trade_id,
-                detail=f"{trade.status.value} -> {moved.status.value}",
-            )
-        return moved
+        return await self._apply(caller, trade, outcome)  # a move carries `trade.settle`
 
     async def list(
         self, caller: Caller, *, user_id: object, side: object = None, status: object = None
@@ -243,7 +328,14 @@ class TradingService:
         uid = parse_id(user_id, "userId")
         wanted_side, wanted_status = parse_side(side), parse_status(status)
         await self._require_user(caller, uid)
-        await self._repo.expire_lapsed(caller.client_id, uid, self._clock.now())
+        expiry = self._auditor.entry(
+            "trade.expire",
+            caller.request_id,
+            caller.client_id,
+            user_id=uid,
+            detail=f"{TradeStatus.OPEN.value} -> {TradeStatus.EXPIRED.value}",
+        )
+        await self._repo.expire_lapsed(caller.client_id, uid, self._clock.now(), audit=expiry)
         return await self._repo.list_trades(
             caller.client_id, uid, side=wanted_side, status=wanted_status, limit=self._page_size
         )
@@ -260,7 +352,7 @@ class TradingService:
         if trade is None:
             raise TradeNotFound()
         if expire and trade.lapses_unapproved(self._clock.now()):
-            trade = await self._move(trade, trade.expire(self._clock.now()))
+            trade = await self._expire(caller, trade)
         return trade
 
     async def _unit_price(self, asset: Asset, fiat: Any) -> Any:

@@ -3,6 +3,11 @@
 Rules:
 - `/create` makes a user (24-hex id) and its wallet together. The 24-word seed phrase is
   returned this once; it is never stored, logged or audited.
+- A `/create` repeating an X-Request-Id the caller sent (per api client) makes no second
+  wallet: it is `409` naming the user the first one created ("... its seed phrase is
+  shown only once"), so a client that lost the first answer learns its user id, and
+  never mistakes the answer for a new wallet with a seed phrase. Without an X-Request-Id
+  every `/create` makes a wallet.
 - A wallet password is a string of 8 to 256 characters (after Unicode NFC normalisation).
   It cannot be changed or recovered. Opening a wallet (`/extend`, `/send`) checks only that
   the password is a non-empty string of at most 256 characters: the length rule applies
@@ -25,6 +30,7 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.clients import User
 from walletcore.domain.errors import (
     ApiClientNotFound,
+    Conflict,
     DomainError,
     InvalidCredentials,
     InvalidPassword,
@@ -38,7 +44,7 @@ from walletcore.domain.ids import is_id, new_id, parse_id
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import Clock, KeyStore, Repo
 from walletcore.services.assets import AssetPolicy
-from walletcore.services.audit import Auditor
+from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
 
 PASSWORD_MIN_LENGTH = 8
@@ -54,6 +60,17 @@ class CreatedWallet:
     user_id: str
     addresses: Mapping[Chain, str]
     mnemonic: str = field(repr=False)
+
+
+class WalletAlreadyCreated(Conflict):
+    """`/create` again under an X-Request-Id that already created a user: nothing is made."""
+
+    def __init__(self, user_id: str) -> None:
+        super().__init__(
+            f"A wallet was already created for this X-Request-Id (userId {user_id}); "
+            "its seed phrase is shown only once"
+        )
+        self.user_id = user_id
 
 
 def password_error_for(chain: Chain) -> DomainError:
@@ -113,11 +130,19 @@ class WalletService:
 
     # -- user wallets -------------------------------------------------------------------
     async def create(self, caller: Caller, *, password: object) -> CreatedWallet:
-        """`/create`: a new user and wallet; the seed phrase is in the answer, once."""
+        """`/create`: a new user and wallet; the seed phrase is in the answer, once.
+
+        With an X-Request-Id the caller sent, at most one per (api client, X-Request-Id):
+        a repeat is `WalletAlreadyCreated` (409), checked before any key is made and again,
+        atomically, when the user is stored (two at once: one wallet).
+        """
         async with self._auditor.record(
             "wallet.create", caller.request_id, caller.client_id
         ) as note:
             secret = new_password(password)
+            key = caller.request_id if caller.request_id_given else None
+            if key is not None:
+                await self._refuse_repeat(caller, key, note)
             chains = self._policy.enabled_chains(caller.client)
             created = await self._keystore.create_wallet(secret, chains)
             if not created.mnemonic:
@@ -132,11 +157,22 @@ class WalletService:
                 addresses=dict(created.addresses),
                 created_at=now,
             )
-            await self._repo.add_user_wallet(user, wallet)
+            entry = note.entry(user_id=user.user_id)
+            if not await self._repo.add_user_wallet(user, wallet, request_id=key, audit=(entry,)):
+                await self._refuse_repeat(caller, key or "", note)  # lost a race: theirs
+                raise RuntimeError("add_user_wallet refused a user it does not know of")
+            note.carried(entry)
             note.user_id = user.user_id
             return CreatedWallet(
                 user.user_id, _ordered(created.addresses, chains), created.mnemonic
             )
+
+    async def _refuse_repeat(self, caller: Caller, request_id: str, note: AuditNote) -> None:
+        """409 if this client's `request_id` created a user already."""
+        existing = await self._repo.created_by_request(caller.client_id, request_id)
+        if existing is not None:
+            note.user_id = existing
+            raise WalletAlreadyCreated(existing)
 
     async def extend(
         self, caller: Caller, *, user_id: object, password: object
@@ -161,9 +197,9 @@ class WalletService:
                     addresses={**wallet.addresses, **{c: derived[c] for c in missing}},
                     updated_at=self._clock.now(),
                 )
-                await self._repo.update_wallet(wallet)
                 note.target = ",".join(missing)
-            return _ordered(wallet.addresses, chains)
+                await self._update(wallet, note)
+            return _ordered(wallet.addresses, chains)  # nothing missing: audited `replay`
 
     async def addresses(self, caller: Caller, *, user_id: object) -> Mapping[Chain, str]:
         """`/addresses`: the stored map, only the chains enabled now."""
@@ -188,7 +224,7 @@ class WalletService:
             note.target = "platform"
             wallet = await self._platform_wallet(client_id)
             if wallet is None:
-                wallet = await self._new_platform_wallet(client_id)
+                wallet = await self._new_platform_wallet(client_id, note)
             missing = [c for c in ALL_CHAINS if c not in wallet.addresses]
             if missing:
                 derived = await self._keystore.derive_addresses(wallet.sealed, None, missing)
@@ -197,7 +233,8 @@ class WalletService:
                     addresses={**wallet.addresses, **{c: derived[c] for c in missing}},
                     updated_at=self._clock.now(),
                 )
-                await self._repo.update_wallet(wallet)
+                await self._update(wallet, note)
+            # Provisioned already, every chain there: audited `replay`.
             return _ordered(wallet.addresses, self._policy.enabled_chains(client))
 
     async def platform_addresses(self, caller: Caller) -> Mapping[Chain, str]:
@@ -219,7 +256,12 @@ class WalletService:
     async def _platform_wallet(self, client_id: str) -> WalletRecord | None:
         return await self._repo.get_wallet(client_id, WalletOwner.PLATFORM, None)
 
-    async def _new_platform_wallet(self, client_id: str) -> WalletRecord:
+    async def _update(self, wallet: WalletRecord, note: AuditNote) -> None:
+        entry = note.entry()
+        await self._repo.update_wallet(wallet, audit=(entry,))
+        note.carried(entry)
+
+    async def _new_platform_wallet(self, client_id: str, note: AuditNote) -> WalletRecord:
         created = await self._keystore.create_platform_wallet(ALL_CHAINS)
         wallet = WalletRecord(
             client_id=client_id,
@@ -229,7 +271,9 @@ class WalletService:
             addresses=dict(created.addresses),
             created_at=self._clock.now(),
         )
-        if await self._repo.add_wallet(wallet):
+        entry = note.entry(detail="created")
+        if await self._repo.add_wallet(wallet, audit=(entry,)):
+            note.carried(entry)
             return wallet
         # Another provisioning won the race: theirs is the wallet; ours was never shown.
         existing = await self._platform_wallet(client_id)

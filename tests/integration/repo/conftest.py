@@ -1,4 +1,5 @@
-"""The `repo` fixture: one Repo contract, three adapters (memory, SQLite file, PostgreSQL).
+"""The `repo` fixture: one Repo contract, every adapter (memory, the sandbox's JSON file,
+SQLite, PostgreSQL).
 
 PostgreSQL runs in a schema unique to this test session (created, migrated once, dropped
 at the end) and is emptied before each test; it must be reachable: its tests fail rather
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from walletcore.ports import Repo
+from walletcore.sandbox.filerepo import FileRepo
 from walletcore.sandbox.repo import InMemoryRepo
 from walletcore_sql import migrate
 from walletcore_sql.engine import sqlite_url
@@ -56,11 +58,16 @@ def _sqlite_copy(template: Path, directory: Path) -> str:
     return sqlite_url(path)
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=["memory", "file", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 async def repo(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Repo]:
     kind = request.param
     if kind == "memory":
         yield InMemoryRepo()
+        return
+    if kind == "file":
+        yield FileRepo(tmp_path / "home" / "sandbox-repo.json", nonce_wait=5.0)
         return
     if kind == "sqlite":
         sql = SqlRepo(

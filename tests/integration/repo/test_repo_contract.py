@@ -584,3 +584,190 @@ async def test_the_audit_of_a_fresh_store_is_empty(repo: Repo) -> None:
 def test_send_record_repr_hides_the_signed_transaction() -> None:
     record = SendRecord.start("c", "r", "fp", T0).signed(b"secret-ish", "0xh", T0)
     assert "secret-ish" not in repr(record)
+
+
+# -- the audit log, written with the change it records ---------------------------------------
+def entry(action: str, request_id: str = "req-a", **changes: object) -> AuditEntry:
+    base = AuditEntry(T0, None, action, request_id, "ok", target=None)
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+async def actions(repo: Repo) -> list[str]:
+    """The actions in the log, oldest first."""
+    return [e.action for e in reversed(await repo.list_audit(limit=1000))]
+
+
+async def test_every_change_writes_the_entries_it_carries(
+    repo: Repo, client_id: str, user_id: str
+) -> None:
+    from walletcore.domain.clients import User
+
+    c = client()
+    await repo.add_client(c, audit=[entry("client.create", client_id=c.client_id)])
+    await repo.update_client(dataclasses.replace(c, name="B"), audit=[entry("client.rotate")])
+    uid = new_id()
+    wallet = WalletRecord(client_id, WalletOwner.USER, uid, b"s", {Chain.TRON: "T"}, T0)
+    assert await repo.add_user_wallet(
+        User(uid, client_id, T0), wallet, audit=[entry("wallet.create", user_id=uid)]
+    )
+    await repo.update_wallet(
+        dataclasses.replace(wallet, sealed=b"t"), audit=[entry("wallet.extend")]
+    )
+    platform = WalletRecord(client_id, WalletOwner.PLATFORM, None, b"p", {}, T0)
+    assert await repo.add_wallet(platform, audit=[entry("wallet.provision_platform")])
+    t = trade(client_id, user_id)
+    await repo.add_trade(t, audit=[entry("trade.sell", target=t.trade_id)])
+    executing = t.start_approval(T0 + timedelta(seconds=1))
+    two = [entry("trade.approve"), entry("trade.note")]
+    assert await repo.swap_trade(TradeStatus.OPEN, executing, audit=two)
+    started = await repo.begin_send(client_id, RID, "fp-1", T0, audit=[entry("send.begin")])
+    signed = started.signed(b"raw", "0xh", T0)
+    assert await repo.advance_send(started, signed, audit=[entry("wallet.send", target="0xh")])
+
+    assert await actions(repo) == [
+        "client.create",
+        "client.rotate",
+        "wallet.create",
+        "wallet.extend",
+        "wallet.provision_platform",
+        "trade.sell",
+        "trade.approve",
+        "trade.note",
+        "send.begin",
+        "wallet.send",
+    ]
+    newest = await repo.list_audit(limit=1)
+    assert newest == [entry("wallet.send", target="0xh")]  # every field round-trips
+
+
+async def test_a_change_that_does_not_apply_writes_none_of_its_entries(
+    repo: Repo, client_id: str, user_id: str
+) -> None:
+    c = client()
+    await repo.add_client(c)
+    with pytest.raises(InvalidRequest):
+        await repo.add_client(c, audit=[entry("client.create")])
+    existing = await repo.get_wallet(client_id, WalletOwner.USER, user_id)
+    assert existing is not None
+    assert not await repo.add_wallet(existing, audit=[entry("wallet.add")])
+    t = trade(client_id, user_id)
+    await repo.add_trade(t)
+    assert await repo.swap_trade(TradeStatus.OPEN, t.cancel(T0))
+    assert not await repo.swap_trade(TradeStatus.OPEN, t.cancel(T0), audit=[entry("lost")])
+    assert not await repo.swap_trade(
+        TradeStatus.OPEN, trade(client_id, user_id).cancel(T0), audit=[entry("unknown trade")]
+    )
+    started = await repo.begin_send(client_id, RID, "fp-1", T0)
+    with pytest.raises(IdempotencyConflict):
+        await repo.begin_send(client_id, RID, "fp-1", T0, audit=[entry("conflict")])
+    with pytest.raises(IdempotencyKeyReused):
+        await repo.begin_send(client_id, RID, "fp-2", T0, audit=[entry("reused")])
+    signed = started.signed(b"raw", "0xh", T0)
+    assert await repo.advance_send(started, signed)
+    stale = started.signed(b"other", "0xo", T0)
+    assert not await repo.advance_send(started, stale, audit=[entry("stale")])
+    finished = signed.finish({"txHash": "0xh"}, T0)
+    assert await repo.advance_send(signed, finished)
+    replayed = await repo.begin_send(client_id, RID, "fp-1", T0, audit=[entry("replayed")])
+    assert replayed == finished
+    assert await repo.expire_lapsed(client_id, user_id, T0, audit=entry("nothing")) == 0
+
+    assert await repo.list_audit() == []
+
+
+async def test_an_entry_that_cannot_be_written_fails_its_change(
+    repo: Repo, client_id: str, user_id: str
+) -> None:
+    """One transaction: the change and its entries commit together or not at all."""
+    t = trade(client_id, user_id)
+    await repo.add_trade(t)
+    bad = dataclasses.replace(entry("trade.cancel"), action=None)  # NOT NULL in every store
+    with pytest.raises(Exception):  # noqa: B017 - each store refuses it its own way
+        await repo.swap_trade(TradeStatus.OPEN, t.cancel(T0), audit=[entry("first"), bad])
+    assert await repo.get_trade(client_id, user_id, t.trade_id) == t
+    c = client()
+    with pytest.raises(Exception):  # noqa: B017
+        await repo.add_client(c, audit=[bad])
+    assert await repo.get_client(c.client_id) is None
+    assert await repo.list_audit() == []
+    # The same change with a good entry goes through.
+    assert await repo.swap_trade(TradeStatus.OPEN, t.cancel(T0), audit=[entry("trade.cancel")])
+    assert await actions(repo) == ["trade.cancel"]
+
+
+async def test_expire_lapsed_writes_one_entry_per_trade_it_moved(
+    repo: Repo, client_id: str, user_id: str
+) -> None:
+    lapsed = [trade(client_id, user_id, ttl=timedelta(seconds=10)) for _ in range(2)]
+    live = trade(client_id, user_id, ttl=timedelta(seconds=60))
+    for t in (*lapsed, live):
+        await repo.add_trade(t)
+    template = entry("trade.expire", user_id=user_id, detail="open -> expired")
+    now = T0 + timedelta(seconds=30)
+    assert await repo.expire_lapsed(client_id, user_id, now, audit=template) == 2
+    written = await repo.list_audit()
+    assert sorted(e.target or "" for e in written) == sorted(t.trade_id for t in lapsed)
+    assert all(dataclasses.replace(e, target=None) == template for e in written)
+    assert await repo.expire_lapsed(client_id, user_id, now, audit=template) == 0
+    assert len(await repo.list_audit()) == 2
+
+
+async def test_begin_send_writes_its_entries_when_it_stores_a_record(
+    repo: Repo, client_id: str
+) -> None:
+    started = await repo.begin_send(client_id, RID, "fp-1", T0, audit=[entry("begin")])
+    assert started.attempt == 1
+    later = T0 + SEND_LEASE
+    taken = await repo.begin_send(client_id, RID, "fp-1", later, audit=[entry("takeover")])
+    assert taken.attempt == 2
+    assert await actions(repo) == ["begin", "takeover"]
+
+
+async def test_a_user_is_created_once_per_request_id_of_a_client(
+    repo: Repo, client_id: str
+) -> None:
+    from walletcore.domain.clients import User
+
+    def new_user(cid: str) -> tuple[User, WalletRecord]:
+        uid = new_id()
+        return User(uid, cid, T0), WalletRecord(cid, WalletOwner.USER, uid, b"s", {}, T0)
+
+    first, first_wallet = new_user(client_id)
+    assert await repo.created_by_request(client_id, "create-1") is None
+    assert await repo.add_user_wallet(
+        first, first_wallet, request_id="create-1", audit=[entry("wallet.create")]
+    )
+    assert await repo.created_by_request(client_id, "create-1") == first.user_id
+
+    second, second_wallet = new_user(client_id)
+    stored = await repo.add_user_wallet(
+        second, second_wallet, request_id="create-1", audit=[entry("second")]
+    )
+    assert stored is False
+    assert await repo.get_user(client_id, second.user_id) is None
+    assert await repo.get_wallet(client_id, WalletOwner.USER, second.user_id) is None
+    assert await repo.created_by_request(client_id, "create-1") == first.user_id
+    # Another request id, none, or another client: a new user each.
+    assert await repo.add_user_wallet(*new_user(client_id), request_id="create-2")
+    assert await repo.add_user_wallet(*new_user(client_id))
+    assert await repo.add_user_wallet(*new_user(client_id))
+    other = client()
+    await repo.add_client(other)
+    theirs, theirs_wallet = new_user(other.client_id)
+    assert await repo.add_user_wallet(theirs, theirs_wallet, request_id="create-1")
+    assert await repo.created_by_request(other.client_id, "create-1") == theirs.user_id
+    assert await repo.created_by_request(client_id, "create-1") == first.user_id
+    assert await actions(repo) == ["wallet.create"]
+
+
+async def test_standalone_and_carried_entries_keep_one_order(
+    repo: Repo, client_id: str, user_id: str
+) -> None:
+    t = trade(client_id, user_id)
+    await repo.append_audit(entry("refused-1"))
+    await repo.add_trade(t, audit=[entry("trade.sell")])
+    await repo.append_audit(entry("refused-2"))
+    await repo.swap_trade(TradeStatus.OPEN, t.cancel(T0), audit=[entry("trade.cancel")])
+    await repo.append_audit(entry("replay"))
+    assert await actions(repo) == ["refused-1", "trade.sell", "refused-2", "trade.cancel", "replay"]
+    assert [e.action for e in await repo.list_audit(limit=2)] == ["replay", "trade.cancel"]

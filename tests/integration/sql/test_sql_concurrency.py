@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from sql_helpers import CountingVenue, Db
@@ -27,6 +29,7 @@ from walletcore_sql.tables import sends
 MakeTrading = Callable[[Repo, ManualClock, CountingVenue], TradingService]
 PROCESSES = 5
 CONCURRENCY = 50
+SMALL_POOL = {"pool_size": 3, "max_overflow": 3}
 
 
 @pytest.fixture
@@ -36,6 +39,23 @@ async def repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
     others = [database.repo() for _ in range(PROCESSES - 1)]
     for r in others:
         await r.start()
+    try:
+        yield [first, *others]
+    finally:
+        for r in (first, *others):
+            await r.aclose()
+
+
+@pytest.fixture
+async def small_repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
+    """`repos` with small connection pools: 200 requests queue for connections instead of
+    opening more than the server allows."""
+    first = SqlRepo(database.url, migrate=True, schema=database.schema, **SMALL_POOL)
+    await first.start()
+    others = [
+        SqlRepo(database.url, migrate=False, schema=database.schema, **SMALL_POOL)
+        for _ in range(PROCESSES - 1)
+    ]
     try:
         yield [first, *others]
     finally:
@@ -80,6 +100,99 @@ async def test_fifty_concurrent_approves_execute_one_order(
     assert all(isinstance(e, TradeNotApprovable) for e in lost), lost
     audit = [e for e in await repos[0].list_audit(limit=500) if e.action == "trade.approve"]
     assert len(audit) == CONCURRENCY
+    # One execution, one `ok`; the 200s that answered the stored trade are `replay`.
+    assert Counter(e.outcome for e in audit) == Counter(
+        {"ok": 1, "replay": len(won) - 1, "409": len(lost)}
+    )
+    [executed] = [e for e in audit if e.outcome == "ok"]
+    assert executed.target == quoted.trade_id
+
+
+async def test_a_quote_lapsing_under_many_pollers_is_expired_by_one_write(
+    small_repos: list[SqlRepo],
+    clock: ManualClock,
+    make_user: Callable[..., object],
+    make_trading: MakeTrading,
+) -> None:
+    """200 polls over five processes read the quote `open` past its expiry: at most one
+    write attempt per process, one of which wins; the rest read."""
+    repos = small_repos
+    caller, user_id = await _seed(repos[0], clock, make_user)
+    services = [make_trading(r, clock, CountingVenue()) for r in repos]
+    quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1")
+    clock.advance(61)
+    attempts: list[bool] = []
+    for repo in repos:
+        _count_swaps(repo, attempts)
+
+    answers = await asyncio.gather(
+        *(
+            services[i % PROCESSES].get(caller, user_id=user_id, trade_id=quoted.trade_id)
+            for i in range(200)
+        )
+    )
+
+    final = await repos[0].get_trade(caller.client_id, user_id, quoted.trade_id)
+    assert final is not None and final.status is TradeStatus.EXPIRED
+    assert all(a == final for a in answers)
+    assert 1 <= len(attempts) <= PROCESSES and attempts.count(True) == 1
+    expiries = [e for e in await repos[0].list_audit(limit=500) if e.action == "trade.expire"]
+    assert [(e.outcome, e.target) for e in expiries] == [("ok", quoted.trade_id)]
+
+
+async def test_trades_lists_write_only_when_a_quote_lapsed(
+    small_repos: list[SqlRepo],
+    clock: ManualClock,
+    make_user: Callable[..., object],
+    make_trading: MakeTrading,
+) -> None:
+    repos = small_repos
+    caller, user_id = await _seed(repos[0], clock, make_user)
+    services = [make_trading(r, clock, CountingVenue()) for r in repos]
+    quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1")
+    writes: list[int] = []
+    for repo in repos:
+        _count_write_transactions(repo, writes)
+
+    listed = await asyncio.gather(
+        *(services[i % PROCESSES].list(caller, user_id=user_id) for i in range(50))
+    )
+    assert all([t.trade_id for t in found] == [quoted.trade_id] for found in listed)
+    assert writes == []  # nothing lapsed: reads only
+
+    clock.advance(61)
+    listed = await asyncio.gather(
+        *(services[i % PROCESSES].list(caller, user_id=user_id) for i in range(50))
+    )
+    assert all(found[0].status is TradeStatus.EXPIRED for found in listed)
+    expiries = [e for e in await repos[0].list_audit(limit=500) if e.action == "trade.expire"]
+    assert [(e.outcome, e.target) for e in expiries] == [("ok", quoted.trade_id)]
+    assert 1 <= len(writes) <= 50
+    writes.clear()
+    await services[0].list(caller, user_id=user_id)
+    assert writes == []
+
+
+def _count_swaps(repo: SqlRepo, attempts: list[bool]) -> None:
+    real = repo.swap_trade
+
+    async def swap(expected: TradeStatus, trade: Trade, **kwargs: Any) -> bool:
+        won = await real(expected, trade, **kwargs)
+        attempts.append(won)
+        return won
+
+    repo.swap_trade = swap  # type: ignore[method-assign]
+
+
+def _count_write_transactions(repo: SqlRepo, writes: list[int]) -> None:
+    real = repo._tx
+
+    def tx(*, write: bool = False) -> Any:
+        if write:
+            writes.append(1)
+        return real(write=write)
+
+    repo._tx = tx  # type: ignore[method-assign]
 
 
 async def test_approve_racing_cancel_ends_in_exactly_one(

@@ -5,6 +5,7 @@ to do."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -13,6 +14,8 @@ from sql_helpers import Db
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
+from walletcore.domain.clients import User
+from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore_sql import migrate
 from walletcore_sql.engine import make_engine
 from walletcore_sql.errors import SchemaError, SchemaNotMigrated, SchemaTooNew
@@ -30,7 +33,7 @@ TABLES = {
     "audit_log",
     "nonce_floors",
 }
-HEAD = "0002"
+HEAD = "0003"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]
@@ -111,6 +114,53 @@ async def test_a_0001_database_is_outdated_until_upgraded_to_nonce_floors(
         ),
     )
     assert rows == (1, 0)
+
+
+async def test_a_0002_database_keeps_its_users_and_gets_one_user_per_request_id(
+    database: Db,
+) -> None:
+    """0003 adds `users.request_id` (NULL for the users already there) under a unique index
+    per api client: a second /create under one X-Request-Id inserts nothing."""
+    await migrate.upgrade_async(database.url, schema=database.schema, revision="0002")
+    await _sync(
+        database,
+        lambda c: [
+            c.execute(
+                text(
+                    "INSERT INTO api_clients VALUES "
+                    "('c1', 'n', 'h', '[]', 'USER', '{}', false, 1, NULL)"
+                )
+            ),
+            c.execute(
+                text(
+                    "INSERT INTO users (client_id, user_id, created_at) "
+                    "VALUES ('c1', 'u1', CURRENT_TIMESTAMP)"
+                )
+            ),
+        ],
+    )
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == HEAD
+
+    rows = await _sync(
+        database,
+        lambda c: c.execute(text("SELECT user_id, request_id FROM users")).all(),
+    )
+    assert [tuple(r) for r in rows] == [("u1", None)]
+    repo = SqlRepo(database.url, migrate=False, schema=database.schema)
+    try:
+        assert await repo.created_by_request("c1", "create-1") is None
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        for user_id, expected in (("u2", True), ("u3", False)):
+            stored = await repo.add_user_wallet(
+                User(user_id, "c1", now),
+                WalletRecord("c1", WalletOwner.USER, user_id, b"s", {}, now),
+                request_id="create-1",
+            )
+            assert stored is expected
+        assert await repo.created_by_request("c1", "create-1") == "u2"
+        assert await repo.get_user("c1", "u3") is None
+    finally:
+        await repo.aclose()
 
 
 async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None:

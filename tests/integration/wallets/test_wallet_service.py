@@ -287,7 +287,7 @@ async def test_provisioning_is_idempotent(wallets: Wallets) -> None:
     assert await wallets.service.platform_addresses(await wallets.caller(client)) == first
     actions = [(e.action, e.request_id, e.outcome) for e in await wallets.repo.list_audit()]
     assert actions == [
-        ("wallet.provision_platform", "req-9", "ok"),
+        ("wallet.provision_platform", "req-9", "replay"),  # nothing to do: changed nothing
         ("wallet.provision_platform", "operator", "ok"),
     ]
 

@@ -1,0 +1,198 @@
+"""Run by the kill -9 tests in a subprocess: approve trades, or make sends, one after the
+other until done, so the test can SIGKILL it anywhere in between.
+
+    python crash_worker.py CONFIG.json
+
+CONFIG (JSON): `mode` (`trades` | `sends`), `kind` (`file`, `sqlite`, `postgres`), `url`
+(the file repo's path, or the database's), `schema` (or null), `client_id`,
+`user_id`, `run` (this run's number), `seed`; trades: `trade_ids`, `venue_log`; sends:
+`request_ids`, `home`, `master_key` (hex), `password`, `recipient`.
+
+It prints `READY` once set up, one line per finished step, and `DONE` at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from walletcore.clock import SystemClock
+from walletcore.domain.assets import Fiat
+from walletcore.domain.errors import DomainError
+from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, TradeStatus
+from walletcore.ports import PriceMap, PriceSource, TradeVenue
+from walletcore.sandbox.prices import sandbox_unit_price
+from walletcore.sandbox.venue import SandboxVenue
+from walletcore.services.assets import AssetPolicy
+from walletcore.services.audit import Auditor
+from walletcore.services.context import Caller
+from walletcore.services.trading import TradingService
+from walletcore.settings import Settings
+from walletcore_sql.repo import SqlRepo
+
+#: Each run's clock is this much later than the one before: a killed run's send leases
+#: (60 s) have lapsed for the next, which resumes them at once instead of answering 409.
+RUN_OFFSET = timedelta(minutes=5)
+
+
+class RecordingVenue(TradeVenue):
+    """The sandbox venue, writing one durable line per order it is asked to execute before
+    it answers (what a real venue would have seen), and taking a moment to answer."""
+
+    def __init__(self, log_path: Path, rng: random.Random) -> None:
+        self._log = log_path
+        self._rng = rng
+        self._inner = SandboxVenue()
+
+    async def execute(self, order: Order) -> Fill | Accepted:
+        fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{order.trade_id}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        await asyncio.sleep(self._rng.uniform(0, 0.01))
+        return await self._inner.execute(order)
+
+    async def status(self, order: Order) -> OrderOutcome:
+        return await self._inner.status(order)
+
+
+class Prices(PriceSource):
+    def __init__(self, clock: SystemClock) -> None:
+        self._clock = clock
+
+    async def price_map(self) -> PriceMap:
+        return {}
+
+    async def unit_price(self, symbol: str, fiat: Fiat) -> Any:
+        return sandbox_unit_price(symbol, fiat, self._clock.now())
+
+
+class OffsetClock:
+    def __init__(self, offset: timedelta) -> None:
+        self._offset = offset
+
+    def now(self) -> datetime:
+        return SystemClock().now() + self._offset
+
+
+async def approve_trades(config: dict[str, Any], repo: Any, rng: random.Random) -> None:
+    client = await repo.get_client(config["client_id"])
+    assert client is not None
+    clock = SystemClock()
+    settings = Settings(home=Path(config["venue_log"]).parent)
+    trading = TradingService(
+        repo,
+        clock,
+        Prices(clock),
+        RecordingVenue(Path(config["venue_log"]), rng),
+        AssetPolicy(settings),
+        Auditor(repo, clock),
+        quote_ttl_seconds=3600,
+    )
+    user_id, run = config["user_id"], config["run"]
+    print("READY", flush=True)
+    for n, trade_id in enumerate(config["trade_ids"]):
+        trade = await repo.get_trade(client.client_id, user_id, trade_id)
+        assert trade is not None
+        if trade.status is TradeStatus.OPEN:
+            # Two approvals at once, as a client retrying would send: one executes.
+            calls = [
+                trading.approve(
+                    Caller(client, f"approve-{run}-{n}-{i}"), user_id=user_id, trade_id=trade_id
+                )
+                for i in range(2)
+            ]
+            results = await asyncio.gather(*calls, return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException) and not isinstance(result, DomainError):
+                    raise result
+        elif trade.status in (TradeStatus.EXECUTING, TradeStatus.APPROVED):
+            await trading.get(Caller(client, f"poll-{run}-{n}"), user_id=user_id, trade_id=trade_id)
+        print("TRADE", trade_id, flush=True)
+    print("DONE", flush=True)
+
+
+async def make_sends(config: dict[str, Any], repo: Any) -> None:
+    from walletcore.container import create_container
+    from walletcore_chains.keystore import SealedKeyStore
+    from walletcore_chains.sealing import KdfParams
+
+    keystore = SealedKeyStore(
+        bytes.fromhex(config["master_key"]),
+        kdf=KdfParams(opslimit=1, memlimit=64 * 1024),
+        allow_weak_kdf=True,
+    )
+    clock = OffsetClock(RUN_OFFSET * config["run"])
+    settings = Settings(home=Path(config["home"]))
+    container = create_container(settings, clock=clock, keystore=keystore, repo=repo)
+    sends = container.sends()
+    client = await repo.get_client(config["client_id"])
+    assert client is not None
+    await _warm_up(container, repo, config)  # so the kills land in the sends themselves
+    print("READY", flush=True)
+    for request_id in config["request_ids"]:
+        try:
+            receipt = await sends.send(
+                Caller(client, request_id, request_id_given=True),
+                request_id=request_id,
+                user_id=config["user_id"],
+                asset_id=2,
+                recipient=config["recipient"],
+                amount="0.001",
+                password=config["password"],
+            )
+        except DomainError as exc:
+            print("REFUSED", request_id, exc.status, exc.message, flush=True)
+            continue
+        print("SENT", request_id, receipt.tx_hash, flush=True)
+    print("DONE", flush=True)
+
+
+async def _warm_up(container: Any, repo: Any, config: dict[str, Any]) -> None:
+    """Load what the first send would load lazily (chain libraries, signing code): it
+    takes most of a second, the sends themselves milliseconds. Nothing is stored."""
+    from walletcore.domain.assets import Chain
+    from walletcore.domain.wallet import WalletOwner
+
+    gateway = container.gateways()[Chain.ETHEREUM]
+    gateway.validate_address(config["recipient"])
+    wallet = await repo.get_wallet(config["client_id"], WalletOwner.USER, config["user_id"])
+    assert wallet is not None
+    keystore = container.keystore()
+    async with keystore.unseal(wallet.sealed, config["password"], Chain.ETHEREUM) as key:
+        signature = key.sign(bytes(32))
+        verify = container.signature_verifier()
+        verify(Chain.ETHEREUM, key.address, bytes(32), signature)
+
+
+def _repo(config: dict[str, Any]) -> Any:
+    if config["kind"] == "file":
+        from crash_support import ClosingFileRepo
+
+        return ClosingFileRepo(Path(config["url"]))
+    return SqlRepo(config["url"], migrate=False, schema=config["schema"])
+
+
+async def main(path: str) -> None:
+    config = json.loads(Path(path).read_text())
+    rng = random.Random(config["seed"])
+    repo = _repo(config)
+    try:
+        if config["mode"] == "trades":
+            await approve_trades(config, repo, rng)
+        else:
+            await make_sends(config, repo)
+    finally:
+        await repo.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))
