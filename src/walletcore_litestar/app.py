@@ -8,7 +8,7 @@ from walletcore.container import Container, create_container
 from walletcore_litestar.middleware import RequestContextMiddleware
 from walletcore_litestar.openapi import finish_openapi
 from walletcore_litestar.plugin import WalletcorePlugin
-from walletcore_litestar.routes import NO_BODY_PATHS, USER_SCOPED_PATHS
+from walletcore_litestar.routes import IDEMPOTENT_PATHS, NO_BODY_PATHS, USER_SCOPED_PATHS
 
 
 def create_app(container: Container | None = None) -> Litestar:
@@ -16,7 +16,12 @@ def create_app(container: Container | None = None) -> Litestar:
     if container is None:
         container = create_container()
     app = Litestar(plugins=[WalletcorePlugin(container)], logging_config=None, debug=False)
-    finish_openapi(app.openapi_schema, user_scoped=USER_SCOPED_PATHS, no_body=NO_BODY_PATHS)
+    finish_openapi(
+        app.openapi_schema,
+        user_scoped=USER_SCOPED_PATHS,
+        no_body=NO_BODY_PATHS,
+        idempotent=IDEMPOTENT_PATHS,
+    )
     # Outermost, around routing too: unknown paths and wrong methods get the request id.
     app.asgi_handler = RequestContextMiddleware(app.asgi_handler)
     return app

@@ -170,10 +170,12 @@ async def _run(args: argparse.Namespace) -> Any:
             print("The old api key and its tokens no longer work.", file=sys.stderr)
             return {"clientId": issued.client.client_id, "apiKey": issued.api_key}
     if args.command == "platform" and args.action == "provision":
-        from walletcore.views import addresses_view
+        import msgspec
+
+        from walletcore_litestar.schemas import ChainAddresses
 
         addresses = await container.wallets().provision_platform(args.client_id.strip().lower())
-        return addresses_view(addresses)
+        return msgspec.to_builtins(ChainAddresses.of(addresses))
     if args.command == "sandbox" and args.action == "fund":
         from walletcore.sandbox.faucet import fund
 

@@ -1,13 +1,17 @@
-"""The response envelope: `{result, requestId}` on success, `{message, error, requestId}` on error."""
+"""The response envelope: `{result, requestId}` on success, `{message, error, requestId}` on error.
+
+The shapes are `wire.Envelope` (each operation narrows `result`) and `wire.ErrorEnvelope`;
+this module holds the request id they carry and encodes the errors answered outside Litestar.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import msgspec
-from litestar import Request, Response
 
 from walletcore.domain.ids import new_id
+from walletcore_litestar.wire import ErrorEnvelope
 
 #: Where the request id lives in the ASGI scope's state (set by `RequestContextMiddleware`).
 REQUEST_ID_KEY = "walletcore_request_id"
@@ -24,13 +28,8 @@ def request_id_of(scope: Any) -> str:
     return str(rid)
 
 
-def ok(request: Request[Any, Any, Any], result: Any) -> Response[Any]:
-    """A 200 success envelope."""
-    return Response(content={"result": result, "requestId": request_id_of(request.scope)})
-
-
-def error_body(status: int, message: str, request_id: str) -> dict[str, str]:
-    return {"message": message, "error": str(status), "requestId": request_id}
+def error_body(status: int, message: str, request_id: str) -> ErrorEnvelope:
+    return ErrorEnvelope(message, str(status), request_id)
 
 
 def encode_error(status: int, message: str, request_id: str) -> bytes:

@@ -79,6 +79,9 @@ def _validation_message(exc: ValidationException) -> str:
             # The name is the client's: echoed only when short and plain (bodies.field_name).
             name = text.removeprefix("Object contains unknown field").strip().strip("`")
             parts.append(f"unknown field {field_name(name)}")
+        elif key == "data" and text.startswith(_MISSING):
+            # The name is one of ours (a required field of the body's Struct).
+            parts.append(f"{text.removeprefix(_MISSING).strip().strip('`')} is required")
         elif key == "data":
             return BODY_REQUIRED
         else:
@@ -90,6 +93,7 @@ def _validation_message(exc: ValidationException) -> str:
     return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "..."
 
 
+_MISSING = "Object missing required field"
 _EXPECTED = re.compile(r"\AExpected `(?P<wanted>[^`]+)`, got `(?P<got>[^`]+)`")
 _TYPE_NAMES = {
     "str": "a string",

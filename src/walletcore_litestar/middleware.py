@@ -15,11 +15,10 @@ from typing import Any
 from walletcore.domain.ids import new_id
 from walletcore_litestar.envelope import REQUEST_ID_KEY, encode_error
 from walletcore_litestar.limits import RECURSION_LIMIT, pin_recursion_limit
+from walletcore_litestar.wire import MAX_REQUEST_ID_CHARS
 
 log = logging.getLogger("walletcore.http")
 
-#: The longest `X-Request-Id` accepted (it is written to the audit log and echoed).
-MAX_REQUEST_ID_CHARS = 128
 _REQUEST_ID_HEADER = b"x-request-id"
 #: The most bytes of header names and values together. The server's own parser refuses
 #: earlier what it cannot parse (see docs/security.md); this is the application's limit,

@@ -1,17 +1,22 @@
-"""The OpenAPI document: Litestar generates it; `finish_openapi` adds what the binding does
-outside Litestar's parameter parsing, so the served document tells the truth.
+"""The OpenAPI document and its pages: Litestar generates the document from the wire Structs
+(`schemas.py`, `wallet_ops_schemas.py`); `finish_openapi` adds what the binding does outside
+Litestar's parameter parsing, so the served document tells the truth.
 
-Added: the headers the binding reads itself (`X-Request-Id`, `X-USER-ID`, `/auth`'s
-credentials), `X-Request-Id` on every response, `additionalProperties: false` on request
-bodies (unknown fields are a 400), and optional bodies on the endpoints that take none.
+Added: the headers the binding reads itself (`X-Request-Id`, required on the sends where it
+is the idempotency key; `X-USER-ID`; `/auth`'s credentials), `X-Request-Id` on every
+response, optional bodies on the endpoints that take none, each body's rules across fields
+(`Body.schema_extra`), and `additionalProperties: false` on every object: a body with an
+unknown field is a 400, and no answer carries a field the document does not name.
+
+Served: the JSON at `/schema/openapi.json`, an interactive page (Scalar) at `/schema`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.openapi.plugins import JsonRenderPlugin, ScalarRenderPlugin
 from litestar.openapi.spec import (
     Components,
     OpenAPI,
@@ -28,24 +33,22 @@ from litestar.openapi.spec import (
 )
 
 import walletcore
-from walletcore_litestar.middleware import MAX_REQUEST_ID_CHARS
-from walletcore_litestar.schemas import HEX_ID_PATTERN
-from walletcore_litestar.wallet_ops_schemas import REQUEST_BODY_SCHEMAS as WALLET_OPS_BODIES
+from walletcore_litestar.wire import HEX_ID_PATTERN, MAX_REQUEST_ID_CHARS, Body
 
 SCHEMA_PATH = "/schema"
-REQUEST_BODY_SCHEMAS = (
-    "QuoteRequest",
-    "TradeRequest",
-    "TradesRequest",
-    "CreateWalletRequest",
-    "ExtendWalletRequest",
-    "UserRequest",
-    "ChainAddresses",
-    *WALLET_OPS_BODIES,
-)
+#: The page's script comes from a CDN (the document itself is served here); major pinned.
+SCALAR_VERSION = "1"
 #: Inbound: empty means absent (one is generated); else echoed as it is.
 _REQUEST_ID_IN = Schema(
     type=OpenAPIType.STRING, max_length=MAX_REQUEST_ID_CHARS, pattern="^[ -~]*$"
+)
+#: Inbound where it is the idempotency key: required, and not blank (servers strip the
+#: spaces around a header value).
+_IDEMPOTENCY_KEY = Schema(
+    type=OpenAPIType.STRING,
+    min_length=1,
+    max_length=MAX_REQUEST_ID_CHARS,
+    pattern="^[!-~]([ -~]*[!-~])?$",
 )
 #: Outbound: never empty.
 _REQUEST_ID_OUT = Schema(
@@ -62,7 +65,7 @@ def openapi_config() -> OpenAPIConfig:
             "response is an envelope carrying `requestId`. Interface version 1.0.0."
         ),
         path=SCHEMA_PATH,
-        render_plugins=[JsonRenderPlugin()],
+        render_plugins=[ScalarRenderPlugin(version=SCALAR_VERSION, path="/"), JsonRenderPlugin()],
         components=Components(
             security_schemes={
                 "bearer": SecurityScheme(
@@ -77,14 +80,18 @@ def openapi_config() -> OpenAPIConfig:
 
 
 def finish_openapi(
-    openapi: OpenAPI, *, user_scoped: Iterable[str], no_body: Iterable[str]
+    openapi: OpenAPI,
+    *,
+    user_scoped: Iterable[str],
+    no_body: Iterable[str],
+    idempotent: Iterable[str],
 ) -> OpenAPI:
-    user_scoped, no_body = set(user_scoped), set(no_body)
+    user_scoped, no_body, idempotent = set(user_scoped), set(no_body), set(idempotent)
     for path, item in (openapi.paths or {}).items():
         operation = item.post
         if operation is None:
             continue
-        params = [_request_id_parameter()]
+        params = [_request_id_parameter(required=path in idempotent)]
         if path in user_scoped:
             params.append(_user_header_parameter())
         if path == "/auth":
@@ -97,12 +104,26 @@ def finish_openapi(
             operation.request_body = _empty_body()
         _add_response_header(operation)
     schemas = openapi.components.schemas if openapi.components else {}
-    for name in REQUEST_BODY_SCHEMAS:
-        if name in schemas:
-            schemas[name].additional_properties = False
+    for body in _subclasses(Body):
+        if body.schema_extra and body.__name__ in schemas:
+            for keyword, value in body.schema_extra.items():
+                setattr(schemas[body.__name__], _attribute(keyword), value)
     for schema in schemas.values():
         _collapse_single_one_of(schema)
+        if schema.type == OpenAPIType.OBJECT and schema.additional_properties is None:
+            schema.additional_properties = False
     return openapi
+
+
+def _subclasses(cls: type[Body]) -> Iterator[type[Body]]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def _attribute(keyword: str) -> str:
+    """`oneOf` -> `one_of`: the `Schema` attribute of a JSON Schema keyword."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in keyword)
 
 
 def _empty_body() -> RequestBody:
@@ -121,7 +142,17 @@ def _empty_body() -> RequestBody:
     )
 
 
-def _request_id_parameter() -> Parameter:
+def _request_id_parameter(*, required: bool) -> Parameter:
+    if required:
+        return Parameter(
+            name="X-Request-Id",
+            param_in="header",
+            required=True,
+            description="The idempotency key of this send: a retry with the same id returns "
+            "the first answer and never sends twice (`400` without it). Also the correlation "
+            "id, echoed in `requestId` and the `X-Request-Id` response header.",
+            schema=_IDEMPOTENCY_KEY,
+        )
     return Parameter(
         name="X-Request-Id",
         param_in="header",
@@ -137,7 +168,7 @@ def _user_header_parameter() -> Parameter:
         name="X-USER-ID",
         param_in="header",
         required=False,
-        description="From a trusted gateway: overrides the body's `userId`.",
+        description="From a trusted gateway: the end user, overriding the body's `userId`.",
         schema=Schema(type=OpenAPIType.STRING, pattern=HEX_ID_PATTERN),
     )
 

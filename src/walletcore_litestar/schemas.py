@@ -1,92 +1,106 @@
-"""Wire shapes for OpenAPI: request bodies, result payloads and the two envelopes.
+"""The wire shapes of the API, each defined once: request bodies, results and envelopes.
 
-Request bodies are msgspec Structs that check JSON *types* only (a wrong type, an unknown
-field or a non-object body is a 400 envelope); value rules (ids, amounts, assetIds, enums)
-are the core's, which raises 400s with clear messages. Patterns and enums on request
-fields are therefore documentation (`KwargDefinition`), not msgspec constraints, so the
-message a client sees comes from one place.
+Handlers decode bodies into these Structs and answer with them, and Litestar generates the
+OpenAPI document from the same classes (`openapi.finish_openapi` adds only what a Struct
+cannot carry: the headers the binding reads itself). The core knows nothing of the wire:
+each result is built from domain objects by its `of` constructor, the one place that names
+a field and formats its value (amounts and prices cut to 6 places on trades, datetimes
+with milliseconds and `Z`).
 
-Result Structs describe the dicts of `walletcore.views`; handlers return those dicts.
+Request bodies check JSON *types* and required fields (a 400 naming the field); the core
+checks values, with its own messages. Patterns, enums and lengths on request fields are
+documentation written to match the core's rules, so that a body the document calls valid
+is one the core accepts: the schemathesis test holds them to it. The building blocks are
+in `wire`; the wallet operations' shapes in `wallet_ops_schemas`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
 
 import msgspec
-from litestar.params import KwargDefinition
 
-from walletcore.domain.assets import ASSET_IDS, Chain, Fiat
-from walletcore.domain.trade import Side, TradeStatus
+from walletcore.domain.assets import FIAT_DECIMALS, AssetKind, Chain, FeePayer, Fiat
+from walletcore.domain.money import MAX_AMOUNT_CHARS, format_amount, format_optional
+from walletcore.domain.times import format_datetime, format_optional_datetime
+from walletcore.domain.trade import Quote, Side, Trade, TradeStatus
+from walletcore.services import market, wallets
+from walletcore.services.auth import IssuedToken
+from walletcore.services.wallets import PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH
+from walletcore_litestar.wire import (
+    HEX_ID_PATTERN,
+    MAX_ASSET_DECIMALS,
+    AssetIdIn,
+    AssetIdNumber,
+    Body,
+    DateTime,
+    DecimalString,
+    Envelope,
+    HexId,
+    PasswordIn,
+    Result,
+    UserIdIn,
+    amount_pattern,
+    decimals_rule,
+    doc,
+    hiding,
+)
 
-# -- documented constraints -----------------------------------------------------------------
-HEX_ID_PATTERN = r"^[0-9a-fA-F]{24}$"
-DECIMAL_PATTERN = r"^[0-9]+(\.[0-9]+)?$"
-DATETIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
-ASSET_ID_STRING_PATTERN = r"^[0-9]{1,9}$"
-ERROR_STATUS_PATTERN = r"^[45][0-9]{2}$"
-
-
-class _Doc(KwargDefinition):
-    """A KwargDefinition usable inside a Union (its `schema_extra` dict is not hashable)."""
-
-    def __hash__(self) -> int:
-        return id(self)
-
-
-def doc(**kwargs: Any) -> KwargDefinition:
-    """Schema-only metadata: Litestar puts it in OpenAPI, msgspec does not enforce it."""
-    return _Doc(**kwargs)
-
-
-HexId = Annotated[str, doc(pattern=HEX_ID_PATTERN, description="24-character hex id")]
-DecimalString = Annotated[
-    str, doc(pattern=DECIMAL_PATTERN, max_length=50, description='decimal string, e.g. "1.5"')
+# -- values of the trading bodies -------------------------------------------------------------
+TradeIdIn = Annotated[
+    str, doc(pattern=HEX_ID_PATTERN, description="the trade, from /sell or /order (24 hex)")
 ]
-DateTime = Annotated[
-    str, doc(pattern=DATETIME_PATTERN, description="ISO 8601 UTC with milliseconds and Z")
+FiatCode = Annotated[
+    str, doc(schema_extra={"enum": [f.value for f in Fiat]}, description="default USD")
 ]
-AssetIdNumber = Annotated[
-    int, doc(schema_extra={"enum": list(ASSET_IDS)}, description="asset id (see /config)")
-]
-AssetIdString = Annotated[
-    str,
-    doc(pattern=ASSET_ID_STRING_PATTERN, description="an all-digit asset id, normalised to int"),
-]
-FiatCode = Annotated[str, doc(schema_extra={"enum": [f.value for f in Fiat]})]
 SideName = Annotated[str, doc(schema_extra={"enum": [s.value for s in Side]})]
 StatusName = Annotated[str, doc(schema_extra={"enum": [s.value for s in TradeStatus]})]
-UserIdIn = Annotated[
+CryptoAmountIn = Annotated[
     str,
     doc(
-        pattern=HEX_ID_PATTERN,
-        description="the end user (24 hex); required unless the X-USER-ID header is sent, "
-        "which overrides it",
+        pattern=amount_pattern(MAX_ASSET_DECIMALS),
+        max_length=MAX_AMOUNT_CHARS,
+        description="a decimal string greater than zero, with at most the asset's `decimals` "
+        'places (see /config), e.g. "0.05"',
+    ),
+]
+FiatAmountIn = Annotated[
+    str,
+    doc(
+        pattern=amount_pattern(FIAT_DECIMALS),
+        max_length=MAX_AMOUNT_CHARS,
+        description=f"a decimal string greater than zero, at most {FIAT_DECIMALS} places",
     ),
 ]
 
-_BODY = {"forbid_unknown_fields": True, "kw_only": True}
 
-
-# -- request bodies --------------------------------------------------------------------------
-class QuoteRequest(msgspec.Struct, **_BODY):
+class QuoteRequest(Body):
     """`/sell` and `/order`: exactly one of `cryptoAmount` and `fiatAmount`."""
 
-    assetId: AssetIdNumber | AssetIdString | None = None
+    schema_extra: ClassVar[dict[str, Any]] = {
+        "oneOf": [
+            {"required": [name], "properties": {name: {"type": "string"}}}
+            for name in ("cryptoAmount", "fiatAmount")
+        ],
+        "allOf": decimals_rule("cryptoAmount"),
+    }
+
+    assetId: AssetIdIn
     userId: UserIdIn | None = None
     fiat: FiatCode | None = None
-    cryptoAmount: DecimalString | None = None
-    fiatAmount: DecimalString | None = None
+    cryptoAmount: CryptoAmountIn | None = None
+    fiatAmount: FiatAmountIn | None = None
 
 
-class TradeRequest(msgspec.Struct, **_BODY):
+class TradeRequest(Body):
     """`/trade`, `/trade/approve`, `/trade/cancel`."""
 
-    tradeId: Annotated[str, doc(pattern=HEX_ID_PATTERN)] | None = None
+    tradeId: TradeIdIn
     userId: UserIdIn | None = None
 
 
-class TradesRequest(msgspec.Struct, **_BODY):
+class TradesRequest(Body):
     """`/trades`: optional filters."""
 
     userId: UserIdIn | None = None
@@ -94,35 +108,43 @@ class TradesRequest(msgspec.Struct, **_BODY):
     status: StatusName | None = None
 
 
-class CreateWalletRequest(msgspec.Struct, **_BODY):
-    password: (
-        Annotated[
-            str,
-            doc(min_length=8, max_length=256, description="the wallet password; unrecoverable"),
-        ]
-        | None
-    ) = None
+class CreateWalletRequest(Body):
+    password: Annotated[
+        str,
+        doc(
+            min_length=PASSWORD_MIN_LENGTH,
+            max_length=PASSWORD_MAX_LENGTH,
+            description="the wallet password: it seals the keys and can never be recovered "
+            "or changed",
+        ),
+    ]
+
+    __repr__ = hiding("password")
 
 
-class ExtendWalletRequest(msgspec.Struct, **_BODY):
-    userId: UserIdIn | None = None
-    password: (
-        Annotated[str, doc(max_length=256, description="the wallet password chosen at /create")]
-        | None
-    ) = None
-
-
-class UserRequest(msgspec.Struct, **_BODY):
+class ExtendWalletRequest(Body):
+    password: PasswordIn
     userId: UserIdIn | None = None
 
+    __repr__ = hiding("password")
 
-# -- results ---------------------------------------------------------------------------------
-class AuthResult(msgspec.Struct):
+
+class UserRequest(Body):
+    userId: UserIdIn | None = None
+
+
+class AuthResult(Result):
     token: str
     expiresAt: DateTime
 
+    __repr__ = hiding("token")
 
-class FiatPrices(msgspec.Struct):
+    @classmethod
+    def of(cls, issued: IssuedToken) -> AuthResult:
+        return cls(issued.token, format_datetime(issued.expires_at))
+
+
+class FiatPrices(Result):
     """Indicative prices of one coin; a fiat with no recorded quote reads as 0."""
 
     USD: float
@@ -130,30 +152,70 @@ class FiatPrices(msgspec.Struct):
     GBP: float
     CAD: float
 
+    @classmethod
+    def of(cls, prices: Mapping[str, float]) -> FiatPrices:
+        get = prices.get
+        return cls(get("USD", 0.0), get("EUR", 0.0), get("GBP", 0.0), get("CAD", 0.0))
 
-class ConfigAsset(msgspec.Struct):
+
+def price_map(prices: Mapping[str, Mapping[str, float]]) -> dict[str, FiatPrices]:
+    """`/prices`: coin symbol to its prices."""
+    return {symbol: FiatPrices.of(by_fiat) for symbol, by_fiat in prices.items()}
+
+
+class ConfigAsset(Result):
     assetId: AssetIdNumber
     chain: Chain
     symbol: str
-    kind: Annotated[str, doc(schema_extra={"enum": ["NATIVE", "TOKEN"]})]
+    kind: AssetKind
     decimals: int
-    feePayer: Annotated[str, doc(schema_extra={"enum": ["USER", "PLATFORM"]})]
-    standard: str | msgspec.UnsetType = msgspec.UNSET
+    feePayer: FeePayer
+    standard: str | msgspec.UnsetType = msgspec.UNSET  # tokens only
+
+    @classmethod
+    def of(cls, item: market.ConfigAsset) -> ConfigAsset:
+        asset = item.asset
+        standard = msgspec.UNSET if asset.standard is None else asset.standard
+        return cls(
+            asset.id,
+            asset.chain,
+            asset.symbol,
+            asset.kind,
+            asset.decimals,
+            item.fee_payer,
+            standard,
+        )
 
 
-class ClientConfig(msgspec.Struct):
-    feePayer: Annotated[str, doc(schema_extra={"enum": ["USER", "PLATFORM"]})]
+class ClientConfig(Result):
+    feePayer: FeePayer
     assets: list[ConfigAsset]
 
+    @classmethod
+    def of(cls, config: market.ClientConfig) -> ClientConfig:
+        return cls(config.fee_payer, [ConfigAsset.of(a) for a in config.assets])
 
-class TradeQuote(msgspec.Struct):
+
+class TradeQuote(Result):
     cryptoAmount: DecimalString | None
     fiatAmount: DecimalString | None
     price: DecimalString
     expiresAt: DateTime
 
+    @classmethod
+    def of(cls, quote: Quote) -> TradeQuote:
+        return cls(
+            format_optional(quote.crypto_amount),
+            format_optional(quote.fiat_amount),
+            format_amount(quote.price),
+            format_datetime(quote.expires_at),
+        )
 
-class TradeView(msgspec.Struct):
+
+class TradeView(Result):
+    """A trade: top-level figures are the best known (executed, else approved, else quoted);
+    `quote` is the original quote. Amounts and prices are cut to 6 places."""
+
     tradeId: HexId
     side: Side
     status: TradeStatus
@@ -167,11 +229,32 @@ class TradeView(msgspec.Struct):
     createdAt: DateTime
     approvedAt: DateTime | None
     completedAt: DateTime | None
-    reference: str | msgspec.UnsetType = msgspec.UNSET
-    failureReason: str | msgspec.UnsetType = msgspec.UNSET
+    reference: str | msgspec.UnsetType = msgspec.UNSET  # when the fill carried one
+    failureReason: str | msgspec.UnsetType = msgspec.UNSET  # on a failed trade
+
+    @classmethod
+    def of(cls, trade: Trade) -> TradeView:
+        figures = trade.figures
+        return cls(
+            trade.trade_id,
+            trade.side,
+            trade.status,
+            trade.asset_id,
+            trade.symbol,
+            trade.fiat,
+            format_optional(figures.crypto_amount),
+            format_optional(figures.fiat_amount),
+            format_amount(figures.price),
+            TradeQuote.of(trade.quote),
+            format_datetime(trade.created_at),
+            format_optional_datetime(trade.approved_at),
+            format_optional_datetime(trade.completed_at),
+            msgspec.UNSET if trade.reference is None else trade.reference,
+            msgspec.UNSET if trade.failure_reason is None else trade.failure_reason,
+        )
 
 
-class ChainAddresses(msgspec.Struct, forbid_unknown_fields=True):
+class ChainAddresses(Result):
     """Chain name to address, limited to chains with at least one enabled asset."""
 
     BITCOIN: str | msgspec.UnsetType = msgspec.UNSET
@@ -181,65 +264,59 @@ class ChainAddresses(msgspec.Struct, forbid_unknown_fields=True):
     POLYGON: str | msgspec.UnsetType = msgspec.UNSET
     SOLANA: str | msgspec.UnsetType = msgspec.UNSET
 
+    @classmethod
+    def of(cls, addresses: Mapping[Chain, str]) -> ChainAddresses:
+        return cls(**{chain.value: address for chain, address in addresses.items()})
 
-class CreatedWallet(msgspec.Struct):
+
+class CreatedWallet(Result):
     userId: HexId
     addresses: ChainAddresses
     mnemonic: Annotated[str, doc(description="the seed phrase, shown this once and never again")]
 
+    __repr__ = hiding("mnemonic")
 
-class WalletAddresses(msgspec.Struct):
+    @classmethod
+    def of(cls, created: wallets.CreatedWallet) -> CreatedWallet:
+        return cls(created.user_id, ChainAddresses.of(created.addresses), created.mnemonic)
+
+
+class WalletAddresses(Result):
     userId: HexId
     addresses: ChainAddresses
 
-
-# -- envelopes -------------------------------------------------------------------------------
-RequestId = Annotated[
-    str, doc(min_length=1, max_length=128, description="the X-Request-Id echoed, or generated")
-]
+    @classmethod
+    def of(cls, user_id: str, addresses: Mapping[Chain, str]) -> WalletAddresses:
+        return cls(user_id, ChainAddresses.of(addresses))
 
 
-class ErrorEnvelope(msgspec.Struct):
-    message: Annotated[str, doc(description="safe, client-facing")]
-    error: Annotated[str, doc(pattern=ERROR_STATUS_PATTERN, description="the HTTP status")]
-    requestId: RequestId
-
-
-class AuthEnvelope(msgspec.Struct):
+class AuthEnvelope(Envelope):
     result: AuthResult
-    requestId: RequestId
 
 
-class PricesEnvelope(msgspec.Struct):
+class PricesEnvelope(Envelope):
     result: dict[str, FiatPrices]
-    requestId: RequestId
 
 
-class ConfigEnvelope(msgspec.Struct):
+class ConfigEnvelope(Envelope):
     result: ClientConfig
-    requestId: RequestId
 
 
-class TradeEnvelope(msgspec.Struct):
+class TradeEnvelope(Envelope):
     result: TradeView
-    requestId: RequestId
 
 
-class TradesEnvelope(msgspec.Struct):
+class TradesEnvelope(Envelope):
     result: list[TradeView]
-    requestId: RequestId
 
 
-class CreatedWalletEnvelope(msgspec.Struct):
+class CreatedWalletEnvelope(Envelope):
     result: CreatedWallet
-    requestId: RequestId
 
 
-class WalletAddressesEnvelope(msgspec.Struct):
+class WalletAddressesEnvelope(Envelope):
     result: WalletAddresses
-    requestId: RequestId
 
 
-class AddressesEnvelope(msgspec.Struct):
+class AddressesEnvelope(Envelope):
     result: ChainAddresses
-    requestId: RequestId

@@ -9,13 +9,14 @@ from typing import Any
 from walletcore.container import Container
 from walletcore.domain.clients import ApiClient
 from walletcore.plugins import AdapterNotFound
+from walletcore.ports import PriceMap
 from walletcore.services.auth import AuthService
 from walletcore.services.market import MarketService
 from walletcore.services.sends import SendService
 from walletcore.services.trading import TradingService
 from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
-from walletcore.views import config_view
+from walletcore_litestar.schemas import ClientConfig, FiatPrices, price_map
 
 log = logging.getLogger("walletcore.http")
 
@@ -30,7 +31,8 @@ class Services:
 
     def __init__(self, container: Container) -> None:
         self.container = container
-        self._config_views: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._config_views: dict[tuple[Any, ...], ClientConfig] = {}
+        self._prices: tuple[PriceMap | None, dict[str, FiatPrices]] = (None, {})
 
     def warm_up(self) -> None:
         """Resolve the services at start-up rather than on a first request."""
@@ -40,7 +42,17 @@ class Services:
         except AdapterNotFound as exc:  # no keystore installed: the wallet routes answer 500
             log.warning("wallet service unavailable: %s", exc)
 
-    def config_view(self, client: ApiClient) -> dict[str, Any]:
+    async def prices_view(self) -> dict[str, FiatPrices]:
+        """`/prices`'s result, built again only when the source answers a new map (a
+        refreshing source keeps one until its next refresh)."""
+        found = await self.market.prices()
+        source, view = self._prices
+        if found is not source:
+            view = price_map(found)
+            self._prices = (found, view)
+        return view
+
+    def config_view(self, client: ApiClient) -> ClientConfig:
         """`/config`'s result: a function of the client's asset settings (and the
         environment's, fixed for this app), so it is built once per distinct setting."""
         key = (
@@ -52,7 +64,7 @@ class Services:
         if view is None:
             if len(self._config_views) >= CONFIG_CACHE_SIZE:
                 self._config_views.clear()
-            view = self._config_views[key] = config_view(self.market.config(client))
+            view = self._config_views[key] = ClientConfig.of(self.market.config(client))
         return view
 
     @cached_property

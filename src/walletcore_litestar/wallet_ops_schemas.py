@@ -1,202 +1,232 @@
-"""Wire shapes of the wallet operations (`/balance` ... `/send`, `/platform/...`) for OpenAPI.
+"""Wire shapes of the wallet operations (`/balance` ... `/send`, and `/platform/...`).
 
-Same rules as `schemas.py`: request bodies check JSON types only (the core checks values and
-answers clear 400s); result Structs describe the dicts of `walletcore.views`.
+Same rules as `schemas`; the building blocks are in `wire`. A user's body is the platform body plus `userId` (optional: the
+`X-USER-ID` header can carry it); `/send` adds the wallet password. Chain amounts keep full
+precision (the 6-place cut is for trades): balances and amounts in the asset, fees in the
+chain's native coin.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, ClassVar
 
 import msgspec
-from litestar.openapi.datastructures import ResponseSpec
 
-from walletcore_litestar.schemas import (
-    _BODY,
-    AssetIdNumber,
-    AssetIdString,
+from walletcore.domain.assets import Asset, Chain, FeePayer
+from walletcore.domain.money import MAX_AMOUNT_CHARS, format_balance
+from walletcore.domain.times import format_optional_datetime
+from walletcore.domain.wallet import TxRow
+from walletcore.ports import FeeQuote
+from walletcore.services.send_plan import fee_text
+from walletcore.services.send_record import SendReceipt
+from walletcore.services.wallet_reads import MAX_TX_HASH_CHARS
+from walletcore.services.wallet_reads import WalletInfo as Info
+from walletcore_litestar.wire import (
+    DECIMAL_PATTERN,
+    MAX_ASSET_DECIMALS,
+    AssetIdIn,
+    Body,
     DateTime,
     DecimalString,
-    ErrorEnvelope,
-    RequestId,
+    Envelope,
+    PasswordIn,
+    Result,
     UserIdIn,
+    amount_pattern,
+    decimals_rule,
     doc,
+    hiding,
 )
 
-AssetIdIn = AssetIdNumber | AssetIdString
 Address = Annotated[
     str,
     doc(
+        min_length=1,
         max_length=128,
-        description="an address on the asset's chain, checked per chain (checksum, network)",
+        description="an address on the asset's chain, checked per chain (format, checksum, "
+        "network): BITCOIN bech32/bech32m or base58, EVM `0x` + 40 hex (EIP-55 when mixed "
+        "case), TRON `T...` base58check, SOLANA base58",
     ),
 ]
-TxHash = Annotated[str, doc(max_length=128, description="a transaction hash of the chain")]
-Password = Annotated[
-    str, doc(max_length=256, description="the wallet password chosen at /create; never stored")
+TxHash = Annotated[
+    str,
+    doc(
+        pattern="^[0-9A-Za-z]+$",
+        max_length=MAX_TX_HASH_CHARS,
+        description="a transaction hash (or SOLANA signature) of the chain",
+    ),
+]
+AmountIn = Annotated[
+    str,
+    doc(
+        pattern=amount_pattern(MAX_ASSET_DECIMALS),
+        max_length=MAX_AMOUNT_CHARS,
+        description="a decimal string in the asset, greater than zero, with at most the "
+        "asset's `decimals` places (see /config)",
+    ),
+]
+NativeFee = Annotated[
+    str, doc(pattern=DECIMAL_PATTERN, description="a decimal string in the chain's native coin")
 ]
 TxType = Annotated[str, doc(schema_extra={"enum": ["send", "receive"]})]
 TxStatus = Annotated[str, doc(schema_extra={"enum": ["pending", "success", "failed"]})]
-FeePayerName = Annotated[str, doc(schema_extra={"enum": ["USER", "PLATFORM"]})]
 
 
 # -- request bodies --------------------------------------------------------------------------
-class WalletAssetRequest(msgspec.Struct, **_BODY):
+class PlatformAssetRequest(Body):
+    """`/platform/balance`, `/platform/info`, `/platform/transactions`."""
+
+    assetId: AssetIdIn
+
+
+class PlatformTxRequest(Body):
+    """`/platform/txid`."""
+
+    assetId: AssetIdIn
+    txHash: TxHash
+
+
+class PlatformFeeRequest(Body):
+    """`/platform/fee`. `sender` is accepted and ignored: the sender is the platform wallet."""
+
+    assetId: AssetIdIn
+    recipient: Address
+    sender: Annotated[str, doc(description="ignored; resolved server-side")] | None = None
+
+
+class PlatformSendRequest(Body):
+    """`/platform/send`."""
+
+    schema_extra: ClassVar[dict[str, Any]] = {"allOf": decimals_rule("amount")}
+
+    assetId: AssetIdIn
+    recipient: Address
+    amount: AmountIn
+
+
+class WalletAssetRequest(PlatformAssetRequest):
     """`/balance`, `/info`, `/transactions`."""
 
     userId: UserIdIn | None = None
-    assetId: AssetIdIn | None = None
 
 
-class WalletTxRequest(msgspec.Struct, **_BODY):
+class WalletTxRequest(PlatformTxRequest):
     """`/txid`."""
 
     userId: UserIdIn | None = None
-    assetId: AssetIdIn | None = None
-    txHash: TxHash | None = None
 
 
-class WalletFeeRequest(msgspec.Struct, **_BODY):
-    """`/fee`: the fee of the send that would follow."""
+class WalletFeeRequest(Body):
+    """`/fee`: the fee of the send that would follow (`amount` refines it where it matters)."""
 
+    schema_extra: ClassVar[dict[str, Any]] = {"allOf": decimals_rule("amount")}
+
+    assetId: AssetIdIn
+    recipient: Address
+    amount: AmountIn | None = None
     userId: UserIdIn | None = None
-    assetId: AssetIdIn | None = None
-    recipient: Address | None = None
-    amount: DecimalString | None = None
 
 
-class WalletSendRequest(msgspec.Struct, **_BODY):
+class WalletSendRequest(PlatformSendRequest):
     """`/send`."""
 
+    password: PasswordIn
     userId: UserIdIn | None = None
-    assetId: AssetIdIn | None = None
-    recipient: Address | None = None
-    amount: DecimalString | None = None
-    password: Password | None = None
 
-
-class PlatformAssetRequest(msgspec.Struct, **_BODY):
-    """`/platform/balance`, `/platform/info`, `/platform/transactions`."""
-
-    assetId: AssetIdIn | None = None
-
-
-class PlatformTxRequest(msgspec.Struct, **_BODY):
-    assetId: AssetIdIn | None = None
-    txHash: TxHash | None = None
-
-
-class PlatformFeeRequest(msgspec.Struct, **_BODY):
-    """`sender` is accepted and ignored: the sender is the platform wallet."""
-
-    assetId: AssetIdIn | None = None
-    recipient: Address | None = None
-    sender: (
-        Annotated[str, doc(description="ignored; the sender is resolved server-side")] | None
-    ) = None
-
-
-class PlatformSendRequest(msgspec.Struct, **_BODY):
-    assetId: AssetIdIn | None = None
-    recipient: Address | None = None
-    amount: DecimalString | None = None
-
-
-REQUEST_BODY_SCHEMAS = (
-    "WalletAssetRequest",
-    "WalletTxRequest",
-    "WalletFeeRequest",
-    "WalletSendRequest",
-    "PlatformAssetRequest",
-    "PlatformTxRequest",
-    "PlatformFeeRequest",
-    "PlatformSendRequest",
-)
+    __repr__ = hiding("password")
 
 
 # -- results ---------------------------------------------------------------------------------
-class TransactionRow(msgspec.Struct):
-    """The chain-agnostic transaction row; `fee` in the chain's native coin."""
+class TransactionRow(Result):
+    """The chain-agnostic transaction row. `type` and `amount` are null on an EVM token
+    lookup whose receipt has no matching Transfer log; `date` is null while unconfirmed."""
 
     hash: str
     type: TxType | None
     amount: DecimalString | None
-    fee: DecimalString
+    fee: NativeFee
     status: TxStatus
     date: DateTime | None
 
+    @classmethod
+    def of(cls, row: TxRow, asset: Asset) -> TransactionRow:
+        amount = (
+            None if row.amount_units is None else format_balance(row.amount_units, asset.decimals)
+        )
+        return cls(
+            row.hash,
+            row.type,
+            amount,
+            fee_text(row.fee_units, asset),
+            row.status,
+            format_optional_datetime(row.date),
+        )
 
-class WalletInfo(msgspec.Struct):
+
+def transaction_rows(found: list[TxRow], asset: Asset) -> list[TransactionRow]:
+    return [TransactionRow.of(row, asset) for row in found]
+
+
+class WalletInfo(Result):
     address: str
     balance: DecimalString
     transactions: list[TransactionRow]
 
+    @classmethod
+    def of(cls, info: Info) -> WalletInfo:
+        asset = info.asset
+        return cls(
+            info.address,
+            format_balance(info.units, asset.decimals),
+            transaction_rows(info.transactions, asset),
+        )
 
-class TronFee(msgspec.Struct):
+
+class TronFee(Result):
     """TRON's fee: bandwidth, and energy for TRC20 transfers only."""
 
     bandwidth: int
     energy: int | msgspec.UnsetType = msgspec.UNSET
 
 
-class SendResult(msgspec.Struct):
+def fee_result(quote: FeeQuote, asset: Asset) -> str | TronFee:
+    """`/fee`: a decimal string in the native coin; on TRON the Tron fee object."""
+    if asset.chain is Chain.TRON:
+        energy = msgspec.UNSET if asset.is_native else quote.energy or 0
+        return TronFee(quote.bandwidth or 0, energy)
+    return fee_text(quote.native_units, asset)
+
+
+class SendResult(Result):
     txHash: str
     status: TxStatus
-    fee: Annotated[str, doc(pattern=r"^[0-9]+(\.[0-9]+)?$", description="in the native coin")]
-    feePayer: FeePayerName
+    fee: NativeFee
+    feePayer: FeePayer
+
+    @classmethod
+    def of(cls, receipt: SendReceipt) -> SendResult:
+        return cls(receipt.tx_hash, receipt.status, receipt.fee, receipt.fee_payer)
 
 
-class BalanceEnvelope(msgspec.Struct):
+class BalanceEnvelope(Envelope):
     result: DecimalString
-    requestId: RequestId
 
 
-class WalletInfoEnvelope(msgspec.Struct):
+class WalletInfoEnvelope(Envelope):
     result: WalletInfo
-    requestId: RequestId
 
 
-class TransactionsEnvelope(msgspec.Struct):
+class TransactionsEnvelope(Envelope):
     result: list[TransactionRow]
-    requestId: RequestId
 
 
-class TransactionEnvelope(msgspec.Struct):
+class TransactionEnvelope(Envelope):
     result: TransactionRow
-    requestId: RequestId
 
 
-class FeeEnvelope(msgspec.Struct):
+class FeeEnvelope(Envelope):
     result: DecimalString | TronFee
-    requestId: RequestId
 
 
-class SendEnvelope(msgspec.Struct):
+class SendEnvelope(Envelope):
     result: SendResult
-    requestId: RequestId
-
-
-# -- error responses ---------------------------------------------------------------------------
-_ERROR_MEANING = {
-    400: "Invalid request (body, headers, recipient address, amount, balance, Bitcoin wrong "
-    "password); the message says which",
-    401: "`Missing or expired token`; on /send a wrong wallet password (`Invalid credentials` "
-    "on EVM and TRON, `Invalid password` on SOLANA)",
-    403: "Asset not enabled for the api client (permanent, do not retry)",
-    404: "No such user; no platform wallet yet; no such transaction; on Bitcoin balance, the "
-    "address is unknown to the indexer",
-    409: "A send with this X-Request-Id is still in progress; retry it later",
-    422: "This X-Request-Id was already used with a different request",
-    502: "The network refused the transfer; nothing was sent",
-    503: "Asset not available on this endpoint (permanent), or history unreadable now "
-    "(transient); the message says which",
-    504: "Broadcast outcome unknown: retry with the same X-Request-Id (the same transaction "
-    "is sent again, never a new one)",
-}
-
-
-def wallet_errors(*statuses: int) -> dict[int, ResponseSpec]:
-    return {
-        status: ResponseSpec(data_container=ErrorEnvelope, description=_ERROR_MEANING[status])
-        for status in sorted({400, *statuses})
-    }

@@ -2,9 +2,10 @@
 
 The services are driven directly (no HTTP): each scenario builds the core through
 `create_container` with a manual clock, the in-memory repo, the sandbox prices and the
-sandbox venue wrapped so it counts what it was asked to do. Trades are read through
-`walletcore.views.trade_view`, so the steps assert the wire strings of the spec, and every
-trade answer is checked against the spec's field rules on the way in.
+sandbox venue wrapped so it counts what it was asked to do. Trades are read as the HTTP API
+answers them (`trade_view`, the binding's `TradeView`), so the steps assert the wire
+strings of the spec, and every trade answer is checked against the spec's field rules on
+the way in.
 
 Conventions of the step text:
 - "the answer ..." is what the last request returned;
@@ -22,6 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
 import parse
 import pytest
 from pytest_bdd import given, parsers, then, when
@@ -33,9 +35,16 @@ from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade
 from walletcore.sandbox.prices import SandboxPriceSource
 from walletcore.sandbox.repo import InMemoryRepo
 from walletcore.sandbox.venue import SandboxVenue
-from walletcore.views import trade_view
+from walletcore_litestar.schemas import TradeView
 
 T = TypeVar("T")
+
+
+def trade_view(trade: Trade) -> dict[str, Any]:
+    """The trade as the HTTP API answers it: the binding's wire shape, as JSON values."""
+    view: dict[str, Any] = msgspec.to_builtins(TradeView.of(trade))
+    return view
+
 
 QUOTE_LIFETIME = timedelta(seconds=60)
 STATUSES = ("open", "approved", "executing", "completed", "failed", "expired", "cancelled")

@@ -8,6 +8,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from walletcore.domain.assets import Fiat
@@ -16,7 +17,7 @@ from walletcore.domain.ids import new_id
 from walletcore.domain.money import format_amount
 from walletcore.domain.trade import Trade
 from walletcore.sandbox.prices import sandbox_unit_price
-from walletcore.views import trade_view
+from walletcore_litestar.schemas import TradeView
 
 if TYPE_CHECKING:
     from conftest import World
@@ -349,7 +350,7 @@ def one_approval(world: World) -> None:
     assert len(traded) + len(refused) == len(outcomes), outcomes
     assert all(e.status == 409 for e in refused), refused
     # every 200 is the same settled trade
-    views = {repr(sorted(trade_view(t).items())) for t in traded}
+    views = {msgspec.json.encode(TradeView.of(t)) for t in traded}
     assert len(views) == 1 and traded[0].status.value == "completed"
 
 

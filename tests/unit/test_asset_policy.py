@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
 from walletcore.domain.assets import ASSET_IDS, Chain, FeePayer
@@ -17,9 +19,14 @@ from walletcore.domain.errors import (
     UnknownAsset,
 )
 from walletcore.services.assets import AssetPolicy
-from walletcore.services.market import MarketService
+from walletcore.services.market import ClientConfig, MarketService
 from walletcore.settings import Settings
-from walletcore.views import config_view
+from walletcore_litestar.schemas import ClientConfig as ConfigShape
+
+
+def config_view(config: ClientConfig) -> Any:
+    """`/config`'s result as the HTTP API answers it."""
+    return msgspec.to_builtins(ConfigShape.of(config))
 
 
 def client(*enabled: int, **kwargs: object) -> ApiClient:

@@ -1,14 +1,18 @@
-"""The wire shape of a trade: exact field names, strings cut to 6 places, optional fields."""
+"""The wire shape of a trade (`walletcore_litestar.schemas.TradeView`): exact field names,
+strings cut to 6 places, optional fields omitted when unset."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
+
+import msgspec
 
 from walletcore.domain.assets import Fiat
 from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
-from walletcore.views import trade_view
+from walletcore_litestar.schemas import TradeView
 
 CREATED = datetime(2026, 1, 1, 12, 0, 30, 123456, tzinfo=UTC)
 TRADE = Trade(
@@ -29,6 +33,10 @@ TRADE = Trade(
     status=TradeStatus.OPEN,
     created_at=CREATED,
 )
+
+
+def trade_view(trade: Trade) -> Any:
+    return msgspec.to_builtins(TradeView.of(trade))
 
 
 def test_an_open_quote() -> None:
@@ -85,3 +93,28 @@ def test_a_failed_trade_carries_its_reason_and_an_unreadable_amount_is_null() ->
     view = trade_view(failed)
     assert view["failureReason"] == "no liquidity" and "reference" not in view
     assert view["cryptoAmount"] is None and view["quote"]["cryptoAmount"] is None
+
+
+def test_the_bytes_keep_the_field_order_of_the_spec() -> None:
+    encoded = msgspec.json.encode(TradeView.of(replace(TRADE, reference="SBX-1")))
+    assert encoded.startswith(b'{"tradeId":"0123456789abcdef01234567","side":"buy","status":"open"')
+    assert encoded.endswith(b'"approvedAt":null,"completedAt":null,"reference":"SBX-1"}')
+
+
+def test_secrets_stay_out_of_reprs() -> None:
+    from walletcore.services.auth import IssuedToken
+    from walletcore.services.wallets import CreatedWallet as Created
+    from walletcore_litestar.schemas import AuthResult, CreatedWallet, CreateWalletRequest
+    from walletcore_litestar.wallet_ops_schemas import WalletSendRequest
+
+    shown = [
+        repr(CreatedWallet.of(Created("u" * 24, {}, "abandon ability able"))),
+        repr(AuthResult.of(IssuedToken("tok.en.secret", CREATED))),
+        repr(CreateWalletRequest(password="correct horse battery")),
+        repr(WalletSendRequest(assetId=2, recipient="x", amount="1", password="hunter22")),
+    ]
+    for text in shown:
+        assert "<hidden>" in text
+    joined = " ".join(shown)
+    for secret in ("abandon", "tok.en.secret", "correct horse", "hunter22"):
+        assert secret not in joined

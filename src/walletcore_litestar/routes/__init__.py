@@ -10,9 +10,16 @@ from walletcore_litestar.routes.auth import authenticate
 from walletcore_litestar.routes.market import config, prices
 from walletcore_litestar.routes.platform import platform_addresses
 from walletcore_litestar.routes.trading import approve, cancel, get_trade, list_trades, order, sell
-from walletcore_litestar.routes.wallet_ops import PLATFORM_ROUTES, USER_PATHS, USER_ROUTES
+from walletcore_litestar.routes.wallet_ops import (
+    IDEMPOTENT_PATHS,
+    PLATFORM_ROUTES,
+    USER_PATHS,
+    USER_ROUTES,
+)
 from walletcore_litestar.routes.wallets import addresses, create, extend
 from walletcore_litestar.security import require_platform_caller, require_token
+
+__all__ = ["IDEMPOTENT_PATHS", "NO_BODY_PATHS", "USER_SCOPED_PATHS", "build_routes"]
 
 #: Paths on which `X-USER-ID` overrides the body's `userId`.
 USER_SCOPED_PATHS = (

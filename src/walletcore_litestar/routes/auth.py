@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request, Response, post
+from litestar import Request, post
 from litestar.datastructures import CacheControlHeader
 
-from walletcore.domain.times import format_datetime
-from walletcore_litestar.envelope import ok, request_id_of
+from walletcore_litestar.envelope import request_id_of
 from walletcore_litestar.routes._docs import errors
-from walletcore_litestar.schemas import AuthEnvelope
+from walletcore_litestar.schemas import AuthEnvelope, AuthResult
 from walletcore_litestar.services import services_of
 
 
@@ -23,15 +22,14 @@ from walletcore_litestar.services import services_of
         "15 minutes; there is no refresh: call /auth again. `401 Invalid credentials` for a "
         "wrong client id or api key (or a disabled client)."
     ),
-    responses=errors(401),
+    responses=errors(401, examples={401: "Invalid credentials"}),
     cache_control=CacheControlHeader(no_store=True),
     security=[],
     tags=["auth"],
 )
-async def authenticate(request: Request[Any, Any, Any]) -> Response[AuthEnvelope]:
+async def authenticate(request: Request[Any, Any, Any]) -> AuthEnvelope:
+    request_id = request_id_of(request.scope)
     issued = await services_of(request.app).auth.authenticate(
-        request.headers.get("x-client-id"),
-        request.headers.get("x-api-key"),
-        request_id_of(request.scope),
+        request.headers.get("x-client-id"), request.headers.get("x-api-key"), request_id
     )
-    return ok(request, {"token": issued.token, "expiresAt": format_datetime(issued.expires_at)})
+    return AuthEnvelope(AuthResult.of(issued), request_id)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request, Response, post
+from litestar import Request, post
 
 from walletcore_litestar.bodies import require_empty_body
-from walletcore_litestar.envelope import ok
+from walletcore_litestar.envelope import request_id_of
 from walletcore_litestar.routes._docs import errors
 from walletcore_litestar.schemas import ConfigEnvelope, PricesEnvelope
 from walletcore_litestar.security import caller_of
@@ -25,9 +25,10 @@ from walletcore_litestar.services import services_of
     responses=errors(401),
     tags=["market"],
 )
-async def prices(request: Request[Any, Any, Any]) -> Response[PricesEnvelope]:
+async def prices(request: Request[Any, Any, Any]) -> PricesEnvelope:
     await require_empty_body(request)
-    return ok(request, await services_of(request.app).market.prices())
+    found = await services_of(request.app).prices_view()
+    return PricesEnvelope(found, request_id_of(request.scope))
 
 
 @post(
@@ -41,6 +42,7 @@ async def prices(request: Request[Any, Any, Any]) -> Response[PricesEnvelope]:
     responses=errors(401),
     tags=["market"],
 )
-async def config(request: Request[Any, Any, Any]) -> Response[ConfigEnvelope]:
+async def config(request: Request[Any, Any, Any]) -> ConfigEnvelope:
     await require_empty_body(request)
-    return ok(request, services_of(request.app).config_view(caller_of(request).client))
+    found = services_of(request.app).config_view(caller_of(request).client)
+    return ConfigEnvelope(found, request_id_of(request.scope))

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request, Response, post
+from litestar import Request, post
 from litestar.params import JSONBody
 
-from walletcore.views import trade_view
-from walletcore_litestar.envelope import ok
+from walletcore.domain.errors import TradeNotFound
+from walletcore.domain.trade import Trade
+from walletcore_litestar.envelope import request_id_of
 from walletcore_litestar.routes._docs import errors
 from walletcore_litestar.schemas import (
     QuoteRequest,
@@ -20,11 +21,18 @@ from walletcore_litestar.schemas import (
     TradeRequest,
     TradesEnvelope,
     TradesRequest,
+    TradeView,
 )
 from walletcore_litestar.security import caller_of, user_id_of
 from walletcore_litestar.services import services_of
 
 _QUOTE_ERRORS = errors(401, 403, 404, 502, 503, 504)
+#: A trade id that names no trade of this user.
+_NO_TRADE = {404: TradeNotFound.default_message}
+
+
+def _answer(request: Request[Any, Any, Any], trade: Trade) -> TradeEnvelope:
+    return TradeEnvelope(TradeView.of(trade), request_id_of(request.scope))
 
 
 @post(
@@ -38,9 +46,7 @@ _QUOTE_ERRORS = errors(401, 403, 404, 502, 503, 504)
     responses=_QUOTE_ERRORS,
     tags=["trading"],
 )
-async def sell(
-    request: Request[Any, Any, Any], data: JSONBody[QuoteRequest]
-) -> Response[TradeEnvelope]:
+async def sell(request: Request[Any, Any, Any], data: JSONBody[QuoteRequest]) -> TradeEnvelope:
     trade = await services_of(request.app).trading.sell(
         caller_of(request),
         user_id=user_id_of(request, data.userId),
@@ -49,7 +55,7 @@ async def sell(
         crypto_amount=data.cryptoAmount,
         fiat_amount=data.fiatAmount,
     )
-    return ok(request, trade_view(trade))
+    return _answer(request, trade)
 
 
 @post(
@@ -60,9 +66,7 @@ async def sell(
     responses=_QUOTE_ERRORS,
     tags=["trading"],
 )
-async def order(
-    request: Request[Any, Any, Any], data: JSONBody[QuoteRequest]
-) -> Response[TradeEnvelope]:
+async def order(request: Request[Any, Any, Any], data: JSONBody[QuoteRequest]) -> TradeEnvelope:
     trade = await services_of(request.app).trading.order(
         caller_of(request),
         user_id=user_id_of(request, data.userId),
@@ -71,7 +75,7 @@ async def order(
         crypto_amount=data.cryptoAmount,
         fiat_amount=data.fiatAmount,
     )
-    return ok(request, trade_view(trade))
+    return _answer(request, trade)
 
 
 @post(
@@ -84,32 +88,28 @@ async def order(
         "traded and the trade is `failed`. 504: outcome unknown, the trade stays `executing`: "
         "poll /trade, never approve again."
     ),
-    responses=errors(401, 403, 404, 409, 502, 503, 504),
+    responses=errors(401, 403, 404, 409, 502, 503, 504, examples=_NO_TRADE),
     tags=["trading"],
 )
-async def approve(
-    request: Request[Any, Any, Any], data: JSONBody[TradeRequest]
-) -> Response[TradeEnvelope]:
+async def approve(request: Request[Any, Any, Any], data: JSONBody[TradeRequest]) -> TradeEnvelope:
     trade = await services_of(request.app).trading.approve(
         caller_of(request), user_id=user_id_of(request, data.userId), trade_id=data.tradeId
     )
-    return ok(request, trade_view(trade))
+    return _answer(request, trade)
 
 
 @post(
     "/trade/cancel",
     status_code=200,
     summary="Cancel an open quote (idempotent on a cancelled one)",
-    responses=errors(401, 404, 409),
+    responses=errors(401, 404, 409, examples=_NO_TRADE),
     tags=["trading"],
 )
-async def cancel(
-    request: Request[Any, Any, Any], data: JSONBody[TradeRequest]
-) -> Response[TradeEnvelope]:
+async def cancel(request: Request[Any, Any, Any], data: JSONBody[TradeRequest]) -> TradeEnvelope:
     trade = await services_of(request.app).trading.cancel(
         caller_of(request), user_id=user_id_of(request, data.userId), trade_id=data.tradeId
     )
-    return ok(request, trade_view(trade))
+    return _answer(request, trade)
 
 
 @post(
@@ -117,16 +117,14 @@ async def cancel(
     status_code=200,
     summary="One trade (poll it while approved or executing)",
     description="Another user's trade is a 404, indistinguishable from none.",
-    responses=errors(401, 404),
+    responses=errors(401, 404, examples=_NO_TRADE),
     tags=["trading"],
 )
-async def get_trade(
-    request: Request[Any, Any, Any], data: JSONBody[TradeRequest]
-) -> Response[TradeEnvelope]:
+async def get_trade(request: Request[Any, Any, Any], data: JSONBody[TradeRequest]) -> TradeEnvelope:
     trade = await services_of(request.app).trading.get(
         caller_of(request), user_id=user_id_of(request, data.userId), trade_id=data.tradeId
     )
-    return ok(request, trade_view(trade))
+    return _answer(request, trade)
 
 
 @post(
@@ -138,11 +136,11 @@ async def get_trade(
 )
 async def list_trades(
     request: Request[Any, Any, Any], data: JSONBody[TradesRequest]
-) -> Response[TradesEnvelope]:
+) -> TradesEnvelope:
     trades = await services_of(request.app).trading.list(
         caller_of(request),
         user_id=user_id_of(request, data.userId),
         side=data.side,
         status=data.status,
     )
-    return ok(request, [trade_view(t) for t in trades])
+    return TradesEnvelope([TradeView.of(t) for t in trades], request_id_of(request.scope))

@@ -2,21 +2,26 @@
 (`userId`; `X-USER-ID` overrides it) and the same under `/platform/` for the api client's
 platform wallet (no `userId`; `X-USER-ID` is a 400, checked by the platform router).
 
-Bodies go to the core as raw values; the core checks them (400s with clear messages).
-`/send` and `/platform/send` need `X-Request-Id`: it is the idempotency key.
+Each operation is one implementation; `wallet_routes` makes its two handlers, which differ
+only in their body type, their documentation and whose wallet they name. Bodies go to the
+core as raw values; the core checks them (400s with clear messages). `/send` and
+`/platform/send` need `X-Request-Id`: it is the idempotency key.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from litestar import Request, Response, post
+from litestar import Request, post
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import JSONBody
 
-from walletcore.services.send_record import SendReceipt
-from walletcore.services.wallet_reads import TxPage
-from walletcore.views import balance_view, fee_view, tx_row_view
-from walletcore_litestar.envelope import ok
+from walletcore.domain.errors import PlatformWalletNotFound
+from walletcore.domain.money import format_balance
+from walletcore_litestar.envelope import request_id_of
+from walletcore_litestar.routes._docs import WALLET, errors
 from walletcore_litestar.security import caller_of, user_id_of
 from walletcore_litestar.services import services_of
 from walletcore_litestar.wallet_ops_schemas import (
@@ -27,276 +32,243 @@ from walletcore_litestar.wallet_ops_schemas import (
     PlatformSendRequest,
     PlatformTxRequest,
     SendEnvelope,
+    SendResult,
     TransactionEnvelope,
+    TransactionRow,
     TransactionsEnvelope,
+    TronFee,
     WalletAssetRequest,
     WalletFeeRequest,
+    WalletInfo,
     WalletInfoEnvelope,
     WalletSendRequest,
     WalletTxRequest,
-    wallet_errors,
+    fee_result,
+    transaction_rows,
 )
+from walletcore_litestar.wire import Body, Envelope
 
 _READ = (401, 403, 404, 503)
 _SEND = (401, 403, 404, 409, 422, 502, 503, 504)
 
-
-def _reads(request: Request[Any, Any, Any]) -> Any:
-    return services_of(request.app).wallet_reads
+AnyRequest = Request[Any, Any, Any]
 
 
-def _sends(request: Request[Any, Any, Any]) -> Any:
-    return services_of(request.app).sends
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Whose wallet: a user's (`user_id` as sent), or the api client's platform wallet."""
+
+    platform: bool
+    user_id: object = None
 
 
-def _idempotency_key(request: Request[Any, Any, Any]) -> str | None:
+def _idempotency_key(request: AnyRequest) -> str | None:
     """The inbound X-Request-Id, if one was sent (the middleware has checked its form)."""
     return request.headers.get("x-request-id") or None
 
 
-def _page(page: TxPage) -> list[dict[str, Any]]:
-    return [tx_row_view(row, page.asset) for row in page.rows]
-
-
-def _receipt(receipt: SendReceipt) -> dict[str, str]:
-    return receipt.as_result()
-
-
-# -- a user's wallet -----------------------------------------------------------------------
-@post(
-    "/balance",
-    status_code=200,
-    summary="The user's balance of an asset",
-    responses=wallet_errors(*_READ),
-    tags=["wallet"],
-)
-async def balance(
-    request: Request[Any, Any, Any], data: JSONBody[WalletAssetRequest]
-) -> Response[BalanceEnvelope]:
-    user_id = user_id_of(request, data.userId)
-    held = await _reads(request).balance(caller_of(request), asset_id=data.assetId, user_id=user_id)
-    return ok(request, balance_view(held.units, held.asset))
-
-
-@post(
-    "/info",
-    status_code=200,
-    summary="The user's address, balance and recent transactions for an asset",
-    description="`transactions` is also `[]` when history is unavailable.",
-    responses=wallet_errors(*_READ),
-    tags=["wallet"],
-)
-async def info(
-    request: Request[Any, Any, Any], data: JSONBody[WalletAssetRequest]
-) -> Response[WalletInfoEnvelope]:
-    user_id = user_id_of(request, data.userId)
-    found = await _reads(request).info(caller_of(request), asset_id=data.assetId, user_id=user_id)
-    return ok(request, _info(found))
-
-
-@post(
-    "/transactions",
-    status_code=200,
-    summary="The user's recent transactions of an asset, newest first (one page)",
-    responses=wallet_errors(*_READ),
-    tags=["wallet"],
-)
-async def transactions(
-    request: Request[Any, Any, Any], data: JSONBody[WalletAssetRequest]
-) -> Response[TransactionsEnvelope]:
-    user_id = user_id_of(request, data.userId)
-    page = await _reads(request).transactions(
-        caller_of(request), asset_id=data.assetId, user_id=user_id
+# -- the operations, one implementation each --------------------------------------------------
+async def _balance(request: AnyRequest, data: PlatformAssetRequest, owner: Owner) -> str:
+    reads = services_of(request.app).wallet_reads
+    held = await reads.balance(
+        caller_of(request), asset_id=data.assetId, user_id=owner.user_id, platform=owner.platform
     )
-    return ok(request, _page(page))
+    return format_balance(held.units, held.asset.decimals)
 
 
-@post(
-    "/txid",
-    status_code=200,
-    summary="One transaction of the user's wallet (poll it until `status` leaves `pending`)",
-    responses=wallet_errors(*_READ),
-    tags=["wallet"],
-)
-async def txid(
-    request: Request[Any, Any, Any], data: JSONBody[WalletTxRequest]
-) -> Response[TransactionEnvelope]:
-    user_id = user_id_of(request, data.userId)
-    found = await _reads(request).txid(
-        caller_of(request), asset_id=data.assetId, user_id=user_id, tx_hash=data.txHash
+async def _info(request: AnyRequest, data: PlatformAssetRequest, owner: Owner) -> WalletInfo:
+    reads = services_of(request.app).wallet_reads
+    found = await reads.info(
+        caller_of(request), asset_id=data.assetId, user_id=owner.user_id, platform=owner.platform
     )
-    return ok(request, tx_row_view(found.row, found.asset))
+    return WalletInfo.of(found)
 
 
-@post(
-    "/fee",
-    status_code=200,
-    summary="The network fee of the send that would follow",
-    description="A decimal string in the chain's native coin; on TRON `{bandwidth, energy?}` "
-    "(energy for TRC20 only). The fee payer rule of the asset applies.",
-    responses=wallet_errors(*_READ),
-    tags=["wallet"],
-)
-async def fee(
-    request: Request[Any, Any, Any], data: JSONBody[WalletFeeRequest]
-) -> Response[FeeEnvelope]:
-    user_id = user_id_of(request, data.userId)
-    answer = await _reads(request).fee(
+async def _transactions(
+    request: AnyRequest, data: PlatformAssetRequest, owner: Owner
+) -> list[TransactionRow]:
+    reads = services_of(request.app).wallet_reads
+    page = await reads.transactions(
+        caller_of(request), asset_id=data.assetId, user_id=owner.user_id, platform=owner.platform
+    )
+    return transaction_rows(page.rows, page.asset)
+
+
+async def _txid(request: AnyRequest, data: PlatformTxRequest, owner: Owner) -> TransactionRow:
+    reads = services_of(request.app).wallet_reads
+    found = await reads.txid(
         caller_of(request),
         asset_id=data.assetId,
-        user_id=user_id,
-        recipient=data.recipient,
-        amount=data.amount,
+        tx_hash=data.txHash,
+        user_id=owner.user_id,
+        platform=owner.platform,
     )
-    return ok(request, fee_view(answer.quote, answer.asset))
+    return TransactionRow.of(found.row, found.asset)
 
 
-@post(
-    "/send",
-    status_code=200,
-    summary="Send from the user's wallet (X-Request-Id required: the idempotency key)",
-    description=(
+async def _fee(
+    request: AnyRequest, data: PlatformFeeRequest | WalletFeeRequest, owner: Owner
+) -> str | TronFee:
+    # A platform send pays its own fee on top of the amount: its fee takes no amount.
+    amount = data.amount if isinstance(data, WalletFeeRequest) else None
+    answer = await services_of(request.app).wallet_reads.fee(
+        caller_of(request),
+        asset_id=data.assetId,
+        recipient=data.recipient,
+        amount=amount,
+        user_id=owner.user_id,
+        platform=owner.platform,
+    )
+    return fee_result(answer.quote, answer.asset)
+
+
+async def _send(request: AnyRequest, data: PlatformSendRequest, owner: Owner) -> SendResult:
+    sends, caller = services_of(request.app).sends, caller_of(request)
+    key = _idempotency_key(request)
+    if isinstance(data, WalletSendRequest):  # a user's: the wallet opens with its password
+        receipt = await sends.send(
+            caller,
+            request_id=key,
+            user_id=owner.user_id,
+            asset_id=data.assetId,
+            recipient=data.recipient,
+            amount=data.amount,
+            password=data.password,
+        )
+    else:
+        receipt = await sends.platform_send(
+            caller,
+            request_id=key,
+            asset_id=data.assetId,
+            recipient=data.recipient,
+            amount=data.amount,
+        )
+    return SendResult.of(receipt)
+
+
+# -- their routes ------------------------------------------------------------------------------
+Run = Callable[[AnyRequest, Any, Owner], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    name: str
+    run: Run
+    #: The user's body and the platform's.
+    bodies: tuple[type[Body], type[Body]]
+    envelope: type[Envelope]
+    statuses: tuple[int, ...]
+    #: `{whose}`: "user's" or "platform wallet's"; `{wallet}`: "user's wallet" or "platform
+    #: wallet".
+    summary: str
+    description: str | None = None
+    platform_description: str | None = None
+
+
+OPERATIONS = (
+    Operation(
+        "balance",
+        _balance,
+        (WalletAssetRequest, PlatformAssetRequest),
+        BalanceEnvelope,
+        _READ,
+        "The {whose} balance of an asset",
+    ),
+    Operation(
+        "info",
+        _info,
+        (WalletAssetRequest, PlatformAssetRequest),
+        WalletInfoEnvelope,
+        _READ,
+        "The {whose} address, balance and recent transactions of an asset",
+        "`transactions` is also `[]` when history is unavailable.",
+    ),
+    Operation(
+        "transactions",
+        _transactions,
+        (WalletAssetRequest, PlatformAssetRequest),
+        TransactionsEnvelope,
+        _READ,
+        "The {whose} recent transactions of an asset, newest first (one page)",
+        None,
+        "The same page size as /transactions.",
+    ),
+    Operation(
+        "txid",
+        _txid,
+        (WalletTxRequest, PlatformTxRequest),
+        TransactionEnvelope,
+        _READ,
+        "One transaction of the {wallet} (poll it until `status` leaves `pending`)",
+    ),
+    Operation(
+        "fee",
+        _fee,
+        (WalletFeeRequest, PlatformFeeRequest),
+        FeeEnvelope,
+        _READ,
+        "The network fee of the send from the {wallet} that would follow",
+        "A decimal string in the chain's native coin; on TRON `{bandwidth, energy?}` "
+        "(energy for TRC20 only). The fee payer rule of the asset applies.",
+        "The recipient must differ from the platform wallet's own address (400). A `sender` "
+        "field is ignored. On TRON the answer is `{bandwidth, energy?}`.",
+    ),
+    Operation(
+        "send",
+        _send,
+        (WalletSendRequest, PlatformSendRequest),
+        SendEnvelope,
+        _SEND,
+        "Send from the {wallet} (X-Request-Id required: the idempotency key)",
         "Answers `{txHash, status, fee, feePayer}`. The same X-Request-Id replays the first "
         "answer and never sends twice; 409 while it is in progress; 422 for another request. "
-        "USER pays the fee from a native amount (the recipient gets amount - fee) or in native "
-        "coin for a token; PLATFORM falls back to USER when the platform wallet cannot pay."
+        "USER pays the fee from a native amount (the recipient gets amount - fee) or in "
+        "native coin for a token; PLATFORM falls back to USER when the platform wallet "
+        "cannot pay.",
+        "The platform wallet pays its own fee, on top of the amount. Same idempotency rules "
+        "as /send.",
     ),
-    responses=wallet_errors(*_SEND),
-    tags=["wallet"],
 )
-async def send(
-    request: Request[Any, Any, Any], data: JSONBody[WalletSendRequest]
-) -> Response[SendEnvelope]:
-    receipt = await _sends(request).send(
-        caller_of(request),
-        request_id=_idempotency_key(request),
-        user_id=user_id_of(request, data.userId),
-        asset_id=data.assetId,
-        recipient=data.recipient,
-        amount=data.amount,
-        password=data.password,
+
+
+def wallet_route(operation: Operation, *, platform: bool) -> HTTPRouteHandler:
+    """The handler of `operation` for a user's wallet, or for the platform wallet."""
+    body = operation.bodies[1 if platform else 0]
+    envelope, run = operation.envelope, operation.run
+
+    async def handler(request: AnyRequest, data: Any) -> Any:
+        owner = Owner(True) if platform else Owner(False, user_id_of(request, data.userId))
+        return envelope(await run(request, data, owner), request_id_of(request.scope))
+
+    # Litestar reads the body type and the response from the signature.
+    json_body: Any = JSONBody  # an alias applied to a variable: beyond a static type checker
+    handler.__annotations__ = {"request": AnyRequest, "data": json_body[body], "return": envelope}
+    handler.__name__ = handler.__qualname__ = (
+        f"platform_{operation.name}" if platform else operation.name
     )
-    return ok(request, _receipt(receipt))
-
-
-# -- the platform wallet (mounted under /platform) -------------------------------------------
-@post(
-    "/balance",
-    status_code=200,
-    summary="The platform wallet's balance of an asset",
-    responses=wallet_errors(*_READ),
-    tags=["platform"],
-)
-async def platform_balance(
-    request: Request[Any, Any, Any], data: JSONBody[PlatformAssetRequest]
-) -> Response[BalanceEnvelope]:
-    held = await _reads(request).balance(caller_of(request), asset_id=data.assetId, platform=True)
-    return ok(request, balance_view(held.units, held.asset))
-
-
-@post(
-    "/info",
-    status_code=200,
-    summary="The platform wallet's address, balance and recent transactions",
-    description="`transactions` is also `[]` when history is unavailable.",
-    responses=wallet_errors(*_READ),
-    tags=["platform"],
-)
-async def platform_info(
-    request: Request[Any, Any, Any], data: JSONBody[PlatformAssetRequest]
-) -> Response[WalletInfoEnvelope]:
-    found = await _reads(request).info(caller_of(request), asset_id=data.assetId, platform=True)
-    return ok(request, _info(found))
-
-
-@post(
-    "/transactions",
-    status_code=200,
-    summary="The platform wallet's recent transactions (same page size as /transactions)",
-    responses=wallet_errors(*_READ),
-    tags=["platform"],
-)
-async def platform_transactions(
-    request: Request[Any, Any, Any], data: JSONBody[PlatformAssetRequest]
-) -> Response[TransactionsEnvelope]:
-    page = await _reads(request).transactions(
-        caller_of(request), asset_id=data.assetId, platform=True
-    )
-    return ok(request, _page(page))
-
-
-@post(
-    "/txid",
-    status_code=200,
-    summary="One transaction of the platform wallet (poll it after a platform send)",
-    responses=wallet_errors(*_READ),
-    tags=["platform"],
-)
-async def platform_txid(
-    request: Request[Any, Any, Any], data: JSONBody[PlatformTxRequest]
-) -> Response[TransactionEnvelope]:
-    found = await _reads(request).txid(
-        caller_of(request), asset_id=data.assetId, tx_hash=data.txHash, platform=True
-    )
-    return ok(request, tx_row_view(found.row, found.asset))
-
-
-@post(
-    "/fee",
-    status_code=200,
-    summary="The network fee of a platform send",
-    description="The recipient must differ from the platform wallet's own address (400). "
-    "A `sender` field is ignored. On TRON the answer is `{bandwidth, energy?}`.",
-    responses=wallet_errors(*_READ),
-    tags=["platform"],
-)
-async def platform_fee(
-    request: Request[Any, Any, Any], data: JSONBody[PlatformFeeRequest]
-) -> Response[FeeEnvelope]:
-    answer = await _reads(request).fee(
-        caller_of(request), asset_id=data.assetId, recipient=data.recipient, platform=True
-    )
-    return ok(request, fee_view(answer.quote, answer.asset))
-
-
-@post(
-    "/send",
-    status_code=200,
-    summary="Send from the platform wallet (X-Request-Id required: the idempotency key)",
-    description="The platform wallet pays its own fee, on top of the amount. Same "
-    "idempotency rules as /send.",
-    responses=wallet_errors(*_SEND),
-    tags=["platform"],
-)
-async def platform_send(
-    request: Request[Any, Any, Any], data: JSONBody[PlatformSendRequest]
-) -> Response[SendEnvelope]:
-    receipt = await _sends(request).platform_send(
-        caller_of(request),
-        request_id=_idempotency_key(request),
-        asset_id=data.assetId,
-        recipient=data.recipient,
-        amount=data.amount,
-    )
-    return ok(request, _receipt(receipt))
-
-
-def _info(found: Any) -> dict[str, Any]:
-    return {
-        "address": found.address,
-        "balance": balance_view(found.units, found.asset),
-        "transactions": [tx_row_view(row, found.asset) for row in found.transactions],
-    }
+    description = operation.description
+    if platform and operation.platform_description is not None:
+        description = operation.platform_description
+    return post(
+        f"/{operation.name}",
+        status_code=200,
+        summary=operation.summary.format(
+            whose="platform wallet's" if platform else "user's",
+            wallet="platform wallet" if platform else "user's wallet",
+        ),
+        description=description,
+        responses=errors(
+            *operation.statuses,
+            table=WALLET,
+            examples={404: PlatformWalletNotFound.default_message} if platform else None,
+        ),
+        tags=["platform" if platform else "wallet"],
+    )(handler)
 
 
 #: Registered by `routes.build_routes`: the user routes, and those under `/platform`.
-USER_ROUTES = [balance, info, transactions, txid, fee, send]
-PLATFORM_ROUTES = [
-    platform_balance,
-    platform_info,
-    platform_transactions,
-    platform_txid,
-    platform_fee,
-    platform_send,
-]
-USER_PATHS = ("/balance", "/info", "/transactions", "/txid", "/fee", "/send")
+USER_ROUTES = [wallet_route(op, platform=False) for op in OPERATIONS]
+PLATFORM_ROUTES = [wallet_route(op, platform=True) for op in OPERATIONS]
+USER_PATHS = tuple(f"/{op.name}" for op in OPERATIONS)
+#: Paths on which `X-Request-Id` is required: it is the idempotency key of a send.
+IDEMPOTENT_PATHS = ("/send", "/platform/send")

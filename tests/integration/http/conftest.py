@@ -20,7 +20,7 @@ from walletcore_litestar import create_app
 
 pytest.register_assert_rewrite("http_support")
 
-from http_support import Api, sign_in
+from http_support import Api, judge_responses, sign_in
 
 #: Argon2id at its cheapest: these tests are about HTTP, not the KDF cost.
 FAST_KDF = KdfParams(opslimit=1, memlimit=64 * 1024)
@@ -65,8 +65,9 @@ def app(container: Container) -> Litestar:
 
 @pytest.fixture
 async def http(app: Litestar) -> AsyncIterator[AsyncTestClient[Litestar]]:
+    """The test client; every response it receives is held to the served OpenAPI document."""
     async with AsyncTestClient(app) as client:
-        yield client
+        yield await judge_responses(client)
 
 
 @pytest.fixture

@@ -1,12 +1,22 @@
-"""Helpers of the HTTP tests (imported by the test modules; fixtures are in conftest.py)."""
+"""Helpers of the HTTP tests (imported by the test modules; fixtures are in conftest.py).
+
+`judge_responses` makes a test client hold every response it receives to the served
+OpenAPI document: the status must be documented for the operation, and the body and the
+`X-Request-Id` header must validate against the documented schemas (JSON Schema 2020-12,
+as OpenAPI 3.1 says). A mismatch fails the test that made the request, so every HTTP test
+also proves the document true.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+import jsonschema_rs
 from litestar import Litestar
-from litestar.testing import AsyncTestClient
+from litestar.testing import AsyncTestClient, TestClient
 
 from walletcore.container import Container
 from walletcore.services.auth import IssuedKey
@@ -77,3 +87,115 @@ def assert_ok(response: Any) -> Any:
     assert set(body) == {"result", "requestId"}, body
     assert body["requestId"] == response.headers["x-request-id"]
     return body["result"]
+
+
+# -- the served document as the judge of every response ------------------------------------
+DOCUMENT_PATH = "/schema/openapi.json"
+#: An undocumented path or method is answered with the error envelope (404 or 405).
+_UNDOCUMENTED: dict[str, Any] = {
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}},
+}
+
+
+class DocumentMismatch(AssertionError):
+    """A response the served OpenAPI document does not describe."""
+
+
+@dataclass
+class ServedDocument:
+    """The OpenAPI document an app serves, compiled to judge its responses."""
+
+    document: dict[str, Any]
+    _validators: dict[str, Any] = field(default_factory=dict)
+
+    def validator(self, schema: dict[str, Any]) -> Any:
+        """A JSON Schema 2020-12 validator of `schema`, whose `$ref`s point into the document."""
+        key = json.dumps(schema, sort_keys=True)
+        found = self._validators.get(key)
+        if found is None:
+            rooted = {**schema, "components": self.document.get("components", {})}
+            found = self._validators[key] = jsonschema_rs.Draft202012Validator(rooted)
+        return found
+
+    def response_spec(self, method: str, path: str, status: int) -> dict[str, Any]:
+        operation = self.document["paths"].get(path, {}).get(method.lower())
+        if operation is None:
+            if status not in (404, 405):
+                raise DocumentMismatch(f"{method} {path}: undocumented, answered {status}")
+            return _UNDOCUMENTED
+        responses: dict[str, Any] = operation["responses"]
+        if str(status) not in responses:
+            raise DocumentMismatch(
+                f"{method} {path}: status {status} is not documented (only {sorted(responses)})"
+            )
+        return responses[str(status)]  # type: ignore[no-any-return]
+
+    def check(self, method: str, path: str, response: httpx.Response) -> None:
+        spec = self.response_spec(method, path, response.status_code)
+        where = f"{method} {path} -> {response.status_code}"
+        if not response.headers.get("content-type", "").startswith("application/json"):
+            raise DocumentMismatch(f"{where}: not JSON ({response.headers.get('content-type')})")
+        schema = spec["content"]["application/json"]["schema"]
+        problems = [
+            f"{'/'.join(map(str, e.instance_path)) or '(body)'}: {e.message}"
+            for e in self.validator(schema).iter_errors(response.json())
+        ]
+        if problems:
+            raise DocumentMismatch(f"{where}: the body does not match its schema: {problems}")
+        request_id = response.headers.get("x-request-id")
+        if request_id is None:
+            raise DocumentMismatch(f"{where}: no X-Request-Id header")
+        header = spec.get("headers", {}).get("X-Request-Id")
+        if header is not None and not self.validator(header["schema"]).is_valid(request_id):
+            raise DocumentMismatch(f"{where}: X-Request-Id {request_id!r} does not match")
+
+
+_COMPILED: dict[bytes, ServedDocument] = {}
+
+
+def served_document(raw: bytes) -> ServedDocument:
+    """One compiled judge per distinct document (every app of the suite serves the same)."""
+    found = _COMPILED.get(raw)
+    if found is None:
+        found = _COMPILED[raw] = ServedDocument(json.loads(raw))
+    return found
+
+
+def _judged(request: httpx.Request) -> bool:
+    return not request.url.path.startswith("/schema")
+
+
+async def judge_responses(client: AsyncTestClient[Litestar]) -> AsyncTestClient[Litestar]:
+    """Fail on any response of `client` that its app's served document does not describe."""
+    fetched = await client.get(DOCUMENT_PATH)
+    assert fetched.status_code == 200, fetched.text
+    document = served_document(fetched.content)
+
+    async def judge(response: httpx.Response) -> None:
+        if _judged(response.request):
+            await response.aread()
+            document.check(response.request.method, response.request.url.path, response)
+
+    client.event_hooks = {
+        **client.event_hooks,
+        "response": [*client.event_hooks["response"], judge],
+    }
+    return client
+
+
+def judge_responses_sync(client: TestClient[Litestar]) -> TestClient[Litestar]:
+    """`judge_responses` for the synchronous test client."""
+    fetched = client.get(DOCUMENT_PATH)
+    assert fetched.status_code == 200, fetched.text
+    document = served_document(fetched.content)
+
+    def judge(response: httpx.Response) -> None:
+        if _judged(response.request):
+            response.read()
+            document.check(response.request.method, response.request.url.path, response)
+
+    client.event_hooks = {
+        **client.event_hooks,
+        "response": [*client.event_hooks["response"], judge],
+    }
+    return client

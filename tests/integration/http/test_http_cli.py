@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import assert_error, assert_ok
+from http_support import assert_error, assert_ok, judge_responses_sync
 from litestar.testing import TestClient
 
 from walletcore.container import create_container
@@ -39,7 +39,8 @@ def app_on(home: Path) -> Any:
 def test_a_client_created_by_the_cli_signs_in_at_once(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with TestClient(app_on(home)) as http:  # the server is already running
+    with TestClient(app_on(home)) as client:  # the server is already running
+        http = judge_responses_sync(client)
         created = cli(
             capsys,
             "clients",

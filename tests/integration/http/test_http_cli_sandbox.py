@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import PASSWORD, assert_ok
+from http_support import PASSWORD, assert_ok, judge_responses_sync
 from litestar.testing import TestClient
 
 from walletcore.container import create_container
@@ -36,7 +36,8 @@ def test_coins_funded_by_the_cli_are_spendable_on_the_running_server(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     app = create_app(create_container(Settings(home=home, repo="file")))
-    with TestClient(app) as http:
+    with TestClient(app) as client:
+        http = judge_responses_sync(client)
         created = cli(capsys, "clients", "create", "--name", "Acme", "--assets", "2,21")
         headers = {"x-client-id": created["clientId"], "x-api-key": created["apiKey"]}
         token = assert_ok(http.post("/auth", headers=headers))["token"]

@@ -89,6 +89,33 @@ async def test_wrong_shapes_are_a_400_with_a_clear_message(
     assert_error(response, 400, message)
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/trade", {"userId": "a" * 24}, "tradeId"),
+        ("/trade/approve", {}, "tradeId"),
+        ("/sell", {"cryptoAmount": "1"}, "assetId"),
+        ("/create", {}, "password"),
+        ("/extend", {"userId": "a" * 24}, "password"),
+        ("/balance", {"userId": "a" * 24}, "assetId"),
+        ("/txid", {"assetId": 2}, "txHash"),
+        ("/fee", {"assetId": 2}, "recipient"),
+        ("/send", {"assetId": 2, "recipient": "x", "password": "p"}, "amount"),
+        ("/platform/send", {"assetId": 2, "amount": "1"}, "recipient"),
+    ],
+)
+async def test_a_missing_required_field_is_a_400_naming_it(
+    api: Api, path: str, body: dict[str, object], field: str
+) -> None:
+    response = await api.post(path, body, X_Request_Id="missing-1")
+    assert_error(response, 400, f"Invalid request: {field} is required")
+
+
+async def test_null_in_a_required_field_is_a_wrong_type(api: Api) -> None:
+    response = await api.post("/trade", {"tradeId": None})
+    assert_error(response, 400, "Invalid request: tradeId must be a string")
+
+
 async def test_asset_id_of_the_wrong_type_is_a_400(api: Api, user_id: str) -> None:
     response = await api.post("/sell", {"userId": user_id, "assetId": True, "cryptoAmount": "1"})
     assert_error(response, 400, "Invalid request: assetId must be an integer or a string")

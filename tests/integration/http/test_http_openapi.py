@@ -1,10 +1,14 @@
-"""The OpenAPI document: served, and describing the envelope, decimals and enums."""
+"""The OpenAPI document: served, and describing the envelope, decimals, enums, required
+fields and headers. (Every response of the HTTP suite is also validated against it: see
+`http_support.judge_responses`.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from http_support import Api
+import httpx
+import pytest
+from http_support import DOCUMENT_PATH, Api, DocumentMismatch, served_document
 
 PATHS = {
     "/auth",
@@ -36,7 +40,7 @@ PATHS = {
 
 
 async def document(api: Api) -> dict[str, Any]:
-    response = await api.http.get("/schema/openapi.json")
+    response = await api.http.get(DOCUMENT_PATH)
     assert response.status_code == 200
     return response.json()  # type: ignore[no-any-return]
 
@@ -90,7 +94,8 @@ async def test_decimals_are_patterned_strings_and_enums_are_listed(api: Api) -> 
     quote = schemas["QuoteRequest"]
     assert quote["additionalProperties"] is False
     asset = quote["properties"]["assetId"]["oneOf"]
-    assert asset[0]["type"] == "integer" and asset[1]["pattern"] == "^[0-9]{1,9}$"
+    assert asset[0]["type"] == "integer"
+    assert asset[1]["pattern"] == "^0*(?:1|2|21|22|3|31|32|4|41|42|5|51|52|6|61|62)$"
     assert len(quote["properties"]["fiat"]["oneOf"][0]["enum"]) == 10
     prices = schemas["PricesEnvelope"]["properties"]["result"]
     assert prices["additionalProperties"]["$ref"] == "#/components/schemas/FiatPrices"
@@ -103,3 +108,105 @@ async def test_no_body_endpoints_document_an_optional_empty_object(api: Api) -> 
     assert body["required"] is False
     schema = body["content"]["application/json"]["schema"]["oneOf"][0]
     assert schema["additionalProperties"] is False and schema["properties"] == {}
+
+
+#: Required body fields by path: what the body cannot do without. `userId` is never among
+#: them: the X-USER-ID header can carry it instead.
+REQUIRED = {
+    "/sell": ["assetId"],
+    "/order": ["assetId"],
+    "/trade/approve": ["tradeId"],
+    "/trade/cancel": ["tradeId"],
+    "/trade": ["tradeId"],
+    "/trades": [],
+    "/create": ["password"],
+    "/extend": ["password"],
+    "/addresses": [],
+    "/balance": ["assetId"],
+    "/info": ["assetId"],
+    "/transactions": ["assetId"],
+    "/txid": ["assetId", "txHash"],
+    "/fee": ["assetId", "recipient"],
+    "/send": ["amount", "assetId", "password", "recipient"],
+    "/platform/balance": ["assetId"],
+    "/platform/info": ["assetId"],
+    "/platform/transactions": ["assetId"],
+    "/platform/txid": ["assetId", "txHash"],
+    "/platform/fee": ["assetId", "recipient"],
+    "/platform/send": ["amount", "assetId", "recipient"],
+}
+
+
+def body_schema(doc: dict[str, Any], path: str) -> dict[str, Any]:
+    ref = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return doc["components"]["schemas"][ref["$ref"].rsplit("/", 1)[1]]  # type: ignore[no-any-return]
+
+
+async def test_request_bodies_list_their_required_fields(api: Api) -> None:
+    doc = await document(api)
+    for path, required in REQUIRED.items():
+        schema = body_schema(doc, path)
+        assert sorted(schema["required"]) == required, path
+        assert doc["paths"][path]["post"]["requestBody"]["required"] is True
+        user = schema["properties"].get("userId")
+        if path.startswith("/platform/") or path == "/create":
+            assert user is None, path
+        else:
+            assert "X-USER-ID" in user["oneOf"][0]["description"], path
+    # exactly one amount on a quote: a rule across two fields
+    quote = body_schema(doc, "/sell")
+    assert [branch["required"] for branch in quote["oneOf"]] == [["cryptoAmount"], ["fiatAmount"]]
+
+
+@pytest.mark.parametrize("path", ["/send", "/platform/send"])
+async def test_a_send_requires_its_idempotency_key(api: Api, path: str) -> None:
+    parameters = (await document(api))["paths"][path]["post"]["parameters"]
+    key = next(p for p in parameters if p["name"] == "X-Request-Id")
+    assert key["required"] is True and key["in"] == "header"
+    assert key["schema"]["minLength"] == 1
+
+
+async def test_every_object_is_closed(api: Api) -> None:
+    for name, schema in (await document(api))["components"]["schemas"].items():
+        if schema.get("type") == "object":
+            assert schema["additionalProperties"] is False, name
+
+
+async def test_every_error_example_is_an_error_envelope_of_its_status(api: Api) -> None:
+    doc = await document(api)
+    judge = served_document((await api.http.get(DOCUMENT_PATH)).content)
+    envelope = judge.validator({"$ref": "#/components/schemas/ErrorEnvelope"})
+    for path, item in doc["paths"].items():
+        for status, response in item["post"]["responses"].items():
+            if status == "200":
+                continue
+            examples = response["content"]["application/json"]["examples"]
+            assert examples, (path, status)
+            for example in examples.values():
+                assert envelope.is_valid(example["value"]), (path, status, example)
+                assert example["value"]["error"] == status, (path, status)
+
+
+async def test_the_judge_refuses_what_the_document_does_not_say(api: Api) -> None:
+    judge = served_document((await api.http.get(DOCUMENT_PATH)).content)
+    request = httpx.Request("POST", "http://testserver.local/trade")
+    rid = {"x-request-id": "r1"}
+    undocumented = httpx.Response(
+        503, json={"message": "m", "error": "503", "requestId": "r1"}, headers=rid, request=request
+    )
+    with pytest.raises(DocumentMismatch, match="status 503 is not documented"):
+        judge.check("POST", "/trade", undocumented)
+    extra = httpx.Response(
+        404, json={"message": "m", "error": "404", "requestId": "r1", "x": 1}, headers=rid
+    )
+    with pytest.raises(DocumentMismatch, match="does not match its schema"):
+        judge.check("POST", "/trade", extra)
+    not_a_decimal = httpx.Response(200, json={"result": "1e3", "requestId": "r1"}, headers=rid)
+    with pytest.raises(DocumentMismatch, match="does not match its schema"):
+        judge.check("POST", "/balance", not_a_decimal)
+
+
+async def test_an_interactive_page_is_served_next_to_the_document(api: Api) -> None:
+    page = await api.http.get("/schema")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert DOCUMENT_PATH in page.text  # the page loads the document served here

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import PASSWORD, Api, assert_error, assert_ok, sign_in
+from http_support import PASSWORD, Api, assert_error, assert_ok, judge_responses, sign_in
 from litestar.testing import AsyncTestClient
 from sqlalchemy import select
 
@@ -276,7 +276,7 @@ async def unreachable(
     settings = nodes.settings(home, rpc_polygon="http://127.0.0.1:1/amoy")
     down = create_container(settings, clock=clock, keystore=keystore)
     async with AsyncTestClient(create_app(down)) as client:
-        yield await sign_in(client, down)
+        yield await sign_in(await judge_responses(client), down)
 
 
 async def test_an_unreachable_node_is_a_503_with_a_retry_hint_and_nothing_changes(

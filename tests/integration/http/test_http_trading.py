@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from http_support import Api, assert_error, assert_ok, sign_in
+from http_support import Api, assert_error, assert_ok, judge_responses, sign_in
 from litestar.testing import AsyncTestClient
 
 from walletcore.clock import ManualClock
@@ -120,7 +120,7 @@ async def test_sell_without_a_price_is_502_or_504(
 ) -> None:
     container = create_container(settings, clock=clock, prices=FailingPrices(error))
     async with AsyncTestClient(create_app(container)) as http:
-        api = await sign_in(http, container)
+        api = await sign_in(await judge_responses(http), container)
         body = {"userId": await api.new_user(), "assetId": 1, "cryptoAmount": "1"}
         assert_error(await api.post("/sell", body), status)
 

@@ -122,12 +122,12 @@ class Ops:
         return str(answer["balance"])
 
     async def balance(self, client: ApiClient, user_id: str | None, asset_id: int) -> str:
-        from walletcore.views import balance_view
+        from walletcore.domain.money import format_balance
 
         holding = await self.reads.balance(
             self.caller(client), asset_id=asset_id, user_id=user_id, platform=user_id is None
         )
-        return balance_view(holding.units, holding.asset)
+        return format_balance(holding.units, holding.asset.decimals)
 
     async def send(
         self,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import msgspec
 import pytest
 from ops_support import ELSEWHERE, Ops, make_ops
 
@@ -23,10 +25,21 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.ids import new_id
 from walletcore.domain.wallet import TxRow
+from walletcore.ports import FeeQuote
 from walletcore.settings import Settings
-from walletcore.views import fee_view, tx_row_view
+from walletcore_litestar.wallet_ops_schemas import TransactionRow, fee_result
 
 DATETIME = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+
+
+def tx_row_view(row: TxRow, asset: Asset) -> Any:
+    """A transaction row as the HTTP API answers it."""
+    return msgspec.to_builtins(TransactionRow.of(row, asset))
+
+
+def fee_view(quote: FeeQuote, asset: Asset) -> Any:
+    """A fee quote as the HTTP API answers it."""
+    return msgspec.to_builtins(fee_result(quote, asset))
 
 
 async def test_history_is_newest_first_and_confirms_after_the_delay(ops: Ops) -> None:
