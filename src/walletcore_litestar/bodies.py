@@ -28,6 +28,7 @@ from typing import Any
 
 from litestar import Request
 from litestar.datastructures import State
+from litestar.exceptions import InternalServerException
 from litestar.types import Empty
 
 from walletcore.domain.errors import InvalidRequest
@@ -41,6 +42,7 @@ MAX_ECHOED_NAME = 64
 
 NOT_JSON = "Request body is not valid JSON"
 NOT_UTF8 = "Request body is not valid UTF-8"
+BODY_UNREADABLE = "Request body could not be read: malformed chunked encoding or cut short"
 NOT_AN_OBJECT = "Invalid request: the body must be a JSON object"
 TOO_DEEP = f"Request body is nested too deeply; the limit is {MAX_JSON_DEPTH} levels"
 WRONG_CONTENT_TYPE = "Content-Type must be application/json"
@@ -157,6 +159,14 @@ def field_name(name: object) -> str:
 
 class StrictRequest(Request[Any, Any, State]):
     """Litestar's request with `json()` read by `decode_body` (the app's `request_class`)."""
+
+    async def body(self) -> bytes:
+        try:
+            return await super().body()
+        except InternalServerException:
+            # The server ended the body early: a malformed chunk, or the client hung up.
+            # Litestar calls that a 500; it is the request's fault, and nothing was read.
+            raise InvalidRequest(BODY_UNREADABLE) from None
 
     async def json(self) -> Any:
         if self._json is Empty:
