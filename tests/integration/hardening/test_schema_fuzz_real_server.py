@@ -1,0 +1,112 @@
+"""Schemathesis against the real server process on PostgreSQL (issue 12).
+
+The schema is the one the running server serves (`/schema/openapi.json`, loaded with
+`schemathesis.openapi.from_url`), and every generated case goes over real HTTP to
+`walletcore serve` (granian, two workers, WALLETCORE_REPO=sql on a throwaway PostgreSQL
+database): the JSON reader, the middleware and the SQL repo are the production ones.
+
+Every operation runs schemathesis's phases (explicit examples, coverage, then fuzzing in
+positive and negative modes), derandomized, with every check on except
+`positive_data_acceptance` (schema-valid input can still break a business rule: an unknown
+user is a 404; a later issue turns it on). `not_a_server_error` accepts 503 besides 2xx-4xx:
+the contract's documented answer of the platform endpoints for the assets flagged on them
+(42, 51, 61); a 500 is always a failure, and every status must be documented
+(`status_code_conformance`).
+
+Authenticated as an api client of its own ("Fuzz", platform wallet provisioned), with a
+token refreshed a minute before its 15 minutes run out (`Client.token`). `/create` (Argon2id
+at its production cost, ~0.4 s a wallet) gets fewer examples than the others.
+
+The number of cases each operation ran is printed and checked by the last test.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from hardening_support import Client, Server, add_client
+from hypothesis import HealthCheck, settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+pytestmark = pytest.mark.postgres
+
+#: Examples per operation and mode (hypothesis `max_examples`), before the coverage phase's
+#: own cases: about 6,400 cases over the 25 operations, a minute or two on two cores.
+MAX_EXAMPLES = 200
+#: `/create` hashes a password with Argon2id (64 MiB) on every positive case.
+CREATE_EXAMPLES = 15
+#: At least this many cases must have run (a guard against a silently empty run).
+MIN_CASES = 5_000
+
+RUN: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module")
+def fuzz_client(pg_server: Server) -> Client:
+    return add_client(pg_server, "Fuzz", fee_payer="PLATFORM", platform=True)
+
+
+@pytest.fixture(scope="module")
+def served_schema(pg_server: Server, fuzz_client: Client) -> Iterator[Any]:
+    loaded = schemathesis.openapi.from_url(f"{pg_server.base}/schema/openapi.json", timeout=30)
+    loaded.config.checks.not_a_server_error.expected_statuses = ["2xx", "3xx", "4xx", "503"]
+    yield loaded
+
+
+schema = schemathesis.pytest.from_fixture("served_schema")
+
+
+@pytest.fixture(autouse=True)
+def _node_id_for_schemathesis(request: pytest.FixtureRequest) -> None:
+    """Schemathesis 4's fixture loader renames the test node through `node._nodeid`, an
+    attribute pytest 9 no longer has (the reason tests/integration/http fuzzes in-process
+    with a module-level app): give it one to read and write."""
+    if not hasattr(request.node, "_nodeid"):
+        request.node._nodeid = request.node.nodeid
+
+
+_SETTINGS = {
+    "deadline": None,
+    "derandomize": True,
+    "suppress_health_check": list(HealthCheck),
+    "database": None,
+}
+
+
+def run_case(case: Any, pg_server: Server, fuzz_client: Client) -> None:
+    pg_server.ensure_running()
+    headers = {}
+    if case.path != "/auth":
+        headers["Authorization"] = f"Bearer {fuzz_client.token(pg_server.base)}"
+    RUN[case.operation.label] += 1
+    case.call_and_validate(
+        base_url=pg_server.base,
+        headers=headers,
+        excluded_checks=[positive_data_acceptance],
+        timeout=60,
+    )
+
+
+@schema.exclude(path="/create").parametrize()
+@settings(max_examples=MAX_EXAMPLES, **_SETTINGS)
+def test_every_operation_over_real_http(case: Any, pg_server: Server, fuzz_client: Client) -> None:
+    run_case(case, pg_server, fuzz_client)
+
+
+@schema.include(path="/create").parametrize()
+@settings(max_examples=CREATE_EXAMPLES, **_SETTINGS)
+def test_create_over_real_http(case: Any, pg_server: Server, fuzz_client: Client) -> None:
+    run_case(case, pg_server, fuzz_client)
+
+
+def test_the_fuzzing_ran_enough_cases(pg_server: Server) -> None:
+    total = sum(RUN.values())
+    summary = ", ".join(f"{label}: {n}" for label, n in sorted(RUN.items()))
+    print(f"\nschemathesis cases against the real server: {total} ({summary})")
+    assert len(RUN) == 25, sorted(RUN)
+    assert total >= MIN_CASES, summary
+    assert pg_server.alive() and pg_server.restarts == 0 and pg_server.answers()
