@@ -5,8 +5,9 @@
     python3 dev.py test  [pytest options]             # the whole test suite
     python3 dev.py walletcore ...                     # any operator CLI command
 
-Creates `.venv` beside this file and installs the project into it (again only when
-pyproject.toml changed). Standard library only.
+Creates `.venv` beside this file and installs the project into it, and for `test` the
+test packages under tests/plugins (again only when a pyproject.toml changed). Standard
+library only.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 EXTRAS = {"serve": "all", "walletcore": "all", "test": "all,test"}
+#: Packages of the tests, installed after the project with the `test` extra: a third
+#: party's chain plugin (tests/integration/http/test_http_chain_plugins.py).
+TEST_PACKAGES = (ROOT / "tests" / "plugins" / "walletcore_testchain",)
 
 
 def ensure_env(extras: str) -> None:
@@ -31,7 +35,11 @@ def ensure_env(extras: str) -> None:
     if not (BIN / "python").exists():
         print(f"dev.py: creating {VENV}", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
+    extra_packages = TEST_PACKAGES if "test" in extras.split(",") else ()
+    manifests = b"".join(p.joinpath("pyproject.toml").read_bytes() for p in extra_packages)
+    digest = hashlib.sha256(
+        (ROOT / "pyproject.toml").read_bytes() + manifests + extras.encode()
+    ).hexdigest()
     stamp = VENV / ".walletcore-installed"
     if stamp.exists() and digest in stamp.read_text().split():
         return
@@ -39,6 +47,8 @@ def ensure_env(extras: str) -> None:
     pip = [str(BIN / "python"), "-m", "pip", "--disable-pip-version-check"]
     subprocess.run([*pip, "install", "-q", "--upgrade", "pip"], check=True)
     subprocess.run([*pip, "install", "-q", "-e", f"{ROOT}[{extras}]"], check=True)
+    for package in extra_packages:
+        subprocess.run([*pip, "install", "-q", "-e", str(package)], check=True)
     check_resolution()
     previous = stamp.read_text().split() if stamp.exists() else []
     stamp.write_text("\n".join([*previous, digest]) + "\n")

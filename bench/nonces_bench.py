@@ -7,7 +7,7 @@
 Two parts, each a program printing figures (no assertions on time):
 
 1. Lease cycle: one `NonceBook.reserve` + `accepted` on one address, `--cycles` times in a
-   row, for each store of the leases: none (one process only), the in-memory repo's
+   row, for each store of the leases: none (one process only), in-process leases'
    asyncio locks, lock files beside an SQLite file (`flock`), and PostgreSQL advisory
    locks on a connection of their own (skipped with --no-pg or when it is not reachable).
    Prints p50/p99 per cycle and the ratio to the no-lease baseline of the same run.
@@ -36,14 +36,15 @@ from eth_account import Account
 
 from walletcore.domain.assets import Chain, asset_by_id
 from walletcore.ports import NonceLeases, Transfer
-from walletcore.sandbox.repo import InMemoryRepo
+from walletcore.testing import LocalNonceLeases
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.evm.nonces import NonceBook
 from walletcore_chains.keystore import ChainKey
 from walletcore_sql.engine import sqlite_url
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.nonces import nonce_leases
+from walletcore_sql.storage import SqlStorage
 from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_test_url
 
 ETH = asset_by_id(2)
@@ -92,21 +93,21 @@ async def lease_part(args: argparse.Namespace, workdir: Path) -> None:
         return None, None
 
     async def memory() -> tuple[NonceLeases | None, Any]:
-        return InMemoryRepo().nonce_leases(), None
+        return LocalNonceLeases(), None
 
     async def sqlite() -> tuple[NonceLeases | None, Any]:
-        repo = SqlRepo(sqlite_url(workdir / "leases.db"), migrate=True)
-        await repo.start()
-        return repo.nonce_leases(), repo
+        storage = SqlStorage(sqlite_url(workdir / "leases.db"), migrate=True)
+        await storage.start()
+        return nonce_leases(storage.database), storage
 
     async def postgres() -> tuple[NonceLeases | None, Any]:
         schema = await create_schema_async(args.url)
         from walletcore_sql import migrate
 
         await asyncio.to_thread(migrate.upgrade, args.url, schema=schema)
-        repo = SqlRepo(args.url, migrate=False, schema=schema)
-        await repo.start()
-        return repo.nonce_leases(), (repo, schema)
+        storage = SqlStorage(args.url, migrate=False, schema=schema)
+        await storage.start()
+        return nonce_leases(storage.database), (storage, schema)
 
     stores += [("none (1 process)", none), ("memory", memory), ("sqlite flock", sqlite)]
     if not args.no_pg:
@@ -168,12 +169,12 @@ async def burst(gateway: EvmGateway, senders: list[tuple[str, ChainKey]], count:
 async def devnet_part(args: argparse.Namespace, workdir: Path) -> None:
     print(f"\n2. devnet (eth-tester): {args.sends} ETH sends at once, best of {args.rounds}")
     chain = DevnetEvmGateway(Chain.ETHEREUM, validate_address)
-    repo = SqlRepo(sqlite_url(workdir / "sends.db"), migrate=True)
-    await repo.start()
+    storage = SqlStorage(sqlite_url(workdir / "sends.db"), migrate=True)
+    await storage.start()
     try:
         print(f"   {'leases':<8} {'senders':>8} {'wall ms':>9} {'sends/s':>9} {'x many':>7}")
-        for name, leases in (("memory", InMemoryRepo().nonce_leases()), ("sqlite", None)):
-            leases = leases or repo.nonce_leases()
+        local: NonceLeases = LocalNonceLeases()
+        for name, leases in (("memory", local), ("sqlite", nonce_leases(storage.database))):
             gateway = EvmGateway(
                 chain.config,
                 chain.w3,
@@ -195,7 +196,7 @@ async def devnet_part(args: argparse.Namespace, workdir: Path) -> None:
                     f"{best / results['many']:>7.2f}"
                 )
     finally:
-        await repo.aclose()
+        await storage.aclose()
 
 
 async def main() -> None:

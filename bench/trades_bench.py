@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`/trades` latency of the SQL repo: an empty database against 1,000,000 trades.
+"""`/trades` latency of the SQL storage: an empty database against 1,000,000 trades.
 
     python bench/trades_bench.py                                   # PostgreSQL (local `test` db)
     python bench/trades_bench.py --url postgresql+asyncpg://u@h/db --trades 1000000 --users 10000
@@ -7,9 +7,9 @@
 
 Two databases side by side, each a schema of its own (PostgreSQL; dropped afterwards unless
 --keep) or a fresh file (SQLite), with the same api client and users: one with no trades,
-one bulk-loaded (COPY on PostgreSQL, executemany on SQLite). `SqlRepo.list_trades` (and
-`expire_lapsed`, which `/trades` runs first) is called one call at a time for random
-users, alternating between the two databases so that load from other processes on the
+one bulk-loaded (COPY on PostgreSQL, executemany on SQLite). `trades.page` (and
+`trades.lapsed`, which `/trades` reads first), each in a read unit of `SqlStorage`, is
+called one call at a time for random users, alternating between the two databases so that load from other processes on the
 machine hits both alike, and the program prints p50/p99 of each and the loaded/empty ratio
 (target: within 2x). A program printing figures, not a test.
 """
@@ -35,7 +35,7 @@ from walletcore.domain.ids import new_id
 from walletcore.domain.trade import Side, TradeStatus
 from walletcore_sql import migrate
 from walletcore_sql.engine import is_sqlite
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import trades, users
 from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_test_url
 
@@ -124,20 +124,20 @@ def batches(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str
         yield batch
 
 
-async def seed_users(repo: SqlRepo, client_id: str, ids: list[str]) -> None:
-    async with repo.database.transaction(write=True) as conn:
+async def seed_users(storage: SqlStorage, client_id: str, ids: list[str]) -> None:
+    async with storage.database.transaction(write=True) as conn:
         await conn.execute(
             insert(users), [{"client_id": client_id, "user_id": u, "created_at": NOW} for u in ids]
         )
 
 
 async def load_trades(
-    repo: SqlRepo, rows: Iterator[dict[str, Any]], batch: int, schema: str | None
+    storage: SqlStorage, rows: Iterator[dict[str, Any]], batch: int, schema: str | None
 ) -> None:
     columns = [c.name for c in trades.columns]
     for chunk in batches(rows, batch):
-        async with repo.database.transaction(write=True) as conn:
-            if repo.database.is_sqlite:
+        async with storage.database.transaction(write=True) as conn:
+            if storage.database.is_sqlite:
                 await conn.execute(insert(trades), chunk)
             else:
                 raw = await conn.get_raw_connection()
@@ -150,26 +150,41 @@ async def load_trades(
                 )
         print(".", end="", flush=True)
     print()
-    async with repo.database.transaction(write=True) as conn:
-        await conn.execute(text("ANALYZE" if repo.database.is_sqlite else "ANALYZE trades"))
+    async with storage.database.transaction(write=True) as conn:
+        await conn.execute(text("ANALYZE" if storage.database.is_sqlite else "ANALYZE trades"))
 
 
 # -- measuring --------------------------------------------------------------------------------
 async def measure(
-    empty: SqlRepo, full: SqlRepo, client_id: str, user_ids: list[str], args: argparse.Namespace
+    empty: SqlStorage,
+    full: SqlStorage,
+    client_id: str,
+    user_ids: list[str],
+    args: argparse.Namespace,
 ) -> dict[str, tuple[list[float], list[float]]]:
     """name -> (latencies on the empty database, on the loaded one), in ms, interleaved."""
     rng = random.Random(11)
-    calls: list[tuple[str, Callable[[SqlRepo, str], Awaitable[object]]]] = []
+    calls: list[tuple[str, Callable[[SqlStorage, str], Awaitable[object]]]] = []
     for name, side, status in QUERIES:
 
-        def listing(
-            repo: SqlRepo, user: str, side: Side | None = side, status: TradeStatus | None = status
-        ) -> Awaitable[object]:
-            return repo.list_trades(client_id, user, side=side, status=status, limit=args.page)
+        async def listing(
+            storage: SqlStorage,
+            user: str,
+            side: Side | None = side,
+            status: TradeStatus | None = status,
+        ) -> object:
+            async with storage.read() as unit:
+                return await unit.trades.page(
+                    client_id, user, side=side, status=status, limit=args.page
+                )
 
-        calls.append((f"list_trades {name}", listing))
-    calls.append(("expire_lapsed", lambda repo, user: repo.expire_lapsed(client_id, user, NOW)))
+        calls.append((f"trades.page {name}", listing))
+
+    async def lapsed(storage: SqlStorage, user: str) -> object:
+        async with storage.read() as unit:
+            return await unit.trades.lapsed(client_id, user, NOW)
+
+    calls.append(("trades.lapsed", lapsed))
 
     results: dict[str, tuple[list[float], list[float]]] = {}
     for name, call in calls:
@@ -181,9 +196,9 @@ async def measure(
             user = rng.choice(user_ids)
             order = [0, 1] if rng.random() < 0.5 else [1, 0]
             for which in order:
-                repo = (empty, full)[which]
+                storage = (empty, full)[which]
                 start = time.perf_counter()
-                await call(repo, user)
+                await call(storage, user)
                 timings[which].append((time.perf_counter() - start) * 1000)
         results[name] = timings
     return results
@@ -203,7 +218,7 @@ class Bench:
         self.schemas: list[str] = []
         self.files: list[Path] = []
 
-    async def database(self, label: str) -> tuple[SqlRepo, str | None]:
+    async def database(self, label: str) -> tuple[SqlStorage, str | None]:
         if self.sqlite:
             path = Path(self.url.split(":///", 1)[1])
             path = path.with_name(f"{path.stem}-{label}{path.suffix or '.db'}")
@@ -216,7 +231,7 @@ class Bench:
             self.schemas.append(schema)
         print(f"{label:5} database: {url}{' schema ' + schema if schema else ''}")
         await migrate.upgrade_async(url, schema=schema)
-        return SqlRepo(url, migrate=False, schema=schema), schema
+        return SqlStorage(url, migrate=False, schema=schema), schema
 
     async def drop(self) -> None:
         for schema in self.schemas:
@@ -228,16 +243,17 @@ class Bench:
 
 async def main(args: argparse.Namespace) -> int:
     bench = Bench(args.url)
-    repos: list[SqlRepo] = []
+    storages: list[SqlStorage] = []
     try:
         empty, _ = await bench.database("empty")
         full, full_schema = await bench.database("full")
-        repos = [empty, full]
+        storages = [empty, full]
         client = ApiClient(client_id=new_id(), name="bench", key_hash="00" * 32, created_at=NOW)
         user_ids = [new_id() for _ in range(args.users)]
-        for repo in repos:
-            await repo.add_client(client)
-            await seed_users(repo, client.client_id, user_ids)
+        for storage in storages:
+            async with storage.write() as unit:
+                await unit.clients.add(client)
+            await seed_users(storage, client.client_id, user_ids)
 
         print(f"loading {args.trades:,} trades for {args.users:,} users ", end="", flush=True)
         started = time.perf_counter()
@@ -250,8 +266,8 @@ async def main(args: argparse.Namespace) -> int:
         print(f"measuring, {args.samples:,} calls per query and database, interleaved ...")
         results = await measure(empty, full, client.client_id, user_ids, args)
     finally:
-        for repo in repos:
-            await repo.aclose()
+        for storage in storages:
+            await storage.aclose()
         if not args.keep:
             await bench.drop()
 

@@ -12,7 +12,7 @@ from walletcore.clock import ManualClock
 from walletcore.domain.clients import User
 from walletcore.domain.ids import new_id
 from walletcore.domain.wallet import WalletOwner, WalletRecord
-from walletcore.ports import Clock, Repo
+from walletcore.ports import Clock, Storage
 from walletcore.settings import Settings
 
 #: Half a minute past the hour, so "the next minute" is 30 s away and a quote (60 s) is
@@ -30,27 +30,28 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home")
 
 
-async def add_user(repo: Repo, clock: Clock, client_id: str) -> str:
+async def add_user(storage: Storage, clock: Clock, client_id: str) -> str:
     """Store a user and an empty wallet record directly (the wallet service is not needed)."""
     user_id = new_id()
     now = clock.now()
-    await repo.add_user_wallet(
-        User(user_id=user_id, client_id=client_id, created_at=now),
-        WalletRecord(
-            client_id=client_id,
-            owner=WalletOwner.USER,
-            user_id=user_id,
-            sealed=b"",
-            addresses={},
-            created_at=now,
-        ),
-    )
+    async with storage.write() as unit:
+        await unit.wallets.add_user(
+            User(user_id=user_id, client_id=client_id, created_at=now),
+            WalletRecord(
+                client_id=client_id,
+                owner=WalletOwner.USER,
+                user_id=user_id,
+                sealed=b"",
+                addresses={},
+                created_at=now,
+            ),
+        )
     return user_id
 
 
 @pytest.fixture
-def make_user() -> Callable[[Repo, Clock, str], Awaitable[str]]:
-    """`await make_user(repo, clock, client_id)` -> the new user's id."""
+def make_user() -> Callable[[Storage, Clock, str], Awaitable[str]]:
+    """`await make_user(storage, clock, client_id)` -> the new user's id."""
     return add_user
 
 

@@ -2,18 +2,20 @@
 
 Adapters are chosen by settings (`WALLETCORE_REPO=memory`, `WALLETCORE_PRICES=sandbox`, ...)
 and resolved through entry points (`walletcore.plugins`). Tests swap one with
-`container.repo.override(providers.Object(fake))`.
+`container.storage.override(providers.Object(fake))`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dependency_injector import containers, providers
 
 from walletcore import plugins
+from walletcore.chainplugins import ChainDefinitions, ChainPlugin, build_gateways, plan_chains
 from walletcore.clock import SystemClock
-from walletcore.ports import Lifecycle
+from walletcore.ports import AddressValidator, Lifecycle, SignatureVerifier
 from walletcore.secretfiles import ConfigurationError, operator_secret
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
@@ -31,16 +33,35 @@ SANDBOX_ONLY = {
     "repo": {"memory"},
     "prices": {"sandbox"},
     "venue": {"sandbox"},
-    "chains": {"sandbox", "devnet"},
 }
+
+
+def _validator(registry: Mapping[str, ChainPlugin[Any]]) -> AddressValidator:
+    """Every chain's address validator: its defining plugin's."""
+    return ChainDefinitions.of(registry).validate_address
+
+
+def _verifier(registry: Mapping[str, ChainPlugin[Any]]) -> SignatureVerifier:
+    """Every chain's signature verifier: its defining plugin's."""
+    return ChainDefinitions.of(registry).verify_signature
 
 
 class Container(containers.DeclarativeContainer):
     settings = providers.Singleton(Settings)
     clock = providers.Singleton(SystemClock)
 
-    repo = providers.Singleton(
+    # storage (`walletcore.repos`), and the nonce leases its plugin names next to it
+    # (`walletcore.nonce_leases`, the same name): passed to the chain factories
+    storage = providers.Singleton(
         plugins.build, "walletcore.repos", settings.provided.repo, settings=settings, clock=clock
+    )
+    nonce_leases = providers.Singleton(
+        plugins.build,
+        "walletcore.nonce_leases",
+        settings.provided.repo,
+        settings=settings,
+        clock=clock,
+        storage=storage,
     )
     prices = providers.Singleton(
         plugins.build,
@@ -67,14 +88,14 @@ class Container(containers.DeclarativeContainer):
     )
 
     token_signer = providers.Singleton(TokenSigner, token_key)
-    auditor = providers.Singleton(Auditor, repo, clock)
+    auditor = providers.Singleton(Auditor, storage, clock)
     asset_policy = providers.Singleton(AssetPolicy, settings)
 
-    auth = providers.Singleton(AuthService, repo, clock, token_signer, auditor)
+    auth = providers.Singleton(AuthService, storage, clock, token_signer, auditor)
     market = providers.Singleton(MarketService, prices, asset_policy)
     trading = providers.Singleton(
         TradingService,
-        repo,
+        storage,
         clock,
         prices,
         venue,
@@ -83,39 +104,40 @@ class Container(containers.DeclarativeContainer):
         quote_ttl_seconds=settings.provided.quote_ttl_seconds,
         page_size=settings.provided.trades_page_size,
     )
-    wallets = providers.Singleton(WalletService, repo, clock, keystore, asset_policy, auditor)
+    wallets = providers.Singleton(WalletService, storage, clock, keystore, asset_policy, auditor)
 
-    # wallet operations on chain: functions the core cannot import (walletcore_chains), found
-    # through entry points, and one ChainGateway per chain (`WALLETCORE_CHAINS`)
-    address_validator = providers.Singleton(
-        plugins.load, "walletcore.address_validators", "default"
-    )
-    signature_verifier = providers.Singleton(
-        plugins.load, "walletcore.signature_verifiers", "default"
-    )
+    # wallet operations on chain: one ChainPlugin per chain or family (entry points of
+    # `walletcore.chains`, docs/chains.md), chosen per chain by `WALLETCORE_CHAINS` and
+    # `WALLETCORE_CHAIN_<CHAIN>`; each chain's validator and verifier are its plugin's
+    chain_plugins = providers.Singleton(plugins.chain_plugins)
+    #: plugin name -> its settings instance, instead of reading the environment (tests,
+    #: embedding): `create_container(chain_settings={"evm": EvmSettings(...)})`
+    chain_settings: providers.Factory[dict[str, Any]] = providers.Factory(dict)
+    chain_plan = providers.Singleton(plan_chains, settings, chain_plugins, chain_settings)
+    address_validator = providers.Singleton(_validator, chain_plugins)
+    signature_verifier = providers.Singleton(_verifier, chain_plugins)
     gateways = providers.Singleton(
-        plugins.build,
-        "walletcore.chains",
-        settings.provided.chains,
+        build_gateways,
+        chain_plan,
         settings=settings,
         clock=clock,
-        address_validator=address_validator,
-        signature_verifier=signature_verifier,
-        repo=repo,  # its nonce leases: EVM sends across processes (docs/chains.md)
+        nonce_leases=nonce_leases.provider,  # called by the gateways that reserve nonces
     )
     wallet_reads = providers.Singleton(
         WalletReads,
-        repo,
+        storage,
         gateways,
         asset_policy,
         page_size=settings.provided.transactions_page_size,
     )
-    sends = providers.Singleton(SendService, repo, clock, keystore, gateways, asset_policy, auditor)
+    sends = providers.Singleton(
+        SendService, storage, clock, keystore, gateways, asset_policy, auditor
+    )
 
 
 def create_container(settings: Settings | None = None, **overrides: Any) -> Container:
     """A container for `settings` (default: from the environment), adapters overridable by
-    keyword: `create_container(repo=my_repo, clock=my_clock)`."""
+    keyword: `create_container(storage=my_storage, clock=my_clock)`."""
     container = Container()
     if settings is not None:
         container.settings.override(providers.Object(settings))
@@ -128,7 +150,10 @@ def create_container(settings: Settings | None = None, **overrides: Any) -> Cont
 
 
 def check_profile(container: Container) -> None:
-    """Production refuses sandbox adapters and generated secrets."""
+    """Production refuses sandbox adapters and generated secrets. On every profile, the
+    chains' plugins and settings are chosen and checked here (`chain_plan`: production
+    refuses sandbox-only gateways and chains without a real one)."""
+    container.chain_plan()
     settings: Settings = container.settings()
     if settings.profile is not Profile.PRODUCTION:
         return
@@ -146,7 +171,7 @@ def check_profile(container: Container) -> None:
 async def start(container: Container) -> None:
     """Start the adapters that have background work (price refresh, connections)."""
     check_profile(container)
-    for provider in (container.repo, container.prices, container.venue):
+    for provider in (container.storage, container.prices, container.venue):
         adapter = provider()
         if isinstance(adapter, Lifecycle):
             await adapter.start()
@@ -159,7 +184,7 @@ async def stop(container: Container) -> None:
     for gateway in container.gateways().values():
         if isinstance(gateway, Lifecycle):
             await gateway.aclose()
-    for provider in (container.venue, container.prices, container.repo):
+    for provider in (container.venue, container.prices, container.storage):
         adapter = provider()
         if isinstance(adapter, Lifecycle):
             await adapter.aclose()

@@ -1,41 +1,46 @@
 """Adapter discovery through entry points, so a third-party package can add one.
 
 Groups: `walletcore.repos`, `walletcore.price_sources`, `walletcore.venues`,
-`walletcore.keystores`, `walletcore.chains`. An entry point names a factory called with
-keyword arguments (`settings=`, `clock=`, and whatever else the group passes); factories
-take `**_` so new arguments can be added without breaking them. `walletcore.chains`
-factories answer one `ChainGateway` per chain (a mapping).
+`walletcore.keystores`: an entry point names a factory called with keyword arguments
+(`settings=`, `clock=`, and whatever else the group passes); factories take `**_` so new
+arguments can be added without breaking them.
 
-Two groups name plain functions rather than factories (`load` them, do not `build`):
-`walletcore.address_validators` (`validate(chain, address) -> str`) and
-`walletcore.signature_verifiers` (`verify(chain, address, payload, signature) -> bool`);
-the sandbox chains use them, since the core cannot import the chain libraries.
+`walletcore.chains` names objects, not factories: one `ChainPlugin` per chain or chain
+family (`walletcore.chainplugins`), each bringing its settings, address validator,
+signature verifier, key derivation and gateway factories (`chain_plugins`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from importlib import import_module
 from importlib.metadata import entry_points
+from types import MappingProxyType
 from typing import Any
+
+from walletcore.chainplugins import ChainDefinitions, ChainPlugin
+from walletcore.secretfiles import ConfigurationError
+
+CHAINS = "walletcore.chains"
 
 GROUPS = (
     "walletcore.repos",
     "walletcore.price_sources",
     "walletcore.venues",
     "walletcore.keystores",
-    "walletcore.chains",
-    "walletcore.address_validators",
-    "walletcore.signature_verifiers",
+    "walletcore.nonce_leases",
+    CHAINS,
 )
 
 #: The core's own adapters, used when the distribution's metadata is not installed
 #: (running from a source tree on PYTHONPATH).
 _BUILTIN: dict[tuple[str, str], str] = {
-    ("walletcore.repos", "memory"): "walletcore.sandbox.repo:build",
+    ("walletcore.repos", "memory"): "walletcore.testing.storage:build",
+    ("walletcore.nonce_leases", "memory"): "walletcore.testing.nonces:build",
     ("walletcore.price_sources", "sandbox"): "walletcore.sandbox.prices:build",
     ("walletcore.venues", "sandbox"): "walletcore.sandbox.venue:build",
-    ("walletcore.chains", "sandbox"): "walletcore.sandbox.chain:build",
+    (CHAINS, "sandbox"): "walletcore.sandbox.chain:PLUGIN",
 }
 
 
@@ -53,19 +58,52 @@ def available(group: str) -> list[str]:
     return sorted(names)
 
 
-def load(group: str, name: str) -> Callable[..., Any]:
+def load_object(group: str, name: str) -> object:
+    """What the entry point `name` of `group` names (a factory, a plugin object)."""
     for ep in entry_points(group=group):
         if ep.name == name:
-            factory: Callable[..., Any] = ep.load()
-            return factory
+            found: object = ep.load()
+            return found
     target = _BUILTIN.get((group, name))
     if target is None:
         raise AdapterNotFound(group, name, available(group))
     module, _, attr = target.partition(":")
-    factory = getattr(import_module(module), attr)
+    found = getattr(import_module(module), attr)
+    return found
+
+
+def load(group: str, name: str) -> Callable[..., Any]:
+    factory = load_object(group, name)
+    if not callable(factory):
+        raise TypeError(f"the entry point {name} of {group} names no factory")
     return factory
 
 
 def build(group: str, name: str, **kwargs: Any) -> Any:
     """Load the factory `name` of `group` and call it with `kwargs`."""
     return load(group, name)(**kwargs)
+
+
+@functools.cache
+def chain_plugins() -> Mapping[str, ChainPlugin[Any]]:
+    """Every installed chain plugin, by name (loaded once per process)."""
+    found: dict[str, ChainPlugin[Any]] = {}
+    for name in available(CHAINS):
+        plugin = load_object(CHAINS, name)
+        if not isinstance(plugin, ChainPlugin):
+            raise ConfigurationError(
+                f"the entry point {name} of {CHAINS} names a {type(plugin).__name__}, not a "
+                "walletcore.chainplugins.ChainPlugin (docs/chains.md, writing a chain plugin)"
+            )
+        if plugin.name != name:
+            raise ConfigurationError(
+                f"the entry point {name} of {CHAINS} names the chain plugin {plugin.name}"
+            )
+        found[name] = plugin
+    return MappingProxyType(found)
+
+
+@functools.cache
+def chain_definitions() -> ChainDefinitions:
+    """The installed plugin that defines each chain (addresses, signatures, keys)."""
+    return ChainDefinitions.of(chain_plugins())

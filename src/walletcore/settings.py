@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import re
+import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
-from walletcore.domain.assets import ASSETS_BY_ID
+from walletcore.domain.assets import ASSETS_BY_ID, Chain
 
 
 class Profile(StrEnum):
@@ -49,11 +55,6 @@ DEFAULT_UNAVAILABLE: dict[str, list[int]] = {
 }
 
 
-#: Token standards of the EVM chains' contracts (`WALLETCORE_EVM_TOKENS`).
-_EVM_TOKEN_STANDARDS = frozenset({"ERC20", "BEP20"})
-_EVM_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
-
-
 def _int_list(value: object) -> object:
     """Accept `1,2,21` as well as a JSON list from the environment."""
     if isinstance(value, str):
@@ -64,6 +65,26 @@ def _int_list(value: object) -> object:
             return json.loads(text)
         return [int(part) for part in text.split(",") if part.strip()]
     return value
+
+
+#: `WALLETCORE_CHAIN_<CHAIN>=<plugin>[:<mode>]`: one chain's gateway (`Settings.gateways`).
+CHAIN_VARIABLE_PREFIX = "WALLETCORE_CHAIN_"
+
+
+class _ChainVariables(PydanticBaseSettingsSource):
+    """The `WALLETCORE_CHAIN_<CHAIN>` variables, gathered into `gateways`."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        size = len(CHAIN_VARIABLE_PREFIX)
+        found = {
+            name[size:].upper(): value
+            for name, value in os.environ.items()
+            if name.upper().startswith(CHAIN_VARIABLE_PREFIX) and len(name) > size
+        }
+        return {"gateways": found} if found else {}
 
 
 class Settings(BaseSettings):
@@ -79,40 +100,24 @@ class Settings(BaseSettings):
     prices: str = "sandbox"
     venue: str = "sandbox"
     keystore: str = "sealed"
+    #: The mode of every chain's gateway (`sandbox`, `devnet`, `rpc`: docs/chains.md),
+    #: served by the chain plugins of the entry-point group `walletcore.chains`.
     chains: str = "sandbox"
+    #: One chain's gateway, over `chains`: chain -> `<plugin>[:<mode>]`, from the variables
+    #: `WALLETCORE_CHAIN_<CHAIN>` (e.g. `WALLETCORE_CHAIN_SOLANA=devnet`,
+    #: `WALLETCORE_CHAIN_ETHEREUM=myplugin:rpc`), or all at once as JSON in
+    #: `WALLETCORE_GATEWAYS`.
+    gateways: dict[Chain, str] = Field(default_factory=dict)
 
     quote_ttl_seconds: int = Field(default=60, ge=1, le=3600)
     price_refresh_seconds: float = Field(default=60.0, gt=0)
     trades_page_size: int = Field(default=10, ge=1, le=100)
     #: Page size of `/transactions` and `/platform/transactions` (newest first).
     transactions_page_size: int = Field(default=10, ge=1, le=100)
-    #: Network of the `rpc` chain gateways: `mainnet` or `testnet` (docs/chains.md).
-    network: str = "mainnet"
-    #: JSON-RPC endpoints of the `rpc` chain gateways (`WALLETCORE_RPC_ETHEREUM`, ...).
-    rpc_ethereum: SecretStr | None = None
-    rpc_bsc: SecretStr | None = None
-    rpc_polygon: SecretStr | None = None
-    rpc_solana: SecretStr | None = None
-    #: SPL mints of the `rpc` Solana gateway beyond the built-in table (docs/chains.md):
-    #: USDT has no canonical mint on Solana's devnet (`WALLETCORE_NETWORK=testnet`).
-    solana_usdt_mint: str | None = None
-    solana_usdc_mint: str | None = None
-    #: Token contracts of the `rpc` EVM gateways over the built-in table (docs/chains.md):
-    #: asset id -> checksummed 0x address, JSON (`{"21": "0x..."}`). Sepolia has no
-    #: canonical USDT, BSC's testnet no USDT or USDC. The EIP-55 checksum is checked when
-    #: the gateways are built (the core has no keccak).
-    evm_tokens: dict[int, str] = Field(default_factory=dict)
-    #: Seconds an RPC call may take before it counts as failed (a broadcast: outcome unknown).
-    rpc_timeout_seconds: float = Field(default=20.0, gt=0, le=600)
-    #: Seconds a sponsored EVM transfer waits for its gas top-up to be mined.
-    evm_receipt_timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
-    #: Blocks the node-read EVM history looks back (docs/chains.md; an indexer sees more).
-    evm_history_blocks: int = Field(default=2_000, ge=1, le=1_000_000)
     #: Seconds an EVM send waits for its address's nonce lease while another process holds
-    #: it, before `503 Another send from this address is still in progress`.
+    #: it, before `503 Another send from this address is still in progress` (the repos'
+    #: leases read it).
     nonce_wait_seconds: float = Field(default=180.0, gt=0, le=3600)
-    #: Sandbox chains: seconds from broadcast until a transaction reads `success`.
-    sandbox_confirm_seconds: float = Field(default=3.0, ge=0, le=3600)
 
     #: Assets limited on this environment: absent from /config, `400 Unknown assetId`.
     limited_assets: Annotated[list[int], NoDecode] = Field(default_factory=list)
@@ -129,6 +134,36 @@ class Settings(BaseSettings):
     #: How many wallet unseals (Argon2id, 64 MiB each) may run at once.
     max_concurrent_unseals: int = Field(default=4, ge=1, le=64)
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            _ChainVariables(settings_cls),
+            dotenv_settings,
+            file_secret_settings,
+        )
+
+    @field_validator("gateways", mode="before")
+    @classmethod
+    def _known_chains(cls, value: object) -> object:
+        if not isinstance(value, dict):
+            return value
+        unknown = sorted(str(k) for k in value if str(k).strip().upper() not in Chain.__members__)
+        if unknown:
+            raise ValueError(
+                f"{', '.join(CHAIN_VARIABLE_PREFIX + u.upper() for u in unknown)} names no "
+                f"chain; chains: {', '.join(c.value for c in Chain)}"
+            )
+        return {str(k).strip().upper(): str(v).strip() for k, v in value.items()}
+
     @field_validator("limited_assets", mode="before")
     @classmethod
     def _parse_limited(cls, value: object) -> object:
@@ -141,20 +176,6 @@ class Settings(BaseSettings):
         if unknown:
             raise ValueError(f"unknown asset ids: {unknown}")
         return value
-
-    @field_validator("evm_tokens")
-    @classmethod
-    def _evm_token_contracts(cls, value: dict[int, str]) -> dict[int, str]:
-        for asset_id, address in value.items():
-            asset = ASSETS_BY_ID.get(asset_id)
-            if asset is None or asset.standard not in _EVM_TOKEN_STANDARDS:
-                raise ValueError(
-                    f"asset {asset_id} is not a token of ETHEREUM, BSC or POLYGON "
-                    "(the asset table's ERC20 and BEP20 ids)"
-                )
-            if not _EVM_ADDRESS.fullmatch(address.strip()):
-                raise ValueError(f"the contract of asset {asset_id} is not a 0x address")
-        return {asset_id: address.strip() for asset_id, address in value.items()}
 
     @field_validator("unavailable_assets")
     @classmethod

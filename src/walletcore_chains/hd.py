@@ -1,4 +1,5 @@
-"""HD keys: one BIP39 mnemonic per wallet, one key and address per chain on the usual paths.
+"""HD keys: one BIP39 mnemonic per wallet, one key and address per chain, as the chain's
+plugin says (`walletcore.chainplugins.KeyDerivation`: path, curve, address of a public key).
 
 | chain                      | path                | scheme                 | address            |
 |----------------------------|---------------------|------------------------|--------------------|
@@ -7,43 +8,40 @@
 | TRON                       | m/44'/195'/0'/0/0   | BIP32 secp256k1        | base58check T...   |
 | SOLANA                     | m/44'/501'/0'/0'    | SLIP-0010 ed25519      | base58 pubkey      |
 
-Libraries do the work: bitcoinlib (mnemonic, BIP32, bech32), eth-account (EIP-55),
-tronpy (TRON address), solders (SLIP-0010 and the Solana pubkey). Mainnet forms everywhere.
-Private keys come back as `bytearray`s the caller wipes; everything else is a local variable
-of one call.
+Libraries do the work: bitcoinlib (mnemonic, BIP32), solders (SLIP-0010), and the chain
+plugins' (eth-keys, tronpy, solders) for addresses. Mainnet forms everywhere. Private keys
+come back as `bytearray`s the caller wipes; everything else is a local variable of one call.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Collection, Mapping
-from types import MappingProxyType
 
+from walletcore.chainplugins import KeyDerivation
 from walletcore.domain.assets import Chain
-from walletcore_chains import bclib
+from walletcore_chains import bclib, curves
 
 MNEMONIC_WORDS = 24
 ENTROPY_BYTES = 32  # 256 bits -> 24 words
 SEED_BYTES = 64
 
-BITCOIN_PATH = "m/84'/0'/0'/0/0"
-EVM_PATH = "m/44'/60'/0'/0/0"
-TRON_PATH = "m/44'/195'/0'/0/0"
-SOLANA_PATH = "m/44'/501'/0'/0'"
+#: chain -> its key derivation; by default the installed plugins'
+#: (`walletcore.plugins.chain_definitions`).
+Derivations = Mapping[Chain, KeyDerivation]
 
-#: The derivation path of each chain's single address.
-PATHS: Mapping[Chain, str] = MappingProxyType(
-    {
-        Chain.BITCOIN: BITCOIN_PATH,
-        Chain.ETHEREUM: EVM_PATH,
-        Chain.BSC: EVM_PATH,
-        Chain.TRON: TRON_PATH,
-        Chain.POLYGON: EVM_PATH,
-        Chain.SOLANA: SOLANA_PATH,
-    }
-)
-EVM_CHAINS = frozenset({Chain.ETHEREUM, Chain.BSC, Chain.POLYGON})
-SECP256K1_CHAINS = frozenset({Chain.BITCOIN, Chain.TRON}) | EVM_CHAINS
+
+def derivations() -> Derivations:
+    """The key derivation of every chain, from the plugins that define them."""
+    from walletcore.plugins import chain_definitions
+
+    defined = chain_definitions()
+    return {chain: defined.derivation(chain) for chain in Chain if chain in defined}
+
+
+def paths(keys: Derivations | None = None) -> dict[Chain, str]:
+    """The derivation path of each chain's single address."""
+    return {chain: k.path for chain, k in (keys or derivations()).items()}
 
 
 # -- BIP39 --------------------------------------------------------------------------------
@@ -74,53 +72,56 @@ def seed_from_mnemonic(mnemonic: str, passphrase: str = "") -> bytes:
 
 
 # -- keys ---------------------------------------------------------------------------------
-def derive_private_key(seed: bytes, chain: Chain) -> bytearray:
-    """The 32-byte private key of `chain` (secp256k1 scalar, or ed25519 seed for SOLANA)."""
+def _derivation(chain: Chain | KeyDerivation, keys: Derivations | None) -> KeyDerivation:
+    if isinstance(chain, KeyDerivation):
+        return chain
+    table = keys if keys is not None else derivations()
+    found = table.get(Chain(chain))
+    if found is None:
+        raise ValueError(f"no key derivation for chain {chain}")
+    return found
+
+
+def derive_private_key(
+    seed: bytes, chain: Chain | KeyDerivation, keys: Derivations | None = None
+) -> bytearray:
+    """The 32-byte private key of `chain` (secp256k1 scalar, or ed25519 seed)."""
     _check_seed(seed)
-    path = PATHS[chain]
-    if chain is Chain.SOLANA:
+    derivation = _derivation(chain, keys)
+    if derivation.curve == "ed25519":
         from solders.keypair import Keypair
 
-        return bytearray(Keypair.from_seed_and_derivation_path(seed, path).secret())
+        return bytearray(Keypair.from_seed_and_derivation_path(seed, derivation.path).secret())
     master = bclib.keys().HDKey.from_seed(seed, network="bitcoin")
-    return bytearray(master.key_for_path(path).private_byte)
+    return bytearray(master.key_for_path(derivation.path).private_byte)
 
 
-def address_of(chain: Chain, private_key: bytes | bytearray) -> str:
+def address_of(
+    chain: Chain | KeyDerivation, private_key: bytes | bytearray, keys: Derivations | None = None
+) -> str:
     """The mainnet address of `private_key` on `chain`."""
-    key = bytes(private_key)
-    if chain is Chain.BITCOIN:
-        btc = bclib.keys().Key(key, network="bitcoin", compressed=True, is_private=True)
-        address: str = btc.address(script_type="p2wpkh", encoding="bech32")
-        return address
-    if chain in EVM_CHAINS:
-        from eth_account import Account
-
-        return str(Account.from_key(key).address)
-    if chain is Chain.TRON:
-        from tronpy.keys import PrivateKey  # type: ignore[import-untyped]
-
-        return str(PrivateKey(key).public_key.to_base58check_address())
-    if chain is Chain.SOLANA:
-        from solders.keypair import Keypair
-
-        return str(Keypair.from_seed(key).pubkey())
-    raise ValueError(f"no derivation for chain {chain}")  # pragma: no cover
+    derivation = _derivation(chain, keys)
+    return derivation.address(curves.public_key(derivation.curve, private_key))
 
 
-def derive_addresses(seed: bytes, chains: Collection[Chain]) -> dict[Chain, str]:
-    """One address per chain in `chains`, in the order given; EVM chains share one."""
-    by_path: dict[str, str] = {}
+def derive_addresses(
+    seed: bytes, chains: Collection[Chain], keys: Derivations | None = None
+) -> dict[Chain, str]:
+    """One address per chain in `chains`, in the order given. Chains on one curve and path
+    (the EVM chains) share one key, derived once."""
+    table = keys if keys is not None else derivations()
+    publics: dict[tuple[str, str], bytes] = {}
     addresses: dict[Chain, str] = {}
     for chain in chains:
-        path = PATHS[chain]
-        if path not in by_path:
-            key = derive_private_key(seed, chain)
+        derivation = _derivation(chain, table)
+        where = (derivation.curve, derivation.path)
+        if where not in publics:
+            key = derive_private_key(seed, derivation)
             try:
-                by_path[path] = address_of(chain, key)
+                publics[where] = curves.public_key(derivation.curve, key)
             finally:
                 wipe(key)
-        addresses[chain] = by_path[path]
+        addresses[chain] = derivation.address(publics[where])
     return addresses
 
 

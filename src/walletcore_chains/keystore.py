@@ -18,12 +18,12 @@ from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+from walletcore.chainplugins import ChainDefinitions, ChainPlugin, KeyDerivation
 from walletcore.domain.assets import Chain
 from walletcore.domain.errors import WrongWalletPassword
-from walletcore.ports import ChainSigner, KeyStore, NewWallet
-from walletcore_chains import bclib, hd, sealing
+from walletcore.ports import ChainSigner, KeyStore, NewWallet, SignatureVerifier
+from walletcore_chains import bclib, curves, hd, sealing
 from walletcore_chains.sealing import KdfParams, SealedRecordError
-from walletcore_chains.signatures import SECP256K1_N, verify_signature
 
 T = TypeVar("T")
 
@@ -34,15 +34,32 @@ class KeyMaterialError(RuntimeError):
 
 
 class ChainKey(ChainSigner):
-    """One chain's private key for the length of one `unseal` block (see `ChainSigner`)."""
+    """One chain's private key for the length of one `unseal` block (see `ChainSigner`).
 
-    __slots__ = ("_secret", "_wiped", "address", "chain")
+    The chain's plugin says how: its key derivation (the curve signed on, the address of
+    the public key) and its signature verifier; by default the installed plugin's that
+    defines `chain`."""
 
-    def __init__(self, chain: Chain, secret: bytearray) -> None:
+    __slots__ = ("_keys", "_secret", "_verify", "_wiped", "address", "chain")
+
+    def __init__(
+        self,
+        chain: Chain,
+        secret: bytearray,
+        keys: KeyDerivation | None = None,
+        verify: SignatureVerifier | None = None,
+    ) -> None:
         self.chain = chain
         self._secret = secret
         self._wiped = False
-        self.address = hd.address_of(chain, secret)
+        if keys is None or verify is None:
+            from walletcore.plugins import chain_definitions
+
+            keys = keys or chain_definitions().derivation(chain)
+            verify = verify or chain_definitions().verifier(chain)
+        self._keys = keys
+        self._verify = verify
+        self.address = hd.address_of(keys, secret)
 
     def __repr__(self) -> str:
         state = "wiped" if self.wiped else "<hidden>"
@@ -61,24 +78,16 @@ class ChainKey(ChainSigner):
         if self.wiped:
             raise RuntimeError("this key was wiped when its unseal block ended")
         signature = self._sign(bytes(payload))
-        if not verify_signature(self.chain, self.address, payload, signature):
+        if not self._verify(self.chain, self.address, payload, signature):
             raise RuntimeError(f"a {self.chain} signature failed its own check; not used")
         return signature
 
     def _sign(self, payload: bytes) -> bytes:
-        if self.chain is Chain.SOLANA:
-            from nacl.signing import SigningKey
-
-            return bytes(SigningKey(bytes(self._secret)).sign(payload).signature)
-        if len(payload) != 32:
+        """On the chain's curve: ed25519 over the message, or secp256k1 over a 32-byte
+        digest (`r || s || recovery id`, low-S, as Bitcoin's policy and EIP-2 require)."""
+        if self._keys.curve == "secp256k1" and len(payload) != 32:
             raise ValueError(f"{self.chain} signs a 32-byte digest")
-        from eth_keys.datatypes import PrivateKey
-
-        signature = PrivateKey(bytes(self._secret)).sign_msg_hash(payload)
-        r, s, recovery = int(signature.r), int(signature.s), int(signature.v)
-        if s > SECP256K1_N // 2:  # low-S, as Bitcoin's policy and EIP-2 require
-            s, recovery = SECP256K1_N - s, recovery ^ 1
-        return r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([recovery])
+        return curves.sign(self._keys.curve, self._secret, payload)
 
     def wipe(self) -> None:
         hd.wipe(self._secret)
@@ -93,8 +102,10 @@ class SealedKeyStore(KeyStore):
         max_concurrent_unseals: int = 4,
         kdf: KdfParams = sealing.PRODUCTION_KDF,
         allow_weak_kdf: bool = False,
+        chains: ChainDefinitions | None = None,
     ) -> None:
-        """`kdf` below `PRODUCTION_KDF` needs `allow_weak_kdf=True`: for tests only."""
+        """`kdf` below `PRODUCTION_KDF` needs `allow_weak_kdf=True`: for tests only.
+        `chains`: the plugins defining each chain's keys (default: the installed ones)."""
         if not isinstance(master_key, bytes) or len(master_key) != sealing.MASTER_KEY_BYTES:
             raise ValueError("the operator master key is 32 bytes")
         if not kdf.at_least(sealing.PRODUCTION_KDF) and not allow_weak_kdf:
@@ -104,6 +115,7 @@ class SealedKeyStore(KeyStore):
         self._master_key = master_key
         self._kdf = kdf
         self._slots = asyncio.Semaphore(max_concurrent_unseals)
+        self._chains = chains
 
     def __repr__(self) -> str:
         return f"SealedKeyStore(kdf={self._kdf})"
@@ -112,34 +124,51 @@ class SealedKeyStore(KeyStore):
     def kdf(self) -> KdfParams:
         return self._kdf
 
+    def _definitions(self) -> ChainDefinitions:
+        """The chains' definitions, looked up here rather than in the worker thread, so a
+        missing plugin is a configuration error, not a key-material one."""
+        if self._chains is None:
+            from walletcore.plugins import chain_definitions
+
+            self._chains = chain_definitions()
+        return self._chains
+
+    def _keys(self, chains: Collection[Chain]) -> dict[Chain, KeyDerivation]:
+        definitions = self._definitions()
+        return {Chain(chain): definitions.derivation(chain) for chain in chains}
+
     # -- the port -----------------------------------------------------------------------
     async def create_wallet(self, password: str, chains: Collection[Chain]) -> NewWallet:
-        return await self._offload(self._create, password, tuple(chains))
+        return await self._offload(self._create, password, tuple(chains), self._keys(chains))
 
     async def create_platform_wallet(self, chains: Collection[Chain]) -> NewWallet:
-        return await self._offload(self._create, None, tuple(chains))
+        return await self._offload(self._create, None, tuple(chains), self._keys(chains))
 
     async def derive_addresses(
         self, sealed: bytes, password: str | None, chains: Collection[Chain]
     ) -> Mapping[Chain, str]:
-        return await self._offload(self._derive, sealed, password, tuple(chains))
+        keys = self._keys(chains)
+        return await self._offload(self._derive, sealed, password, tuple(chains), keys)
 
     @asynccontextmanager
     async def unseal(
         self, sealed: bytes, password: str | None, chain: Chain
     ) -> AsyncIterator[ChainKey]:
-        key = await self._offload(self._chain_key, sealed, password, Chain(chain))
+        definition = self._definitions().plugin_of(chain)
+        key = await self._offload(self._chain_key, sealed, password, Chain(chain), definition)
         try:
             yield key
         finally:
             key.wipe()
 
     # -- work done in a thread ----------------------------------------------------------
-    def _create(self, password: str | None, chains: tuple[Chain, ...]) -> NewWallet:
+    def _create(
+        self, password: str | None, chains: tuple[Chain, ...], keys: hd.Derivations
+    ) -> NewWallet:
         mnemonic = hd.new_mnemonic()
         seed = bytearray(hd.seed_from_mnemonic(mnemonic))
         try:
-            addresses = hd.derive_addresses(bytes(seed), chains)
+            addresses = hd.derive_addresses(bytes(seed), chains, keys)
             if password is None:
                 sealed = sealing.seal_with_master_key(seed, self._master_key)
             else:
@@ -160,22 +189,29 @@ class SealedKeyStore(KeyStore):
         return NewWallet(sealed, addresses, mnemonic if password is not None else None)
 
     def _derive(
-        self, sealed: bytes, password: str | None, chains: tuple[Chain, ...]
+        self,
+        sealed: bytes,
+        password: str | None,
+        chains: tuple[Chain, ...],
+        keys: hd.Derivations,
     ) -> dict[Chain, str]:
         seed = self._open(sealed, password)
         try:
-            return hd.derive_addresses(bytes(seed), chains)
+            return hd.derive_addresses(bytes(seed), chains, keys)
         finally:
             hd.wipe(seed)
 
-    def _chain_key(self, sealed: bytes, password: str | None, chain: Chain) -> ChainKey:
+    def _chain_key(
+        self, sealed: bytes, password: str | None, chain: Chain, definition: ChainPlugin[Any]
+    ) -> ChainKey:
+        keys = definition.keys[chain]
         seed = self._open(sealed, password)
         try:
-            secret = hd.derive_private_key(bytes(seed), chain)
+            secret = hd.derive_private_key(bytes(seed), keys)
         finally:
             hd.wipe(seed)
         try:
-            return ChainKey(chain, secret)
+            return ChainKey(chain, secret, keys, definition.verify_signature)
         except BaseException:
             hd.wipe(secret)
             raise

@@ -11,7 +11,7 @@
     walletcore nonces show --chain C --address A
     walletcore nonces reset --chain C --address A [--to N]
 
-Every command reads the same settings (`WALLETCORE_*`). On the sandbox profile the repo
+Every command reads the same settings (`WALLETCORE_*`). On the sandbox profile the storage
 defaults to the SQLite database under `WALLETCORE_HOME`, so a client created here authenticates
 against a running `walletcore serve` at once. Results are JSON on stdout; messages go to
 stderr. Exit status: 0 done, 1 refused by the core (the message says why), 2 bad usage or
@@ -35,16 +35,16 @@ from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import DomainError
 from walletcore.domain.times import format_datetime
 from walletcore.plugins import AdapterNotFound
-from walletcore.sandbox.filerepo import FileRepoError
+from walletcore.ports import Lifecycle
 from walletcore.secretfiles import ConfigurationError
 
 SANDBOX_REPO = "sql"
 #: Settings, secrets or adapters that cannot run: exit status 2 with the reason.
-CONFIGURATION_ERRORS = (ConfigurationError, ValidationError, AdapterNotFound, FileRepoError)
+CONFIGURATION_ERRORS = (ConfigurationError, ValidationError, AdapterNotFound)
 
 
 def apply_sandbox_defaults(environ: dict[str, str] | None = None) -> None:
-    """On the sandbox profile, default `WALLETCORE_REPO` to the SQL repo (a SQLite file
+    """On the sandbox profile, default `WALLETCORE_REPO` to the SQL storage (a SQLite file
     under `WALLETCORE_HOME`, migrated on first use)."""
     env = os.environ if environ is None else environ
     profile = env.get("WALLETCORE_PROFILE", "sandbox").strip().lower()
@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     provision = platform.add_parser("provision", help="create the client's platform wallet")
     provision.add_argument("--client-id", required=True)
 
-    db = commands.add_parser("db", help="database schema (the SQL repo)").add_subparsers(
+    db = commands.add_parser("db", help="database schema (the SQL storage)").add_subparsers(
         dest="action", required=True
     )
     db.add_parser("upgrade", help="apply the migrations shipped with this version")
@@ -150,6 +150,15 @@ async def _run(args: argparse.Namespace) -> Any:
     if args.command == "db":
         return await _db(args, container.settings())
     check_profile(container)
+    try:
+        return await _command(args, container)
+    finally:  # this event loop ends with the command: its connections go now
+        storage = container.storage()
+        if isinstance(storage, Lifecycle):
+            await storage.aclose()
+
+
+async def _command(args: argparse.Namespace, container: Any) -> Any:
     if args.command == "clients":
         auth = container.auth()
         if args.action == "create":
@@ -195,7 +204,6 @@ async def _run(args: argparse.Namespace) -> Any:
 async def _nonces(args: argparse.Namespace, container: Any) -> Any:
     from walletcore.domain.assets import Chain
     from walletcore.domain.errors import InvalidRequest
-    from walletcore.ports import Lifecycle
     from walletcore_chains.evm.gateway import EvmGateway
 
     name = args.chain.strip().upper()
@@ -205,9 +213,9 @@ async def _nonces(args: argparse.Namespace, container: Any) -> Any:
             f"{args.chain} has no EVM gateway here: nonce floors are kept for ETHEREUM, BSC "
             "and POLYGON on WALLETCORE_CHAINS=rpc"
         )
-    repo = container.repo()
-    if isinstance(repo, Lifecycle):
-        await repo.start()
+    storage = container.storage()
+    if isinstance(storage, Lifecycle):
+        await storage.start()
     try:
         if args.action == "show":
             return await gateway.nonce_status(args.address)
@@ -218,8 +226,8 @@ async def _nonces(args: argparse.Namespace, container: Any) -> Any:
         return await gateway.reset_nonce_floor(args.address, args.to)
     finally:
         await gateway.aclose()
-        if isinstance(repo, Lifecycle):
-            await repo.aclose()
+        if isinstance(storage, Lifecycle):
+            await storage.aclose()
 
 
 async def _db(args: argparse.Namespace, settings: Any) -> Any:
@@ -232,14 +240,12 @@ async def _db(args: argparse.Namespace, settings: Any) -> Any:
 
 
 async def _preflight(container: Any) -> None:
-    """Open the repo once before any worker starts: the sandbox migrates its SQLite file
+    """Open the storage once before any worker starts: the sandbox migrates its SQLite file
     here; production checks the schema and refuses an unmigrated or newer one."""
-    from walletcore.ports import Lifecycle
-
-    repo = container.repo()
-    if isinstance(repo, Lifecycle):
-        await repo.start()
-        await repo.aclose()
+    storage = container.storage()
+    if isinstance(storage, Lifecycle):
+        await storage.start()
+        await storage.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """Running the app under an ASGI server: granian (default, measured faster here) or uvicorn.
 
 Workers are separate processes, each importing `app_factory`; they share state only
-through the repo (the sandbox's file repo, or the database).
+through the storage (the database: SQLite or PostgreSQL).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""walletcore_sql: the SQLAlchemy 2 (async) Repo adapter, SQLite by default or PostgreSQL,
-with its Alembic migrations (`walletcore_sql.migrate`)."""
+"""walletcore_sql: the SQLAlchemy 2 (async) Storage adapter, SQLite by default or PostgreSQL,
+with its nonce leases and Alembic migrations (`walletcore_sql.migrate`)."""
 
-from walletcore_sql.repo import SqlRepo, build
+from walletcore_sql.storage import SqlStorage, build
 
-__all__ = ["SqlRepo", "build"]
+__all__ = ["SqlStorage", "build"]

@@ -141,7 +141,7 @@ class Database:
     async def _drop_engine(self, engine: AsyncEngine) -> None:
         """Dispose of an engine made on another event loop. aiosqlite's connections live in
         threads and close from any loop; asyncpg's belong to their loop and cannot, so that
-        pool is only forgotten (call `aclose()` on the loop that used the repo)."""
+        pool is only forgotten (call `aclose()` on the loop that used the storage)."""
         if self.is_sqlite:
             await engine.dispose()
         else:

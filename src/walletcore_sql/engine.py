@@ -3,7 +3,7 @@
 SQLite: WAL (readers never block the writer), a busy timeout (another process's writer
 is waited for, not failed), foreign keys on, full fsync, and transactions that write
 begin with `BEGIN IMMEDIATE`, so a write never fails half-way on a lock upgrade. Within a
-process, writes are also queued on one lock (see `SqlRepo`).
+process, write units are also queued on one lock (see `Database.transaction`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
     migrate.check_schema(url)     # raises SchemaError unless the schema is this code's head
 
 The sync functions are for the CLI (they run their own event loop); inside a running loop
-use the `*_async` ones. `settings_url(settings)` is the URL the repo would use.
+use the `*_async` ones. `settings_url(settings)` is the URL the storage would use.
 """
 
 from __future__ import annotations

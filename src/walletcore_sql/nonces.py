@@ -1,4 +1,5 @@
-"""Nonce leases of the SQL repo (`walletcore.ports.NonceLeases`; docs/chains.md "Nonces").
+"""Nonce leases of the SQL storage (`walletcore.ports.NonceLeases`; docs/chains.md
+"Nonces"), entry point `walletcore.nonce_leases: sql`.
 
 - PostgreSQL (`PgNonceLeases`): the lease is a session-level `pg_advisory_lock` on a
   connection of its own (`Database.lease_connection`), awaited like any statement (the
@@ -8,7 +9,7 @@
   connection, and PostgreSQL frees the lock with the session.
 - SQLite: `FlockNonceLeases` (`walletcore.sandbox.nonceleases`), a `flock`ed file per
   address in `<database file>-nonce-locks/`: an SQLite write transaction held across
-  signing would stall every other write of the repo.
+  signing would stall every other write of the storage.
 - Both keep the floor in `nonce_floors`, read under the lease and raised (never lowered)
   when a nonce was accepted; the raise is committed before the lease is let go.
 """
@@ -25,17 +26,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from walletcore.domain.errors import AddressBusy
-from walletcore.ports import NonceLease, NonceLeases
-from walletcore.sandbox.nonceleases import (
-    WAIT_SECONDS,
-    FlockNonceLeases,
-    FloorStore,
-    LocalNonceLeases,
-    checked_nonce,
-    lease_digest,
-)
+from walletcore.ports.nonces import NonceLease, NonceLeases
+from walletcore.sandbox.nonceleases import WAIT_SECONDS, FlockNonceLeases, FloorStore, lease_digest
+from walletcore.secretfiles import ConfigurationError
+from walletcore.testing.nonces import LocalNonceLeases, checked_nonce
 from walletcore_sql.database import Database
 from walletcore_sql.errors import storage_errors
+from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import nonce_floors
 
 #: PostgreSQL's `lock_not_available`: `lock_timeout` ran out.
@@ -55,6 +52,19 @@ def nonce_leases(database: Database, *, wait: float = WAIT_SECONDS) -> NonceLeas
     return FlockNonceLeases(
         file.with_name(file.name + "-nonce-locks"), SqlFloors(database), wait=wait
     )
+
+
+def build(*, settings: Any, storage: Any = None, **_: Any) -> NonceLeases:
+    """Entry point `walletcore.nonce_leases: sql`: the leases of the container's
+    `SqlStorage` (its database, so SQLite's floors share its write queue).
+    `WALLETCORE_NONCE_WAIT_SECONDS`: how long an `acquire` waits for another holder."""
+    if not isinstance(storage, SqlStorage):
+        raise ConfigurationError(
+            "the sql nonce leases are built on the sql storage (WALLETCORE_REPO=sql), not "
+            f"{type(storage).__name__}; override the container's nonce_leases as well"
+        )
+    wait = float(getattr(settings, "nonce_wait_seconds", WAIT_SECONDS))
+    return nonce_leases(storage.database, wait=wait)
 
 
 def advisory_key(chain: str, address: str, scope: str = "") -> int:
@@ -220,4 +230,4 @@ async def _discard(conn: AsyncConnection) -> None:
         await conn.close()
 
 
-__all__ = ["PgNonceLeases", "SqlFloors", "advisory_key", "nonce_leases"]
+__all__ = ["PgNonceLeases", "SqlFloors", "advisory_key", "build", "nonce_leases"]

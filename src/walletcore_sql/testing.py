@@ -3,7 +3,7 @@
 `pg_test_url()` is WALLETCORE_TEST_DATABASE_URL or the local `test` database;
 `create_schema(url)` makes a schema named `wc_<pid>_<random>`, unique per run (and first
 drops those of runs that died without cleaning up); migrate it
-with `migrate.upgrade(url, schema=name)`, use it with `SqlRepo(url, migrate=False,
+with `migrate.upgrade(url, schema=name)`, use it with `SqlStorage(url, migrate=False,
 schema=name)`, empty it between tests with `truncate_async` and drop it with `drop_schema`.
 """
 

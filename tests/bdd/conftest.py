@@ -1,7 +1,7 @@
 """Shared steps of the Gherkin features, and the world a scenario runs in.
 
 The services are driven directly (no HTTP): each scenario builds the core through
-`create_container` with a manual clock, the in-memory repo, the sandbox prices and the
+`create_container` with a manual clock, the in-memory storage, the sandbox prices and the
 sandbox venue wrapped so it counts what it was asked to do. Trades are read as the HTTP API
 answers them (`trade_view`, the binding's `TradeView`), so the steps assert the wire
 strings of the spec, and every trade answer is checked against the spec's field rules on
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -32,9 +33,10 @@ from walletcore import Caller, Container, DomainError, Settings, create_containe
 from walletcore.clock import ManualClock
 from walletcore.domain.assets import CATALOG, Asset
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade
+from walletcore.ports import TradeStore, UnitOfWork
 from walletcore.sandbox.prices import SandboxPriceSource
-from walletcore.sandbox.repo import InMemoryRepo
 from walletcore.sandbox.venue import SandboxVenue
+from walletcore.testing import InMemoryStorage, autocommit
 from walletcore_litestar.schemas import TradeView
 
 T = TypeVar("T")
@@ -69,18 +71,32 @@ class CountingVenue:
         return await self._inner.status(order)
 
 
-class InterleavingRepo(InMemoryRepo):
-    """The in-memory repo, yielding to other tasks on every read of a trade.
+class _InterleavingTrades:
+    def __init__(self, inner: TradeStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        trade = await self._inner.get(client_id, user_id, trade_id)
+        await asyncio.sleep(0)  # others run between this read and the caller's next write
+        return trade
+
+
+class InterleavingStorage(InMemoryStorage):
+    """The in-memory storage, yielding to other tasks on every read of a trade.
 
     Requests that arrive together then really interleave (each reads before the others
     write), as they would against a database, so the compare-and-set is what keeps a
     trade from being approved twice.
     """
 
-    async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
-        trade = await super().get_trade(client_id, user_id, trade_id)
-        await asyncio.sleep(0)  # others run between this read and the caller's next write
-        return trade
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[UnitOfWork]:
+        async with super().read() as unit:
+            unit.trades = _InterleavingTrades(unit.trades)  # type: ignore[assignment]
+            yield unit
 
 
 @dataclass
@@ -96,7 +112,7 @@ class World:
     runner: asyncio.Runner
     home: Path
     clock: ManualClock
-    repo: InMemoryRepo = field(default_factory=InterleavingRepo)
+    storage: InMemoryStorage = field(default_factory=InterleavingStorage)
     venue: CountingVenue = field(default_factory=CountingVenue)
     env: dict[str, Any] = field(default_factory=dict)
     parties: dict[str, Party] = field(default_factory=dict)
@@ -120,6 +136,11 @@ class World:
     _container: Container | None = None
 
     # plumbing
+    @property
+    def db(self) -> Any:
+        """The storage, one unit per call."""
+        return autocommit(self.storage)
+
     def run(self, awaitable: Awaitable[T]) -> T:
         return self.runner.run(awaitable)  # type: ignore[arg-type]
 
@@ -131,7 +152,7 @@ class World:
             self._container = create_container(
                 Settings(home=self.home, **self.env),
                 clock=self.clock,
-                repo=self.repo,
+                storage=self.storage,
                 venue=self.venue,
                 prices=self._prices,
             )
@@ -147,7 +168,7 @@ class World:
         return f"req-{self.requests:04d}"
 
     def caller(self, party: str = "the api client") -> Caller:
-        client = self.run(self.repo.get_client(self.parties[party].client_id))
+        client = self.run(self.db.clients.get(self.parties[party].client_id))
         assert client is not None
         return Caller(client, self.next_request_id())
 
@@ -169,14 +190,14 @@ class World:
         """The trade under discussion as stored now, without asking the venue."""
         assert self.trade_id is not None
         party, user_id = self.users["the user"]
-        trade = self.run(self.repo.get_trade(self.parties[party].client_id, user_id, self.trade_id))
+        trade = self.run(self.db.trades.get(self.parties[party].client_id, user_id, self.trade_id))
         assert trade is not None
         return check_trade_shape(trade_view(trade))
 
     def stored_trade(self) -> Trade:
         party, user_id = self.users["the user"]
         assert self.trade_id is not None
-        trade = self.run(self.repo.get_trade(self.parties[party].client_id, user_id, self.trade_id))
+        trade = self.run(self.db.trades.get(self.parties[party].client_id, user_id, self.trade_id))
         assert trade is not None
         return trade
 
@@ -368,14 +389,14 @@ def given_user(world: World, make_user: Any) -> None:
     client_id = world.parties["the api client"].client_id
     world.users["the user"] = (
         "the api client",
-        world.run(make_user(world.repo, world.clock, client_id)),
+        world.run(make_user(world.storage, world.clock, client_id)),
     )
 
 
 @given("another user of the same api client")
 def given_other_user(world: World, make_user: Any) -> None:
     client_id = world.parties["the api client"].client_id
-    user_id = world.run(make_user(world.repo, world.clock, client_id))
+    user_id = world.run(make_user(world.storage, world.clock, client_id))
     world.users["another user"] = ("the api client", user_id)
 
 
@@ -383,7 +404,7 @@ def given_other_user(world: World, make_user: Any) -> None:
 def given_other_client(world: World, make_user: Any) -> None:
     world.parties["another api client"] = _issue_client(world, "Other Ltd", None)
     client_id = world.parties["another api client"].client_id
-    user_id = world.run(make_user(world.repo, world.clock, client_id))
+    user_id = world.run(make_user(world.storage, world.clock, client_id))
     world.users["the other client's user"] = ("another api client", user_id)
 
 
@@ -470,11 +491,11 @@ def wallet_address(world: World, chain: Any, owner: str = "the user") -> str:
 
     if owner == "the platform":
         client_id = world.parties["the api client"].client_id
-        wallet = world.run(world.repo.get_wallet(client_id, WalletOwner.PLATFORM, None))
+        wallet = world.run(world.db.wallets.get(client_id, WalletOwner.PLATFORM, None))
     else:
         party, user_id = world.users[owner]
         client_id = world.parties[party].client_id
-        wallet = world.run(world.repo.get_wallet(client_id, WalletOwner.USER, user_id))
+        wallet = world.run(world.db.wallets.get(client_id, WalletOwner.USER, user_id))
     assert wallet is not None, f"{owner} has no wallet"
     return str(wallet.addresses[chain])
 

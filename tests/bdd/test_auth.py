@@ -283,7 +283,7 @@ def rotate(world: World) -> None:
 @then(parsers.re(r"the stored api client holds the SHA-256 hash of its (?:new )?api key"))
 def stored_hash(world: World) -> None:
     party = world.parties["the api client"]
-    stored = world.run(world.repo.get_client(party.client_id))
+    stored = world.run(world.db.clients.get(party.client_id))
     assert stored is not None
     assert stored.key_hash == hashlib.sha256(party.api_key.encode()).hexdigest()
     assert party.api_key not in repr(stored)
@@ -314,10 +314,10 @@ def _strings(value: Any, seen: set[int]) -> list[str]:
 @then("the api key appears nowhere in storage or in the audit log")
 def key_nowhere(world: World) -> None:
     key = world.parties["the api client"].api_key
-    everything = _strings(world.repo, set())
+    everything = _strings(world.storage, set())
     assert any(world.parties["the api client"].client_id in s for s in everything)  # sanity
     assert not [s for s in everything if key in s]
-    for entry in world.run(world.repo.list_audit(1000)):
+    for entry in world.run(world.db.audit.newest(1000)):
         assert key not in repr(entry)
 
 
@@ -328,7 +328,7 @@ def key_nowhere(world: World) -> None:
     )
 )
 def audit_records(world: World, first: str, second: str) -> None:
-    entries = [e for e in world.run(world.repo.list_audit(1000)) if e.action == "auth"]
+    entries = [e for e in world.run(world.db.audit.newest(1000)) if e.action == "auth"]
     by_request = {e.request_id: e for e in entries}
     requests = world.tokens["auth requests"]
     assert [by_request[r].outcome for r in requests] == [first, second]

@@ -88,7 +88,7 @@ def _send(
         sending.receipts.append(receipt)
     elif request_id:
         client_id = world.parties["the api client"].client_id
-        record = world.run(world.repo.get_send(client_id, request_id))
+        record = world.run(world.db.sends.get(client_id, request_id))
         sending.stored_hash = record.tx_hash if record is not None else None
 
 
@@ -153,9 +153,9 @@ def reachable(world: World) -> None:
 
 @given("the api client pays the network fees of its users")
 def platform_pays(world: World) -> None:
-    client = world.run(world.repo.get_client(world.parties["the api client"].client_id))
+    client = world.run(world.db.clients.get(world.parties["the api client"].client_id))
     assert client is not None
-    world.run(world.repo.update_client(replace(client, fee_payer=FeePayer.PLATFORM)))
+    world.run(world.db.clients.update(replace(client, fee_payer=FeePayer.PLATFORM)))
 
 
 @given("the operator has provisioned the api client's platform wallet")

@@ -94,7 +94,7 @@ def _create(world: World, story: Story, password: object) -> None:
 def _stored_wallet(world: World) -> WalletRecord:
     party, user_id = world.users["the user"]
     wallet = world.run(
-        world.repo.get_wallet(world.parties[party].client_id, WalletOwner.USER, user_id)
+        world.db.wallets.get(world.parties[party].client_id, WalletOwner.USER, user_id)
     )
     assert wallet is not None
     return wallet
@@ -109,11 +109,11 @@ def given_wallet(world: World, story: Story, password: str) -> None:
 
 @given(parsers.parse("the operator enables {assets} for the api client"))
 def operator_enables(world: World, assets: str) -> None:
-    client = world.run(world.repo.get_client(world.parties["the api client"].client_id))
+    client = world.run(world.db.clients.get(world.parties["the api client"].client_id))
     assert client is not None
     wanted = set(ASSET_IDS) if assets == "every asset" else set(native_assets(assets))
     enabled = tuple(a for a in ASSET_IDS if a in wanted or a in client.enabled_assets)
-    world.run(world.repo.update_client(replace(client, enabled_assets=enabled)))
+    world.run(world.db.clients.update(replace(client, enabled_assets=enabled)))
 
 
 @given("the operator has provisioned the api client's platform wallet")
@@ -217,7 +217,7 @@ def still_has(world: World, story: Story, chains: str) -> None:
 @then("no answer, log line or audit entry since creation holds the seed phrase or the password")
 def no_secret_leaks(world: World, story: Story, caplog: pytest.LogCaptureFixture) -> None:
     assert story.mnemonic is not None
-    audit = world.run(world.repo.list_audit())
+    audit = world.run(world.db.audit.newest())
     # pytest-bdd logs the step text itself (which quotes the password); the service's and
     # the libraries' own lines are what must stay clean.
     logged = [

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,21 +13,53 @@ import pytest
 from walletcore import Caller, Container, Settings, create_container
 from walletcore.clock import ManualClock
 from walletcore.domain.clients import ApiClient
-from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade
-from walletcore.ports import Clock, Repo, TradeVenue
+from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade, TradeStatus
+from walletcore.ports import Clock, Storage, TradeStore, TradeVenue, UnitOfWork
 from walletcore.sandbox.prices import SandboxPriceSource
-from walletcore.sandbox.repo import InMemoryRepo
 from walletcore.sandbox.venue import SandboxVenue
+from walletcore.testing import InMemoryStorage, autocommit
 
 
-class YieldingRepo(InMemoryRepo):
-    """Yields to other tasks right after reading a trade, so concurrent requests interleave
-    between their read and their compare-and-set, as they would against a database."""
+class _YieldingTrades:
+    """A unit's trades that yield right after reading a trade and count compare-and-sets."""
 
-    async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
-        trade = await super().get_trade(client_id, user_id, trade_id)
+    def __init__(self, inner: TradeStore, swaps: list[TradeStatus]) -> None:
+        self._inner = inner
+        self._swaps = swaps
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        trade = await self._inner.get(client_id, user_id, trade_id)
         await asyncio.sleep(0)
         return trade
+
+    async def swap(self, expected: TradeStatus, trade: Trade) -> bool:
+        self._swaps.append(expected)
+        return await self._inner.swap(expected, trade)
+
+
+class YieldingStorage(InMemoryStorage):
+    """Yields to other tasks right after reading a trade, so concurrent requests interleave
+    between their read and their compare-and-set, as they would against a database; every
+    compare-and-set of a trade is counted in `swaps`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.swaps: list[TradeStatus] = []
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[UnitOfWork]:
+        async with super().read() as unit:
+            unit.trades = _YieldingTrades(unit.trades, self.swaps)  # type: ignore[assignment]
+            yield unit
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[UnitOfWork]:
+        async with super().write() as unit:
+            unit.trades = _YieldingTrades(unit.trades, self.swaps)  # type: ignore[assignment]
+            yield unit
 
 
 class CountingVenue(TradeVenue):
@@ -53,12 +86,17 @@ class CountingVenue(TradeVenue):
 class Core:
     container: Container
     clock: ManualClock
-    repo: InMemoryRepo
+    storage: InMemoryStorage
     venue: CountingVenue
     client: ApiClient
     api_key: str = field(repr=False)
     user_id: str = ""
     requests: list[str] = field(default_factory=list)
+
+    @property
+    def db(self) -> Any:
+        """The storage, one unit per call (`walletcore.testing.autocommit`)."""
+        return autocommit(self.storage)
 
     def caller(self, request_id: str | None = None) -> Caller:
         rid = request_id or f"req-{len(self.requests) + 1}"
@@ -79,7 +117,7 @@ class Core:
         return trade
 
     async def stored(self, trade: Trade) -> Trade:
-        found = await self.repo.get_trade(trade.client_id, trade.user_id, trade.trade_id)
+        found = await self.db.trades.get(trade.client_id, trade.user_id, trade.trade_id)
         assert found is not None
         return found
 
@@ -89,30 +127,32 @@ CoreFactory = Callable[..., Awaitable[Core]]
 
 @pytest.fixture
 def make_core(
-    settings: Settings, clock: ManualClock, make_user: Callable[[Repo, Clock, str], Awaitable[str]]
+    settings: Settings,
+    clock: ManualClock,
+    make_user: Callable[[Storage, Clock, str], Awaitable[str]],
 ) -> CoreFactory:
-    """`await make_core(repo=..., venue=..., prices=..., **settings changes)`."""
+    """`await make_core(storage=..., venue=..., prices=..., **settings changes)`."""
 
     async def build(
         *,
-        repo: InMemoryRepo | None = None,
+        storage: InMemoryStorage | None = None,
         venue: CountingVenue | None = None,
         prices: Any = None,
         assets: list[int] | None = None,
         **changes: Any,
     ) -> Core:
-        repo = repo if repo is not None else InMemoryRepo()
+        storage = storage if storage is not None else InMemoryStorage()
         venue = venue if venue is not None else CountingVenue()
         container = create_container(
             settings.model_copy(update=changes),
             clock=clock,
-            repo=repo,
+            storage=storage,
             venue=venue,
             prices=prices if prices is not None else SandboxPriceSource(clock),
         )
         issued = await container.auth().create_client("Acme Pay", assets=assets)
-        user_id = await make_user(repo, clock, issued.client.client_id)
-        return Core(container, clock, repo, venue, issued.client, issued.api_key, user_id)
+        user_id = await make_user(storage, clock, issued.client.client_id)
+        return Core(container, clock, storage, venue, issued.client, issued.api_key, user_id)
 
     return build
 

@@ -4,6 +4,8 @@ and the auth service's operator side."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import astuple
 from datetime import timedelta
 
@@ -12,21 +14,22 @@ import pytest
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import DomainError
 from walletcore.domain.ids import new_id
-from walletcore.sandbox.repo import InMemoryRepo
+from walletcore.ports import UnitOfWork
 from walletcore.services.auth import TOKEN_LIFETIME, hash_api_key
+from walletcore.testing import InMemoryStorage
 
 from .conftest import Core, CoreFactory
 
 
 async def audit_of(core: Core, request_id: str) -> AuditEntry:
-    entries = [e for e in await core.repo.list_audit(1000) if e.request_id == request_id]
+    entries = [e for e in await core.db.audit.newest(1000) if e.request_id == request_id]
     assert len(entries) == 1, entries
     return entries[0]
 
 
 async def audit_all(core: Core, request_id: str) -> list[AuditEntry]:
     """The entries of one request, oldest first."""
-    entries = [e for e in await core.repo.list_audit(1000) if e.request_id == request_id]
+    entries = [e for e in await core.db.audit.newest(1000) if e.request_id == request_id]
     return entries[::-1]
 
 
@@ -111,7 +114,7 @@ async def test_a_replay_is_told_apart_from_the_change(core: Core) -> None:
     assert [(e.action, e.outcome) for e in await audit_all(core, "r-cancel-again")] == [
         ("trade.cancel", "replay")
     ]
-    approvals = [e for e in await core.repo.list_audit(1000) if e.action == "trade.approve"]
+    approvals = [e for e in await core.db.audit.newest(1000) if e.action == "trade.approve"]
     assert sorted(e.outcome for e in approvals) == ["ok", "replay"]
 
 
@@ -149,10 +152,10 @@ async def test_a_lapsed_quote_is_expired_once_with_its_entry(core: Core) -> None
 
 async def test_reads_are_not_audited(core: Core) -> None:
     trade = await core.sell(crypto_amount="0.5")
-    before = len(await core.repo.list_audit(1000))
+    before = len(await core.db.audit.newest(1000))
     await core.trading.get(core.caller("r-get"), user_id=core.user_id, trade_id=trade.trade_id)
     await core.trading.list(core.caller("r-list"), user_id=core.user_id)
-    assert len(await core.repo.list_audit(1000)) == before
+    assert len(await core.db.audit.newest(1000)) == before
 
 
 async def test_auth_and_operator_actions_are_audited_without_any_secret(core: Core) -> None:
@@ -178,27 +181,46 @@ async def test_auth_and_operator_actions_are_audited_without_any_secret(core: Co
         ("client.disable", "ok", cid),
     ]
     secrets = (core.api_key, rotated.api_key, issued.token, core.api_key + "x")
-    for entry in await core.repo.list_audit(1000):
+    for entry in await core.db.audit.newest(1000):
         text = repr(entry) + repr(astuple(entry))
         assert not [s for s in secrets if s in text], entry
 
 
 async def test_a_failing_audit_write_does_not_fail_the_request(make_core: CoreFactory) -> None:
-    class BrokenAudit(InMemoryRepo):
-        async def append_audit(self, entry: AuditEntry) -> None:
-            raise OSError("disk full")
+    """An entry of its own (a replay, a refusal) that cannot be written is logged; the
+    answer stands. (A carried entry that cannot be written fails its change: the contract.)"""
 
-    core = await make_core(repo=BrokenAudit())
+    class BrokenAudit(InMemoryStorage):
+        """Every write unit that only appends to the audit log fails (the disk is full)."""
+
+        @asynccontextmanager
+        async def write(self) -> AsyncIterator[UnitOfWork]:
+            async with super().write() as unit:
+                yield unit
+                if not any(layer.maps[0] for layer in vars(unit.tables).values()):  # type: ignore[attr-defined]
+                    raise OSError("disk full")
+
+    core = await make_core(storage=BrokenAudit())
     trade = await core.sell(crypto_amount="0.5")
     approved = await core.trading.approve(
         core.caller(), user_id=core.user_id, trade_id=trade.trade_id
     )
     assert approved.status.value == "completed"
+    again = await core.trading.approve(
+        core.caller("r-replay"), user_id=core.user_id, trade_id=trade.trade_id
+    )
+    assert again == approved
+    assert [e.action for e in await core.db.audit.newest()] == [
+        "trade.settle",
+        "trade.approve",
+        "trade.sell",
+        "client.create",
+    ]  # the replay's own entry could not be written
 
 
 # -- auth: the operator side -------------------------------------------------------------------
 async def test_only_the_sha256_of_the_key_is_stored(core: Core) -> None:
-    stored = await core.repo.get_client(core.client.client_id)
+    stored = await core.db.clients.get(core.client.client_id)
     assert stored is not None
     assert (
         stored.key_hash

@@ -10,19 +10,39 @@ import stat
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from walletcore.domain.errors import AddressBusy
-from walletcore.sandbox.nonceleases import FlockNonceLeases, JsonFloors
+from walletcore.sandbox.nonceleases import FlockNonceLeases, FloorStore
 
 CHAIN = "eip155:1"
 ALICE = "0x52908400098527886e0f7030069857d2e4169ee7"
 BOB = "0x8ba1f109551bd432803012645ac136ddd64dba72"
 
 
+class DictFloors(FloorStore):
+    """Floors in a dict: every `leases(home)` of one test shares the home's."""
+
+    shared: ClassVar[dict[Path, dict[tuple[str, str], int]]] = {}
+
+    def __init__(self, home: Path) -> None:
+        self._floors = self.shared.setdefault(home, {})
+
+    async def read(self, chain: str, address: str) -> int:
+        return self._floors.get((chain, address), 0)
+
+    async def raise_to(self, chain: str, address: str, next_nonce: int) -> None:
+        key = (chain, address)
+        self._floors[key] = max(self._floors.get(key, 0), next_nonce)
+
+    async def set_to(self, chain: str, address: str, next_nonce: int) -> None:
+        self._floors[(chain, address)] = next_nonce
+
+
 def leases(home: Path, wait: float = 5.0) -> FlockNonceLeases:
-    return FlockNonceLeases(home / "locks", JsonFloors(home / "floors.json"), wait=wait)
+    return FlockNonceLeases(home / "locks", DictFloors(home), wait=wait)
 
 
 async def test_a_second_holder_waits_then_gives_up_with_address_busy(tmp_path: Path) -> None:
@@ -78,10 +98,16 @@ async def test_lock_files_are_private(tmp_path: Path) -> None:
 HOLDER = """
 import asyncio, sys
 from pathlib import Path
-from walletcore.sandbox.nonceleases import FlockNonceLeases, JsonFloors
+from walletcore.sandbox.nonceleases import FlockNonceLeases
+
+
+class NoFloors:
+    async def read(self, chain, address):
+        return 0
+
 
 async def main(home):
-    leases = FlockNonceLeases(home / "locks", JsonFloors(home / "floors.json"))
+    leases = FlockNonceLeases(home / "locks", NoFloors())
     lease = await leases.acquire(sys.argv[2], sys.argv[3])
     print("HELD", flush=True)
     await asyncio.sleep(3600)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from walletcore.domain.assets import Chain
 from walletcore.secretfiles import ConfigurationError, operator_secret
 from walletcore.settings import DEFAULT_UNAVAILABLE, Profile, Settings
 
@@ -77,30 +78,27 @@ def test_unavailable_assets_refuse_an_unknown_endpoint(monkeypatch: pytest.Monke
         Settings()
 
 
-def test_evm_token_contracts_come_as_json_keyed_by_asset_id(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert Settings().evm_tokens == {}
-    usdt = "0x52908400098527886E0F7030069857D2E4169EE7"
-    monkeypatch.setenv("WALLETCORE_EVM_TOKENS", f'{{"21": "{usdt}", "31": " {usdt} "}}')
-    assert Settings().evm_tokens == {21: usdt, 31: usdt}
+def test_one_chains_gateway_comes_from_its_own_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`WALLETCORE_CHAIN_<CHAIN>=<plugin>[:<mode>]` picks one chain's gateway over
+    `WALLETCORE_CHAINS`; the chain plugins' own settings are not the core's."""
+    assert Settings().gateways == {}
+    monkeypatch.setenv("WALLETCORE_CHAINS", "devnet")
+    monkeypatch.setenv("WALLETCORE_CHAIN_SOLANA", " myplugin:rpc ")
+    monkeypatch.setenv("walletcore_chain_ethereum", "sandbox")
+    settings = Settings()
+    assert settings.chains == "devnet"
+    assert settings.gateways == {Chain.SOLANA: "myplugin:rpc", Chain.ETHEREUM: "sandbox"}
+    assert Settings(gateways={"bsc": "evm"}).gateways == {
+        Chain.BSC: "evm",
+        Chain.SOLANA: "myplugin:rpc",
+        Chain.ETHEREUM: "sandbox",
+    }
+    assert not hasattr(settings, "rpc_ethereum") and not hasattr(settings, "evm_tokens")
 
 
-@pytest.mark.parametrize(
-    ("raw", "words"),
-    [
-        ('{"2": "0x52908400098527886E0F7030069857D2E4169EE7"}', "asset 2 is not a token"),
-        ('{"61": "0x52908400098527886E0F7030069857D2E4169EE7"}', "asset 61 is not a token"),
-        ('{"99": "0x52908400098527886E0F7030069857D2E4169EE7"}', "asset 99 is not a token"),
-        ('{"21": "0x5290840009852788"}', "asset 21 is not a 0x address"),
-        ('{"21": "52908400098527886E0F7030069857D2E4169EE7"}', "asset 21 is not a 0x address"),
-    ],
-)
-def test_evm_token_contracts_refuse_a_non_evm_token_or_a_malformed_address(
-    monkeypatch: pytest.MonkeyPatch, raw: str, words: str
-) -> None:
-    monkeypatch.setenv("WALLETCORE_EVM_TOKENS", raw)
-    with pytest.raises(ValidationError, match=words):
+def test_a_chain_variable_naming_no_chain_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WALLETCORE_CHAIN_ETHERUM", "evm")
+    with pytest.raises(ValidationError, match="WALLETCORE_CHAIN_ETHERUM names no chain"):
         Settings()
 
 
@@ -170,29 +168,12 @@ def test_production_never_generates_a_secret(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
-def test_chain_timing_settings_read_from_the_environment_and_are_bounded(
+def test_the_nonce_wait_reads_from_the_environment_and_is_bounded(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    defaults = Settings(home=tmp_path)
-    assert (
-        defaults.evm_receipt_timeout_seconds,
-        defaults.evm_history_blocks,
-        defaults.nonce_wait_seconds,
-    ) == (120.0, 2_000, 180.0)
-    monkeypatch.setenv("WALLETCORE_EVM_RECEIPT_TIMEOUT_SECONDS", "45")
-    monkeypatch.setenv("WALLETCORE_EVM_HISTORY_BLOCKS", "10000")
+    assert Settings(home=tmp_path).nonce_wait_seconds == 180.0
     monkeypatch.setenv("WALLETCORE_NONCE_WAIT_SECONDS", "30")
-    tuned = Settings(home=tmp_path)
-    assert (
-        tuned.evm_receipt_timeout_seconds,
-        tuned.evm_history_blocks,
-        tuned.nonce_wait_seconds,
-    ) == (45.0, 10_000, 30.0)
-    for name, bad in (
-        ("evm_receipt_timeout_seconds", 0),
-        ("evm_history_blocks", 0),
-        ("nonce_wait_seconds", -1),
-        ("nonce_wait_seconds", 7200),
-    ):
+    assert Settings(home=tmp_path).nonce_wait_seconds == 30.0
+    for bad in (-1, 7200):
         with pytest.raises(ValidationError):
-            Settings(home=tmp_path, **{name: bad})
+            Settings(home=tmp_path, nonce_wait_seconds=bad)

@@ -6,58 +6,38 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from walletcore.domain.errors import DomainError
 from walletcore.domain.trade import Trade, TradeStatus
-from walletcore.sandbox.filerepo import FileRepo
-from walletcore.sandbox.repo import InMemoryRepo
 
-from .conftest import CoreFactory, CountingVenue, YieldingRepo
+from .conftest import CoreFactory, CountingVenue, YieldingStorage
 
 
-class YieldingFileRepo(FileRepo):
-    """The sandbox's file repo, yielding between a read of a trade and the caller's write."""
-
-    async def get_trade(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
-        trade = await super().get_trade(client_id, user_id, trade_id)
-        await asyncio.sleep(0)
-        return trade
-
-
-@pytest.fixture(params=["memory", "file"])
-def racing_repo(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], InMemoryRepo]:
-    """A factory of repos whose reads interleave: the in-memory one and the sandbox file one."""
-    count = iter(range(1000))
-
-    def build() -> InMemoryRepo:
-        if request.param == "memory":
-            return YieldingRepo()
-        folder = tmp_path / f"repo-{next(count)}"
-        folder.mkdir()
-        return YieldingFileRepo(folder / "data.json")  # type: ignore[return-value]
-
-    return build
+@pytest.fixture
+def racing_storage() -> Callable[[], YieldingStorage]:
+    """A factory of in-memory storages whose reads interleave (the SQL ones race for real:
+    tests/integration/sql/test_sql_concurrency.py)."""
+    return YieldingStorage
 
 
 async def test_swap_trade_is_a_compare_and_set(core) -> None:  # type: ignore[no-untyped-def]
     trade = await core.sell(crypto_amount="0.5")
     cancelled = trade.cancel(core.clock.now())
-    assert not await core.repo.swap_trade(TradeStatus.EXECUTING, cancelled)
+    assert not await core.db.trades.swap(TradeStatus.EXECUTING, cancelled)
     assert (await core.stored(trade)).status is TradeStatus.OPEN
-    assert await core.repo.swap_trade(TradeStatus.OPEN, cancelled)
-    assert not await core.repo.swap_trade(TradeStatus.OPEN, cancelled)  # a second swap loses
+    assert await core.db.trades.swap(TradeStatus.OPEN, cancelled)
+    assert not await core.db.trades.swap(TradeStatus.OPEN, cancelled)  # a second swap loses
     assert (await core.stored(trade)).status is TradeStatus.CANCELLED
-    assert not await core.repo.swap_trade(TradeStatus.OPEN, replace(trade, trade_id="f" * 24))
+    assert not await core.db.trades.swap(TradeStatus.OPEN, replace(trade, trade_id="f" * 24))
 
 
 @pytest.mark.parametrize("venue_delay", [0.0, 0.01], ids=["instant venue", "slow venue"])
 async def test_fifty_concurrent_approvals_execute_one_order(
-    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo], venue_delay: float
+    make_core: CoreFactory, racing_storage: Callable[[], YieldingStorage], venue_delay: float
 ) -> None:
-    core = await make_core(repo=racing_repo(), venue=CountingVenue(delay=venue_delay))
+    core = await make_core(storage=racing_storage(), venue=CountingVenue(delay=venue_delay))
     trade = await core.sell(crypto_amount="0.5")
 
     outcomes = await asyncio.gather(
@@ -83,7 +63,7 @@ async def test_fifty_concurrent_approvals_execute_one_order(
     # The log tells the one execution from the rest: one `ok`, the 200s that answered the
     # stored trade are `replay`, the refusals their status.
     outcomes_logged = Counter(
-        e.outcome for e in await core.repo.list_audit(1000) if e.action == "trade.approve"
+        e.outcome for e in await core.db.audit.newest(1000) if e.action == "trade.approve"
     )
     assert outcomes_logged == Counter(
         {"ok": 1, "replay": len(answers) - 1, "409": len(refusals)}
@@ -91,9 +71,9 @@ async def test_fifty_concurrent_approvals_execute_one_order(
 
 
 async def test_approves_of_a_settled_trade_are_all_replays(
-    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+    make_core: CoreFactory, racing_storage: Callable[[], YieldingStorage]
 ) -> None:
-    core = await make_core(repo=racing_repo())
+    core = await make_core(storage=racing_storage())
     trade = await core.sell(crypto_amount="0.5")
     await core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
     answers = await asyncio.gather(
@@ -103,27 +83,22 @@ async def test_approves_of_a_settled_trade_are_all_replays(
         )
     )
     assert all(a == answers[0] for a in answers) and len(core.venue.executed) == 1
-    logged = [e for e in await core.repo.list_audit(1000) if e.action == "trade.approve"]
+    logged = [e for e in await core.db.audit.newest(1000) if e.action == "trade.approve"]
     assert Counter(e.outcome for e in logged) == {"ok": 1, "replay": 49}
-    assert [e.action for e in await core.repo.list_audit(1000)].count("trade.settle") == 1
+    assert [e.action for e in await core.db.audit.newest(1000)].count("trade.settle") == 1
 
 
 async def test_a_quote_lapsing_under_many_pollers_is_expired_by_one_write(
-    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+    make_core: CoreFactory, racing_storage: Callable[[], YieldingStorage]
 ) -> None:
     """200 `/trade` polls read the quote `open` past its expiry together: one of them
     stores the expiry, the others wait for it and read; none writes its own."""
-    core = await make_core(repo=racing_repo())
+    core = await make_core(storage=racing_storage())
     trade = await core.sell(crypto_amount="0.5")
     core.clock.advance(61)
-    swaps: list[TradeStatus] = []
-    real_swap = core.repo.swap_trade
-
-    async def counting_swap(expected: TradeStatus, new: Trade, **kwargs: object) -> bool:
-        swaps.append(expected)
-        return await real_swap(expected, new, **kwargs)  # type: ignore[arg-type]
-
-    core.repo.swap_trade = counting_swap  # type: ignore[method-assign]
+    assert isinstance(core.storage, YieldingStorage)
+    swaps = core.storage.swaps
+    swaps.clear()
     answers = await asyncio.gather(
         *(
             core.trading.get(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
@@ -134,24 +109,24 @@ async def test_a_quote_lapsing_under_many_pollers_is_expired_by_one_write(
     assert stored.status is TradeStatus.EXPIRED and stored.completed_at == trade.quote.expires_at
     assert all(a == stored for a in answers)
     assert swaps == [TradeStatus.OPEN]  # one write attempt in all
-    expiries = [e for e in await core.repo.list_audit(1000) if e.action == "trade.expire"]
+    expiries = [e for e in await core.db.audit.newest(1000) if e.action == "trade.expire"]
     assert [(e.outcome, e.target) for e in expiries] == [("ok", trade.trade_id)]
     # Lists and later polls find it expired: no write, no entry.
     await core.trading.list(core.caller(), user_id=core.user_id)
     await core.trading.get(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
     assert swaps == [TradeStatus.OPEN]
-    assert len([e for e in await core.repo.list_audit(1000) if e.action == "trade.expire"]) == 1
+    assert len([e for e in await core.db.audit.newest(1000) if e.action == "trade.expire"]) == 1
 
 
 @pytest.mark.parametrize("approve_first", [True, False])
 @pytest.mark.parametrize("venue_delay", [0.0, 0.01], ids=["instant venue", "slow venue"])
 async def test_approve_racing_cancel_ends_in_exactly_one(
     make_core: CoreFactory,
-    racing_repo: Callable[[], InMemoryRepo],
+    racing_storage: Callable[[], YieldingStorage],
     approve_first: bool,
     venue_delay: float,
 ) -> None:
-    core = await make_core(repo=racing_repo(), venue=CountingVenue(delay=venue_delay))
+    core = await make_core(storage=racing_storage(), venue=CountingVenue(delay=venue_delay))
     trade = await core.sell(crypto_amount="0.5")
     approve = core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
     cancel = core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
@@ -171,12 +146,12 @@ async def test_approve_racing_cancel_ends_in_exactly_one(
 
 
 async def test_both_outcomes_of_the_race_can_happen(
-    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+    make_core: CoreFactory, racing_storage: Callable[[], YieldingStorage]
 ) -> None:
     """Whoever swaps first wins: the test above is not passing on one lucky ordering."""
     seen = set()
     for approve_first in (True, False):
-        core = await make_core(repo=racing_repo())
+        core = await make_core(storage=racing_storage())
         trade = await core.sell(crypto_amount="0.5")
         approve = core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
         cancel = core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
@@ -188,9 +163,9 @@ async def test_both_outcomes_of_the_race_can_happen(
 
 
 async def test_concurrent_cancels_all_answer_the_cancelled_trade(
-    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+    make_core: CoreFactory, racing_storage: Callable[[], YieldingStorage]
 ) -> None:
-    core = await make_core(repo=racing_repo())
+    core = await make_core(storage=racing_storage())
     trade = await core.sell(crypto_amount="0.5")
     results = await asyncio.gather(
         *(
@@ -205,9 +180,9 @@ async def test_concurrent_cancels_all_answer_the_cancelled_trade(
 
 
 async def test_concurrent_approvals_of_a_lapsed_quote_all_409_and_expire_it(
-    make_core: CoreFactory, racing_repo: Callable[[], InMemoryRepo]
+    make_core: CoreFactory, racing_storage: Callable[[], YieldingStorage]
 ) -> None:
-    core = await make_core(repo=racing_repo())
+    core = await make_core(storage=racing_storage())
     trade = await core.sell(crypto_amount="0.5")
     core.clock.advance(61)
     results = await asyncio.gather(

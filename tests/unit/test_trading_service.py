@@ -271,7 +271,7 @@ async def test_malformed_ids_are_400(core: Core, field: str, action: str) -> Non
 
 async def test_listing_expires_lapsed_quotes_of_that_user_only(core: Core, make_user: Any) -> None:
     mine = await core.sell(crypto_amount="0.5")
-    other_id = await make_user(core.repo, core.clock, core.client.client_id)
+    other_id = await make_user(core.storage, core.clock, core.client.client_id)
     theirs = await core.trading.sell(core.caller(), user_id=other_id, asset_id=1, crypto_amount="1")
     core.clock.advance(60)
     listed = await core.trading.list(core.caller(), user_id=core.user_id)

@@ -1,8 +1,9 @@
 """The append-only audit log: who did what, under which request id, with what outcome.
 
-An entry is written with the change it records, in the same transaction (the Repo's
-`audit=` parameters), so the log holds it if and only if the change happened; in commit
-order, it can be read as an outbox of what changed.
+An entry is written with the change it records, in the same transaction (the use case
+appends it in the change's unit of work, `walletcore.ports.storage`), so the log holds it
+if and only if the change happened; in commit order, it can be read as an outbox of what
+changed.
 """
 
 from __future__ import annotations

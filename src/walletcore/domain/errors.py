@@ -222,7 +222,7 @@ class VenueTimeout(ServerError):
     default_message = "Order outcome unknown; the trade stays executing; poll /trade"
 
 
-# storage (raised by Repo adapters in place of their driver's exceptions) ----------------
+# storage (raised by Storage adapters in place of their driver's exceptions) -------------
 class StorageError(ServerError):
     """The storage failed in a way a retry will not fix (a constraint, a bug, bad data)."""
 

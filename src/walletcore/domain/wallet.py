@@ -17,7 +17,7 @@ class WalletOwner(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class WalletRecord:
-    """What the Repo keeps of a wallet. `sealed` is the KeyStore's opaque ciphertext."""
+    """What the storage keeps of a wallet. `sealed` is the KeyStore's opaque ciphertext."""
 
     client_id: str
     owner: WalletOwner

@@ -1,7 +1,8 @@
-"""Zero-dependency adapters for the sandbox profile and for tests: repo, prices, venue."""
+"""Zero-network adapters for the sandbox profile: prices, venue, and the sandbox chain.
+
+The in-memory storage and nonce leases are in `walletcore.testing`."""
 
 from walletcore.sandbox.prices import SandboxPriceSource, sandbox_unit_price
-from walletcore.sandbox.repo import InMemoryRepo
 from walletcore.sandbox.venue import SandboxVenue
 
-__all__ = ["InMemoryRepo", "SandboxPriceSource", "SandboxVenue", "sandbox_unit_price"]
+__all__ = ["SandboxPriceSource", "SandboxVenue", "sandbox_unit_price"]

@@ -1,5 +1,7 @@
 """Sandbox chain gateways: one per chain over the shared `SandboxLedger`, with fees that
-follow each chain's model roughly, and real signatures.
+follow each chain's model roughly, and real signatures. The chain plugin `sandbox`
+(`PLUGIN`, sandbox profile only) serves every chain, with each chain's own validator and
+verifier from the plugin that defines it.
 
 Fee models (native base units; figures in `FeeModel` below):
 - BITCOIN: virtual size x fee rate. A one-input, two-output P2WPKH transfer is 141 vB; a
@@ -12,10 +14,11 @@ Fee models (native base units; figures in `FeeModel` below):
 - SOLANA: 5,000 lamports per signature (two when a sponsor pays), plus the rent of the
   recipient's associated token account (2,039,280 lamports) on an SPL transfer to an
   address that has none.
+- any other chain (a plugin's): a flat 1,000 base units.
 
-A transfer's body is canonical JSON; the secp256k1 chains sign its SHA-256, SOLANA signs the
-body itself. Hashes have each chain's form: 64 hex (BITCOIN, TRON), `0x` + 64 hex (EVM),
-the base58 of the first signature (SOLANA).
+A transfer's body is canonical JSON; secp256k1 keys sign its SHA-256, ed25519 keys (SOLANA)
+sign the body itself. Hashes have each chain's form: 64 hex (BITCOIN, TRON, others), `0x` +
+64 hex (EVM), the base58 of the first signature (SOLANA).
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from walletcore.chainplugins import ChainPlugin, GatewayContext, GatewayFactory
 from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.errors import (
     AddressUnknown,
@@ -39,7 +46,6 @@ from walletcore.domain.wallet import TxRow
 from walletcore.ports import (
     AddressValidator,
     ChainGateway,
-    Clock,
     FeeQuote,
     SignatureVerifier,
     SignedTransfer,
@@ -48,6 +54,7 @@ from walletcore.ports import (
 )
 from walletcore.sandbox.ledger import DATA_FILE, LedgerTx, SandboxLedger, row_of
 from walletcore.secretfiles import ConfigurationError
+from walletcore.settings import Profile
 
 EVM_CHAINS = frozenset({Chain.ETHEREUM, Chain.BSC, Chain.POLYGON})
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -68,6 +75,8 @@ class FeeModel:
     tron_sun_per_energy: int = 210
     sol_lamports_per_signature: int = 5_000
     sol_token_account_rent: int = 2_039_280
+    #: any other chain (a plugin's new one): a flat fee in its native base units
+    other_native_units: int = 1_000
 
 
 #: wei per gas on each EVM chain
@@ -81,11 +90,18 @@ class SandboxGateway(ChainGateway):
         ledger: SandboxLedger,
         validator: AddressValidator,
         fees: FeeModel | None = None,
+        *,
+        signs_digest: bool | None = None,
     ) -> None:
+        """`signs_digest`: whether the chain's keys sign the body's SHA-256 (secp256k1) or
+        the body itself (ed25519); by default, the body on SOLANA only."""
         self.chain = Chain(chain)
         self._ledger = ledger
         self._validator = validator
         self._fees = fees or FeeModel()
+        if signs_digest is None:
+            signs_digest = self.chain is not Chain.SOLANA
+        self._signs_digest = signs_digest
 
     def __repr__(self) -> str:
         return f"SandboxGateway({self.chain.value})"
@@ -142,6 +158,8 @@ class SandboxGateway(ChainGateway):
             energy = f.tron_energy_holder if holder else f.tron_energy_new_holder
             units = bandwidth * f.tron_sun_per_bandwidth + energy * f.tron_sun_per_energy
             return FeeQuote(units, bandwidth=bandwidth, energy=energy)
+        if chain is not Chain.SOLANA:
+            return FeeQuote(f.other_native_units)
         lamports = f.sol_lamports_per_signature * (2 if sponsored else 1)
         if not asset.is_native and not state.has_received(chain, recipient, asset.id):
             lamports += f.sol_token_account_rent
@@ -225,7 +243,7 @@ class SandboxGateway(ChainGateway):
 
     # -- chain formats ------------------------------------------------------------------
     def _payload(self, body: bytes) -> bytes:
-        return body if self.chain is Chain.SOLANA else hashlib.sha256(body).digest()
+        return hashlib.sha256(body).digest() if self._signs_digest else body
 
     def _hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:
         if self.chain is Chain.SOLANA:
@@ -234,7 +252,9 @@ class SandboxGateway(ChainGateway):
             return hashlib.sha256(body).hexdigest()
         if self.chain is Chain.BITCOIN:
             return hashlib.sha256(hashlib.sha256(raw).digest()).digest()[::-1].hex()
-        return "0x" + hashlib.sha3_256(raw).hexdigest()
+        if self.chain in EVM_CHAINS:
+            return "0x" + hashlib.sha3_256(raw).hexdigest()
+        return hashlib.sha256(raw).hexdigest()
 
 
 def _canonical(value: Any) -> bytes:
@@ -252,27 +272,56 @@ def b58encode(data: bytes) -> str:
     return "1" * zeros + "".join(reversed(out))
 
 
-def build(
-    *,
-    settings: Any,
-    clock: Clock,
-    address_validator: AddressValidator,
-    signature_verifier: SignatureVerifier,
-    **_: Any,
-) -> dict[Chain, SandboxGateway]:
-    """Entry point `walletcore.chains: sandbox`: every chain over one ledger in
-    `WALLETCORE_HOME/sandbox-chain.json`, confirming after `WALLETCORE_SANDBOX_CONFIRM_SECONDS`."""
-    if str(getattr(settings, "profile", "sandbox")) != "sandbox":
+class SandboxChainSettings(BaseSettings):
+    """Settings of the `sandbox` chain plugin."""
+
+    model_config = SettingsConfigDict(env_prefix="WALLETCORE_", extra="ignore")
+
+    #: Seconds from broadcast until a transaction reads `success`
+    #: (`WALLETCORE_SANDBOX_CONFIRM_SECONDS`).
+    sandbox_confirm_seconds: float = Field(default=3.0, ge=0, le=3600)
+
+
+def _ledger_gateway(context: GatewayContext[SandboxChainSettings]) -> SandboxGateway:
+    """One chain's gateway on the ledger every sandbox chain of the container shares, in
+    `WALLETCORE_HOME/sandbox-chain.json`; signatures are checked with each chain's own
+    verifier, and the payload signed follows the chain's curve."""
+    if context.core.profile is not Profile.SANDBOX:
         raise ConfigurationError(
-            "WALLETCORE_CHAINS=sandbox is a sandbox adapter; the production profile refuses it"
+            "the sandbox chain is a sandbox adapter; the production profile refuses it"
         )
-    ledger = SandboxLedger(
-        Path(settings.home) / DATA_FILE,
-        clock,
-        signature_verifier,
-        confirm_seconds=settings.sandbox_confirm_seconds,
+    verifiers: dict[Chain, SignatureVerifier] = context.shared("verifiers", dict)
+    verifiers[context.chain] = context.verify_signature
+
+    def verify(chain: Chain, address: str, payload: bytes, signature: bytes) -> bool:
+        own = verifiers.get(chain)
+        return own is not None and own(chain, address, payload, signature)
+
+    ledger = context.shared(
+        "ledger",
+        lambda: SandboxLedger(
+            Path(context.core.home) / DATA_FILE,
+            context.clock,
+            verify,
+            confirm_seconds=context.settings.sandbox_confirm_seconds,
+        ),
     )
-    return {chain: SandboxGateway(chain, ledger, address_validator) for chain in Chain}
+    return SandboxGateway(
+        context.chain,
+        ledger,
+        context.validate_address,
+        signs_digest=context.keys.curve == "secp256k1",
+    )
 
 
-__all__ = ["FeeModel", "SandboxGateway", "b58encode", "build"]
+#: Entry point `walletcore.chains: sandbox`: every chain on the sandbox ledger (sandbox
+#: profile only). It stands in for a chain that has no gateway of the mode asked for.
+PLUGIN: ChainPlugin[SandboxChainSettings] = ChainPlugin(
+    name="sandbox",
+    chains=frozenset(Chain),
+    settings_model=SandboxChainSettings,
+    gateways={"sandbox": GatewayFactory(_ledger_gateway, sandbox_only=True)},
+)
+
+
+__all__ = ["PLUGIN", "FeeModel", "SandboxChainSettings", "SandboxGateway", "b58encode"]

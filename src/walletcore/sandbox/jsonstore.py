@@ -1,6 +1,6 @@
 """A JSON document on disk shared by every process of one machine, and its codec.
 
-The sandbox's durable stores (the file Repo, the sandbox chain ledger) are each one JSON
+The sandbox's durable store (the sandbox chain ledger) is one JSON
 file under `WALLETCORE_HOME`, read and changed by the server's workers and the operator CLI
 at once. `JsonFile` keeps them correct with the standard library only:
 
@@ -163,47 +163,18 @@ class JsonFile(Generic[S]):
         with self._thread_lock:
             return self._load()
 
-    async def mutate(
-        self,
-        change: Callable[[S], tuple[S | None, T]],
-        after: Callable[[S], None] | None = None,
-    ) -> T:
+    async def mutate(self, change: Callable[[S], tuple[S | None, T]]) -> T:
         """Apply `change` to the current state under the lock; a new state (not None) is
-        written. Returns what `change` returned beside it.
+        written. Returns what `change` returned beside it."""
+        return await asyncio.to_thread(self._mutate_now, change)
 
-        `after(new_state)` runs once the new state is durable, still under the lock (to
-        finish a side file the state points at, as the file repo's audit log does)."""
-        return await asyncio.to_thread(self.mutate_now, change, after)
-
-    def mutate_now(
-        self,
-        change: Callable[[S], tuple[S | None, T]],
-        after: Callable[[S], None] | None = None,
-    ) -> T:
-        """`mutate`, blocking the calling thread."""
+    def _mutate_now(self, change: Callable[[S], tuple[S | None, T]]) -> T:
         with self._thread_lock, FileLock(self.lock_path):
             current = self._load()
             new_state, result = change(current)
             if new_state is not None:
                 self._write(new_state)
-                if after is not None:
-                    after(new_state)
             return result
-
-    def locked_now(self, work: Callable[[S], T]) -> T:
-        """`work(current state)` under the lock, writing nothing (blocks the thread)."""
-        with self._thread_lock, FileLock(self.lock_path):
-            return work(self._load())
-
-    def append_line(self, path: Path, line: bytes) -> None:
-        """Append one fsync'd line to a log file beside the data, under the same lock."""
-        with FileLock(self.lock_path):
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
 
     def _load(self) -> S:
         """Re-read the file if it changed (caller holds the thread lock)."""

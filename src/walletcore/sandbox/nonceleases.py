@@ -1,33 +1,28 @@
-"""Nonce leases (`walletcore.ports.NonceLeases`) that need no database server.
+"""Nonce leases (`walletcore.ports.NonceLeases`) shared by the processes of one machine.
 
-- `LocalNonceLeases`: one process (the in-memory repo). An asyncio lock per (chain,
-  address), the floors in a dict; lost on restart, like everything in that repo.
-- `FlockNonceLeases`: every process of one machine (the file repo, floors in a
-  `JsonFloors` file; the SQL repo on an SQLite file, floors in its table). An exclusive OS
-  lock (`filelock`'s `AsyncFileLock`: `flock` on Unix) on one lock file per (chain,
-  address), tried without blocking and polled on the event loop, never in a thread; the
-  floors read and raised in short transactions of their own (a write lock held across
-  signing would stall the repo's other writes). A process that dies closes its
-  descriptors, and the kernel drops its locks with them. Waiters are not served in order
-  across processes (PostgreSQL's advisory locks are).
+`FlockNonceLeases`: the SQL storage on an SQLite file, floors in its table. An exclusive OS
+lock (`filelock`'s `AsyncFileLock`: `flock` on Unix) on one lock file per (chain,
+address), tried without blocking and polled on the event loop, never in a thread; the
+floors read and raised in short transactions of their own (a write lock held across
+signing would stall the storage's other writes). A process that dies closes its
+descriptors, and the kernel drops its locks with them. Waiters are not served in order
+across processes (PostgreSQL's advisory locks are). The leases of one process:
+`walletcore.testing.nonces.LocalNonceLeases`.
 
-`filelock` comes with the extras that use these leases (`walletcore[sandbox]`, `[sql]`);
-it is imported when a `FlockNonceLeases` is built, so the core itself does not need it.
+`filelock` comes with the extras that use these leases (`walletcore[sql]`); it is imported
+when a `FlockNonceLeases` is built, so the core itself does not need it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from walletcore.domain.errors import AddressBusy
-from walletcore.ports import NonceLease, NonceLeases
-from walletcore.sandbox.jsonstore import JsonFile, JsonStoreError
+from walletcore.ports.nonces import NonceLease, NonceLeases
 from walletcore.secretfiles import private_folder
+from walletcore.testing.nonces import HeldLease
 
 if TYPE_CHECKING:
     from filelock import AsyncFileLock, Timeout
@@ -65,105 +60,6 @@ class FloorStore(Protocol):
         ...
 
 
-@dataclass(eq=False)
-class _Lease(NonceLease):
-    """A held lease; `let_go(advanced_to)` runs once, on the first `release`."""
-
-    floor: int
-    let_go: Callable[[int | None], Awaitable[None]] = field(repr=False)
-    store: Callable[[int], Awaitable[None]] = field(repr=False)
-    released: bool = False
-
-    async def release(self, advanced_to: int | None) -> None:
-        if self.released:
-            return
-        self.released = True
-        await self.let_go(advanced_to)
-
-    async def reset(self, next_nonce: int) -> None:
-        if self.released:
-            raise RuntimeError("a released nonce lease cannot reset its floor")
-        await self.store(checked_nonce(next_nonce))
-        self.floor = next_nonce
-
-
-def checked_nonce(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"a nonce floor is a whole number >= 0, not {value!r}")
-    return value
-
-
-_FLOORS_FORMAT = "walletcore-sandbox-nonce-floors"
-_Floors = dict[str, dict[str, int]]  # chain -> address -> next nonce
-
-
-class JsonFloors(FloorStore):
-    """Floors in one JSON file (`JsonFile`: changed under `flock`, replaced atomically)."""
-
-    def __init__(self, path: Path) -> None:
-        self._file: JsonFile[_Floors] = JsonFile(
-            path, load=_load_floors, dump=_dump_floors, empty=dict
-        )
-
-    async def read(self, chain: str, address: str) -> int:
-        return self._file.read().get(chain, {}).get(address, 0)
-
-    async def raise_to(self, chain: str, address: str, next_nonce: int) -> None:
-        def change(floors: _Floors) -> tuple[_Floors | None, None]:
-            if floors.get(chain, {}).get(address, 0) >= next_nonce:
-                return None, None
-            return {**floors, chain: {**floors.get(chain, {}), address: next_nonce}}, None
-
-        await self._file.mutate(change)
-
-    async def set_to(self, chain: str, address: str, next_nonce: int) -> None:
-        def change(floors: _Floors) -> tuple[_Floors | None, None]:
-            return {**floors, chain: {**floors.get(chain, {}), address: next_nonce}}, None
-
-        await self._file.mutate(change)
-
-
-def _load_floors(data: Any, path: Path) -> _Floors:
-    if not isinstance(data, dict) or data.get("format") != _FLOORS_FORMAT:
-        raise JsonStoreError(f"{path} is not a walletcore nonce floors file")
-    floors = data.get("floors", {})
-    return {str(c): {str(a): int(n) for a, n in by.items()} for c, by in floors.items()}
-
-
-def _dump_floors(floors: _Floors) -> Any:
-    return {"format": _FLOORS_FORMAT, "version": 1, "floors": floors}
-
-
-class LocalNonceLeases(NonceLeases):
-    """Leases of one process: an asyncio lock per (chain, address), floors in memory."""
-
-    def __init__(self) -> None:
-        self._locks: dict[tuple[str, str], tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
-        self._floors: dict[tuple[str, str], int] = {}
-
-    def __repr__(self) -> str:
-        return f"LocalNonceLeases({len(self._floors)} floors)"
-
-    async def acquire(self, chain: str, address: str) -> NonceLease:
-        key = (chain, address)
-        loop = asyncio.get_running_loop()
-        held = self._locks.get(key)
-        if held is None or held[0] is not loop:  # an asyncio.Lock serves one loop only
-            held = self._locks[key] = (loop, asyncio.Lock())
-        lock = held[1]
-        await lock.acquire()
-
-        async def let_go(advanced_to: int | None) -> None:
-            if advanced_to is not None:
-                self._floors[key] = max(self._floors.get(key, 0), advanced_to)
-            lock.release()
-
-        async def store(next_nonce: int) -> None:
-            self._floors[key] = next_nonce
-
-        return _Lease(self._floors.get(key, 0), let_go, store)
-
-
 class FlockNonceLeases(NonceLeases):
     """Leases shared by the processes of one machine: an OS file lock per (chain, address)
     under `directory`, the floors in `floors`. A lease dropped without `release` is let go
@@ -174,7 +70,7 @@ class FlockNonceLeases(NonceLeases):
             from filelock import AsyncFileLock, Timeout
         except ImportError as exc:  # pragma: no cover - the extras bring it
             raise ImportError(
-                "FlockNonceLeases needs filelock: pip install 'walletcore[sandbox]'"
+                "FlockNonceLeases needs filelock: pip install 'walletcore[sql]'"
             ) from exc
         self.directory = Path(directory)
         self._floors = floors
@@ -220,15 +116,7 @@ class FlockNonceLeases(NonceLeases):
         async def store(next_nonce: int) -> None:
             await self._floors.set_to(chain, address, next_nonce)
 
-        return _Lease(floor, let_go, store)
+        return HeldLease(floor, let_go, store)
 
 
-__all__ = [
-    "WAIT_SECONDS",
-    "FlockNonceLeases",
-    "FloorStore",
-    "JsonFloors",
-    "LocalNonceLeases",
-    "checked_nonce",
-    "lease_digest",
-]
+__all__ = ["POLL_SECONDS", "WAIT_SECONDS", "FlockNonceLeases", "FloorStore", "lease_digest"]

@@ -2,10 +2,12 @@
 one per request that changed nothing; never a secret.
 
 Rules:
-- A change carries its entry: the use case builds it (`AuditNote.entry`) and hands it to
-  the Repo method that makes the change (`audit=`), which writes it in the same
-  transaction if and only if the change applies. A process killed at any point leaves the
-  change with its entry, or neither. Outcome `ok`.
+- A change carries its entry: the use case builds it (`AuditNote.entry`) and appends it
+  (`unit.audit.append`) in the write unit that makes the change, only when the change
+  applied (a compare-and-set that lost, an add that found the record there, writes no
+  entry); the unit commits both or neither. A process killed at any point leaves the
+  change with its entry, or neither. Outcome `ok`. Once the unit committed, the use case
+  tells the note (`AuditNote.carried`).
 - A request that changed nothing gets an entry of its own, written when it ends:
   - a refusal (a `DomainError`, or an unexpected error as `500`): outcome the status,
     `detail` the safe message. A failure after a carried change is written too (an
@@ -29,7 +31,7 @@ from contextlib import asynccontextmanager
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import DomainError
-from walletcore.ports import Clock, Repo
+from walletcore.ports import Clock, Storage
 
 log = logging.getLogger("walletcore.audit")
 
@@ -43,7 +45,7 @@ _UNSET: object = object()
 
 class AuditNote:
     """Filled in by the use case while it runs: who and what it is about, and the entries
-    the Repo wrote with the changes this request made."""
+    committed with the changes this request made."""
 
     __slots__ = ("_auditor", "_carried", "action", "client_id", "request_id", "target", "user_id")
 
@@ -73,8 +75,8 @@ class AuditNote:
         target: str | None | object = _UNSET,
         detail: str | None = None,
     ) -> AuditEntry:
-        """An entry of this request (its action, user and target unless given), to hand
-        to the Repo method that makes the change; then `carried(entry)` if it applied."""
+        """An entry of this request (its action, user and target unless given), to append
+        in the unit that makes the change; then `carried(entry)` once that unit committed."""
         return self._auditor.entry(
             action or self.action,
             self.request_id,
@@ -86,7 +88,7 @@ class AuditNote:
         )
 
     def carried(self, *entries: AuditEntry) -> None:
-        """The Repo applied the change these entries rode with: they are in the log."""
+        """The unit these entries were appended in committed: they are in the log."""
         self._carried.extend(entries)
 
     @property
@@ -100,8 +102,8 @@ class AuditNote:
 
 
 class Auditor:
-    def __init__(self, repo: Repo, clock: Clock) -> None:
-        self._repo = repo
+    def __init__(self, storage: Storage, clock: Clock) -> None:
+        self._storage = storage
         self._clock = clock
 
     def entry(
@@ -115,7 +117,7 @@ class Auditor:
         target: str | None = None,
         detail: str | None = None,
     ) -> AuditEntry:
-        """An entry stamped now, to carry with a change (`Repo` methods' `audit=`)."""
+        """An entry stamped now, to append in the unit of the change it records."""
         return AuditEntry(
             at=self._clock.now(),
             client_id=client_id,
@@ -177,7 +179,8 @@ class Auditor:
             detail=detail,
         )
         try:
-            await self._repo.append_audit(entry)
+            async with self._storage.write() as unit:
+                await unit.audit.append(entry)
         except Exception:  # the audit must not turn a success into a failure
             log.exception("audit write failed for %s (request %s)", action, request_id)
 

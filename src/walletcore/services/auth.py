@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -27,7 +27,7 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.ids import is_id, new_id
 from walletcore.domain.times import utc
-from walletcore.ports import Clock, Repo
+from walletcore.ports import Clock, Storage
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.tokens import TokenClaims, TokenSigner
 
@@ -62,8 +62,10 @@ class IssuedKey:
 
 
 class AuthService:
-    def __init__(self, repo: Repo, clock: Clock, signer: TokenSigner, auditor: Auditor) -> None:
-        self._repo = repo
+    def __init__(
+        self, storage: Storage, clock: Clock, signer: TokenSigner, auditor: Auditor
+    ) -> None:
+        self._storage = storage
         self._clock = clock
         self._signer = signer
         self._auditor = auditor
@@ -76,7 +78,7 @@ class AuthService:
         async with self._auditor.record("auth", request_id, safe_id, mutating=False):
             if not isinstance(client_id, str) or not isinstance(api_key, str):
                 raise InvalidCredentials()
-            client = await self._repo.get_client(safe_id) if safe_id else None
+            client = await self._client(safe_id) if safe_id else None
             presented = hash_api_key(api_key)
             expected = client.key_hash if client is not None else _DUMMY_HASH
             # Compare even when the client is unknown, so timing tells nothing.
@@ -98,7 +100,7 @@ class AuthService:
         claims = self._signer.verify(token.strip())
         if claims is None or utc(self._clock.now()) >= claims.expires_at:
             raise MissingOrExpiredToken()
-        client = await self._repo.get_client(claims.client_id)
+        client = await self._client(claims.client_id)
         if client is None or client.disabled:
             raise MissingOrExpiredToken()
         if not hmac.compare_digest(str(client.key_generation), str(claims.generation)):
@@ -130,42 +132,58 @@ class AuthService:
         )
         async with self._auditor.record("client.create", request_id, client.client_id) as note:
             entry = note.entry()
-            await self._repo.add_client(client, audit=(entry,))
+            async with self._storage.write() as unit:
+                await unit.clients.add(client)
+                await unit.audit.append(entry)
             note.carried(entry)
         return IssuedKey(client, api_key)
 
     async def list_clients(self) -> list[ApiClient]:
-        return await self._repo.list_clients()
+        async with self._storage.read() as unit:
+            return await unit.clients.all()
 
     async def disable_client(self, client_id: str, request_id: str = "operator") -> ApiClient:
         async with self._auditor.record("client.disable", request_id, _audit_id(client_id)) as note:
-            client = await self._get(client_id)
-            updated = replace(client, disabled=True, key_generation=client.key_generation + 1)
-            await self._update(updated, note)
-            return updated
+            return await self._change(
+                client_id,
+                note,
+                lambda c: replace(c, disabled=True, key_generation=c.key_generation + 1),
+            )
 
     async def rotate_key(self, client_id: str, request_id: str = "operator") -> IssuedKey:
         """Re-issue the api key: the old key and every token issued under it stop working."""
         async with self._auditor.record("client.rotate", request_id, _audit_id(client_id)) as note:
-            client = await self._get(client_id)
             api_key = new_api_key()
-            updated = replace(
-                client, key_hash=hash_api_key(api_key), key_generation=client.key_generation + 1
+            updated = await self._change(
+                client_id,
+                note,
+                lambda c: replace(
+                    c, key_hash=hash_api_key(api_key), key_generation=c.key_generation + 1
+                ),
             )
-            await self._update(updated, note)
             return IssuedKey(updated, api_key)
 
-    async def _update(self, client: ApiClient, note: AuditNote) -> None:
-        """Store the changed client with its entry (never the key: only ids and the action)."""
-        entry = note.entry()
-        await self._repo.update_client(client, audit=(entry,))
-        note.carried(entry)
-
-    async def _get(self, client_id: str) -> ApiClient:
-        client = await self._repo.get_client(client_id) if is_id(client_id) else None
-        if client is None:
+    async def _change(
+        self, client_id: str, note: AuditNote, change: Callable[[ApiClient], ApiClient]
+    ) -> ApiClient:
+        """Read, change and store the client with its entry, in one write unit (the entry
+        holds ids and the action, never the key)."""
+        if not is_id(client_id):
             raise ApiClientNotFound()
-        return client
+        entry = note.entry()
+        async with self._storage.write() as unit:
+            client = await unit.clients.get(client_id)
+            if client is None:
+                raise ApiClientNotFound()
+            updated = change(client)
+            await unit.clients.update(updated)
+            await unit.audit.append(entry)
+        note.carried(entry)
+        return updated
+
+    async def _client(self, client_id: str) -> ApiClient | None:
+        async with self._storage.read() as unit:
+            return await unit.clients.get(client_id)
 
 
 def _audit_id(client_id: str) -> str | None:

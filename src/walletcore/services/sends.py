@@ -1,7 +1,7 @@
 """Sends: `/send` (a user's wallet) and `/platform/send`, idempotent by X-Request-Id.
 
 Rules:
-- `X-Request-Id` is required (400 without): it is the idempotency key, through the repo's
+- `X-Request-Id` is required (400 without): it is the idempotency key, through the stored
   send record (`walletcore.domain.sends`, docs/idempotency.md).
 - The body is read first (ids, asset, recipient checked per chain, amount with the asset's
   decimals, password present). A body that fails there fails whatever the state, so it
@@ -19,7 +19,7 @@ Rules:
 - A wrong wallet password: EVM and TRON `401 Invalid credentials`, SOLANA `401 Invalid
   password`, BITCOIN `400 Invalid password`.
 - Every send is audited (action, request id, outcome, user, tx hash); never a password,
-  a mnemonic or a key. The entries ride on the record's transitions (same transaction):
+  a mnemonic or a key. The entries ride on the record's transitions (same write unit):
   - started -> signed carries `ok` with target = the tx hash, detail `signed`: committed
     before the broadcast, so every transaction that may reach the network has its entry,
     even when the process dies right after broadcasting it;
@@ -37,6 +37,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import (
     BroadcastTimeout,
     DomainError,
@@ -52,8 +53,8 @@ from walletcore.ports import (
     ChainSigner,
     Clock,
     KeyStore,
-    Repo,
     SignedTransfer,
+    Storage,
     UnsignedTransfer,
 )
 from walletcore.services.assets import AssetPolicy
@@ -69,7 +70,11 @@ from walletcore.services.send_plan import (
     read_user_id,
 )
 from walletcore.services.send_record import SendReceipt, SignedSend, failure_result, replay
-from walletcore.services.wallet_access import WalletAccess
+from walletcore.services.wallet_access import (
+    platform_wallet,
+    platform_wallet_or_none,
+    user_wallet,
+)
 from walletcore.services.wallets import given_password, password_error_for
 
 log = logging.getLogger("walletcore.sends")
@@ -78,20 +83,19 @@ log = logging.getLogger("walletcore.sends")
 class SendService:
     def __init__(
         self,
-        repo: Repo,
+        storage: Storage,
         clock: Clock,
         keystore: KeyStore,
         gateways: Mapping[Chain, ChainGateway],
         policy: AssetPolicy,
         auditor: Auditor,
     ) -> None:
-        self._repo = repo
+        self._storage = storage
         self._clock = clock
         self._keystore = keystore
         self._gateways = gateways
         self._policy = policy
         self._auditor = auditor
-        self._access = WalletAccess(repo, gateways)
 
     async def send(
         self,
@@ -121,8 +125,9 @@ class SendService:
 
             async def plan() -> Plan:
                 resolved = self._policy.resolve(caller.client, asset.id, "send")
-                wallet = await self._access.user_wallet(caller.client_id, uid)
-                sponsor = await self._access.platform_wallet_or_none(caller.client_id)
+                async with self._storage.read() as unit:
+                    wallet = await user_wallet(unit, caller.client_id, uid)
+                    sponsor = await platform_wallet_or_none(unit, caller.client_id)
                 return await plan_user_send(
                     request,
                     caller.client.fee_payer_for(resolved.id),
@@ -158,7 +163,8 @@ class SendService:
 
             async def plan() -> Plan:
                 self._policy.resolve(caller.client, asset.id, "platform/send")
-                wallet = await self._access.platform_wallet(caller.client_id)
+                async with self._storage.read() as unit:
+                    wallet = await platform_wallet(unit, caller.client_id)
                 return await plan_platform_send(request, self._gateways[asset.chain], wallet)
 
             return await self._run(caller, key, request, plan, note)
@@ -172,9 +178,10 @@ class SendService:
         plan: Callable[[], Awaitable[Plan]],
         note: AuditNote,
     ) -> SendReceipt:
-        record = await self._repo.begin_send(
-            caller.client_id, request_id, request.fingerprint, self._clock.now()
-        )
+        async with self._storage.write() as unit:
+            record = await unit.sends.begin(
+                caller.client_id, request_id, request.fingerprint, self._clock.now()
+            )
         note.target = record.tx_hash or note.target
         if record.is_finished:
             return replay(record)
@@ -188,7 +195,7 @@ class SendService:
         finished = record.finish(receipt.as_result(), self._clock.now())
         # A send this request signed has its entry; one it resumed gets it here.
         resumed = () if note.changed else (note.entry(detail="resumed"),)
-        if await self._repo.advance_send(record, finished, audit=resumed):
+        if await self._advance(record, finished, *resumed):
             note.carried(*resumed)
         else:
             log.info("send %s was finished by another request", request_id)
@@ -214,7 +221,7 @@ class SendService:
             signed = SignedSend.of(ready, transfer)
             new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now())
             entry = note.entry(target=transfer.tx_hash, detail="signed")
-            stored = await self._repo.advance_send(record, new, audit=(entry,))
+            stored = await self._advance(record, new, entry)
         except BaseException:
             await ready.gateway.release(unsigned)  # never broadcast: give its nonce back
             await self._release(record)
@@ -259,7 +266,7 @@ class SendService:
                 refusal = note.entry(
                     outcome=str(exc.status), target=signed.tx_hash, detail=exc.message
                 )
-                if await self._repo.advance_send(record, failed, audit=(refusal,)):
+                if await self._advance(record, failed, refusal):
                     note.carried(refusal)
                 raise
             await self._release(record)
@@ -272,14 +279,23 @@ class SendService:
             await self._release(record)
             raise
         new = record.broadcast(self._clock.now())
-        if not await self._repo.advance_send(record, new):
+        if not await self._advance(record, new):
             raise IdempotencyConflict()
         return new
+
+    async def _advance(self, current: SendRecord, new: SendRecord, *audit: AuditEntry) -> bool:
+        """The record's compare-and-set, with the entries it carries, in one write unit."""
+        async with self._storage.write() as unit:
+            if not await unit.sends.advance(current, new):
+                return False
+            for entry in audit:
+                await unit.audit.append(entry)
+        return True
 
     async def _release(self, record: SendRecord) -> None:
         """Give the lease up so a retry resumes at once (best effort: it lapses anyway)."""
         try:
-            await self._repo.advance_send(record, record.release(self._clock.now()))
+            await self._advance(record, record.release(self._clock.now()))
         except Exception:  # the original error is the one to report
             log.warning("could not release send record %s", record.request_id, exc_info=True)
 

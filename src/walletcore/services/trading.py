@@ -7,8 +7,8 @@ Rules:
   venue is called, so a crash or timeout leaves it `executing`, never `open`.
 - Another user's trade, or another client's, is a 404 indistinguishable from none.
 
-Audit (walletcore.services.audit): every transition carries its entry in its own
-compare-and-set, so the log has it if and only if the trade moved:
+Audit (walletcore.services.audit): every transition carries its entry in the write unit of
+its compare-and-set, so the log has it if and only if the trade moved:
 - `trade.sell` / `trade.order`: the quote stored; `trade.approve` (ok): open -> executing,
   the one approval that goes to the venue; `trade.cancel` (ok): open -> cancelled;
 - `trade.settle`: a move the venue decided (executing/approved -> completed, failed or
@@ -20,6 +20,10 @@ refusal (`409`, ...).
 A quote lapsing under many pollers: the readers of one process that find it lapsed share
 one expiry write (`_expire`), and a writer that loses the compare-and-set costs one
 conditional UPDATE that matches no row, then one read.
+
+Units of work: reads in a read unit; each compare-and-set with its entry in a write unit
+of its own; never a unit open across a price, venue or network call (approve: a write unit
+open -> executing, the venue call, a write unit for the settlement).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from datetime import timedelta
 from typing import Any
 
 from walletcore.domain.assets import FIAT_DECIMALS, Asset, parse_fiat
+from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import (
     DomainError,
     InvalidRequest,
@@ -60,7 +65,7 @@ from walletcore.domain.trade import (
     parse_side,
     parse_status,
 )
-from walletcore.ports import Clock, PriceSource, Repo, TradeVenue
+from walletcore.ports import Clock, PriceSource, Storage, TradeVenue, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
@@ -77,7 +82,7 @@ _EXPIRED_REMEMBERED = 4096
 class TradingService:
     def __init__(
         self,
-        repo: Repo,
+        storage: Storage,
         clock: Clock,
         prices: PriceSource,
         venue: TradeVenue,
@@ -86,7 +91,7 @@ class TradingService:
         quote_ttl_seconds: int = 60,
         page_size: int = 10,
     ) -> None:
-        self._repo = repo
+        self._storage = storage
         self._clock = clock
         self._prices = prices
         self._venue = venue
@@ -127,7 +132,8 @@ class TradingService:
             asset = self._policy.resolve(caller.client, asset_id, endpoint)
             trade_fiat = parse_fiat(fiat)
             fixed_leg, fixed_amount = _fixed_leg(asset, crypto_amount, fiat_amount)
-            await self._require_user(caller, uid)
+            async with self._storage.read() as unit:
+                await _require_user(unit, caller, uid)
             price = await self._unit_price(asset, trade_fiat)
             figures = derive_figures(fixed_leg, fixed_amount, price, asset.decimals)
             if figures.crypto_amount is not None and figures.crypto_amount <= 0:
@@ -150,7 +156,9 @@ class TradingService:
             )
             note.target = trade.trade_id
             entry = note.entry()
-            await self._repo.add_trade(trade, audit=(entry,))
+            async with self._storage.write() as unit:
+                await unit.trades.add(trade)
+                await unit.audit.append(entry)
             note.carried(entry)
             return trade
 
@@ -174,7 +182,10 @@ class TradingService:
                         polled = await self._poll(caller, trade)
                         if polled.status is not TradeStatus.APPROVED:
                             continue
-                        if await self._swap(caller, trade, trade.expire(now), "trade.expire"):
+                        async with self._storage.write() as unit:
+                            expired = trade.expire(now)
+                            lapsed = await self._swap(unit, caller, trade, expired, "trade.expire")
+                        if lapsed:
                             raise QuoteLapsed()
                         continue
                     if (await self._expire(caller, trade)).status is TradeStatus.EXPIRED:
@@ -189,8 +200,10 @@ class TradingService:
     async def _approve(self, note: AuditNote, executing: Trade) -> bool:
         """open -> executing with the `trade.approve` entry: the one approval that wins."""
         entry = note.entry()
-        if not await self._repo.swap_trade(TradeStatus.OPEN, executing, audit=(entry,)):
-            return False
+        async with self._storage.write() as unit:
+            if not await unit.trades.swap(TradeStatus.OPEN, executing):
+                return False
+            await unit.audit.append(entry)
         note.carried(entry)
         return True
 
@@ -230,18 +243,28 @@ class TradingService:
         self, caller: Caller, current: Trade, new: Trade, action: str = "trade.settle"
     ) -> Trade:
         """Store `new` (with its audit entry) if `current` is still stored; else return
-        what is stored now."""
-        if await self._swap(caller, current, new, action):
-            return new
-        stored = await self._repo.get_trade(current.client_id, current.user_id, current.trade_id)
+        what is stored now (read in the same unit)."""
+        async with self._storage.write() as unit:
+            if await self._swap(unit, caller, current, new, action):
+                return new
+            stored = await unit.trades.get(current.client_id, current.user_id, current.trade_id)
         return stored if stored is not None else current
 
-    async def _swap(self, caller: Caller, current: Trade, new: Trade, action: str) -> bool:
-        """The compare-and-set `current.status` -> `new`, carrying the entry of the move."""
+    async def _swap(
+        self, unit: UnitOfWork, caller: Caller, current: Trade, new: Trade, action: str
+    ) -> bool:
+        """The compare-and-set `current.status` -> `new` in `unit`, with the entry of the
+        move when it applied."""
+        if not await unit.trades.swap(current.status, new):
+            return False
+        await unit.audit.append(self._move_entry(caller, current, new, action))
+        return True
+
+    def _move_entry(self, caller: Caller, current: Trade, new: Trade, action: str) -> AuditEntry:
         move = f"{current.status.value} -> {new.status.value}"
         if new.failure_reason and new.status is TradeStatus.FAILED:
             move = f"{move}: {new.failure_reason}"
-        entry = self._auditor.entry(
+        return self._auditor.entry(
             action,
             caller.request_id,
             caller.client_id,
@@ -249,7 +272,6 @@ class TradingService:
             target=new.trade_id,
             detail=move,
         )
-        return await self._repo.swap_trade(current.status, new, audit=(entry,))
 
     async def _expire(self, caller: Caller, trade: Trade) -> Trade:
         """Store the lapsed open quote `trade` as expired; the trade as stored after.
@@ -299,7 +321,11 @@ class TradingService:
                 if cancelled is trade:
                     return cancelled  # cancelled already: audited as `replay`
                 entry = note.entry()
-                if await self._repo.swap_trade(trade.status, cancelled, audit=(entry,)):
+                async with self._storage.write() as unit:
+                    swapped = await unit.trades.swap(trade.status, cancelled)
+                    if swapped:
+                        await unit.audit.append(entry)
+                if swapped:
                     note.carried(entry)
                     return cancelled
             raise TradeNotFound()  # pragma: no cover - needs three lost races in a row
@@ -324,31 +350,35 @@ class TradingService:
     async def list(
         self, caller: Caller, *, user_id: object, side: object = None, status: object = None
     ) -> list[Trade]:
-        """`/trades`: the user's trades, newest first, one page, optionally filtered."""
+        """`/trades`: the user's trades, newest first, one page, optionally filtered.
+
+        Lapsed open quotes are stored as expired first; finding none (the usual case) costs
+        no write, and the page comes from the same read unit.
+        """
         uid = parse_id(user_id, "userId")
-        wanted_side, wanted_status = parse_side(side), parse_status(status)
-        await self._require_user(caller, uid)
-        expiry = self._auditor.entry(
-            "trade.expire",
-            caller.request_id,
-            caller.client_id,
-            user_id=uid,
-            detail=f"{TradeStatus.OPEN.value} -> {TradeStatus.EXPIRED.value}",
-        )
-        await self._repo.expire_lapsed(caller.client_id, uid, self._clock.now(), audit=expiry)
-        return await self._repo.list_trades(
-            caller.client_id, uid, side=wanted_side, status=wanted_status, limit=self._page_size
-        )
+        page: dict[str, Any] = {
+            "side": parse_side(side),
+            "status": parse_status(status),
+            "limit": self._page_size,
+        }
+        now = self._clock.now()
+        async with self._storage.read() as unit:
+            await _require_user(unit, caller, uid)
+            lapsed = await unit.trades.lapsed(caller.client_id, uid, now)
+            if not lapsed:
+                return await unit.trades.page(caller.client_id, uid, **page)
+        async with self._storage.write() as unit:
+            for trade in lapsed:  # one conditional UPDATE each: a quote expired meanwhile
+                await self._swap(unit, caller, trade, trade.expire(now), "trade.expire")
+        async with self._storage.read() as unit:
+            return await unit.trades.page(caller.client_id, uid, **page)
 
     # -- helpers --------------------------------------------------------------------------
-    async def _require_user(self, caller: Caller, user_id: str) -> None:
-        if await self._repo.get_user(caller.client_id, user_id) is None:
-            raise UserNotFound()
-
     async def _load(
         self, caller: Caller, user_id: str, trade_id: str, *, expire: bool = True
     ) -> Trade:
-        trade = await self._repo.get_trade(caller.client_id, user_id, trade_id)
+        async with self._storage.read() as unit:
+            trade = await unit.trades.get(caller.client_id, user_id, trade_id)
         if trade is None:
             raise TradeNotFound()
         if expire and trade.lapses_unapproved(self._clock.now()):
@@ -360,6 +390,11 @@ class TradingService:
         if price <= 0:
             raise PriceUnavailable()
         return price
+
+
+async def _require_user(unit: UnitOfWork, caller: Caller, user_id: str) -> None:
+    if await unit.wallets.get_user(caller.client_id, user_id) is None:
+        raise UserNotFound()
 
 
 def _fixed_leg(asset: Asset, crypto_amount: object, fiat_amount: object) -> tuple[FixedLeg, Any]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from walletcore.domain.assets import Asset, Chain, FeePayer
 from walletcore.domain.errors import AddressUnknown, HistoryUnavailable, InvalidRequest
 from walletcore.domain.wallet import TxRow, WalletRecord
-from walletcore.ports import ChainGateway, FeeQuote, Repo
+from walletcore.ports import ChainGateway, FeeQuote, Storage
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.context import Caller
 from walletcore.services.send_plan import (
@@ -34,7 +34,11 @@ from walletcore.services.send_plan import (
     sponsored_fee,
     wallet_address,
 )
-from walletcore.services.wallet_access import WalletAccess
+from walletcore.services.wallet_access import (
+    platform_wallet,
+    platform_wallet_or_none,
+    user_wallet,
+)
 
 #: Most characters a transaction hash may have (SOLANA signatures are about 88).
 MAX_TX_HASH_CHARS = 128
@@ -84,13 +88,14 @@ class _Target:
 class WalletReads:
     def __init__(
         self,
-        repo: Repo,
+        storage: Storage,
         gateways: Mapping[Chain, ChainGateway],
         policy: AssetPolicy,
         *,
         page_size: int = 10,
     ) -> None:
-        self._access = WalletAccess(repo, gateways)
+        self._storage = storage
+        self._gateways = gateways
         self._policy = policy
         self._page_size = page_size
 
@@ -153,7 +158,8 @@ class WalletReads:
         refuse_own_address(to, target.address, platform)
         units = None if amount is None else read_amount(amount, asset)
         if not platform and caller.client.fee_payer_for(asset.id) == FeePayer.PLATFORM:
-            sponsor_wallet = await self._access.platform_wallet_or_none(caller.client_id)
+            async with self._storage.read() as unit:
+                sponsor_wallet = await platform_wallet_or_none(unit, caller.client_id)
             sponsor = sponsor_wallet.addresses.get(asset.chain) if sponsor_wallet else None
             quote = await sponsored_fee(gateway, asset, target.address, to, units, sponsor)
             if quote is not None:
@@ -166,11 +172,13 @@ class WalletReads:
         uid = None if platform else read_user_id(user_id)
         name = f"platform/{endpoint}" if platform else endpoint
         asset = self._policy.resolve(caller.client, asset_id, name)
-        if uid is None:
-            wallet = await self._access.platform_wallet(caller.client_id)
-        else:
-            wallet = await self._access.user_wallet(caller.client_id, uid)
-        return _Target(asset, wallet, wallet_address(wallet, asset), self._access.gateway(asset))
+        async with self._storage.read() as unit:
+            if uid is None:
+                wallet = await platform_wallet(unit, caller.client_id)
+            else:
+                wallet = await user_wallet(unit, caller.client_id, uid)
+        gateway = self._gateways[asset.chain]
+        return _Target(asset, wallet, wallet_address(wallet, asset), gateway)
 
 
 def _tx_hash(value: object) -> str:

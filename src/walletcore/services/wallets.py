@@ -36,16 +36,15 @@ from walletcore.domain.errors import (
     InvalidPassword,
     InvalidPasswordBadRequest,
     InvalidRequest,
-    PlatformWalletNotFound,
-    UserNotFound,
     WrongWalletPassword,
 )
 from walletcore.domain.ids import is_id, new_id, parse_id
 from walletcore.domain.wallet import WalletOwner, WalletRecord
-from walletcore.ports import Clock, KeyStore, Repo
+from walletcore.ports import Clock, KeyStore, Storage, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
+from walletcore.services.wallet_access import platform_wallet, user_wallet
 
 PASSWORD_MIN_LENGTH = 8
 PASSWORD_MAX_LENGTH = 256
@@ -120,9 +119,14 @@ def _password_text(value: object) -> str:
 
 class WalletService:
     def __init__(
-        self, repo: Repo, clock: Clock, keystore: KeyStore, policy: AssetPolicy, auditor: Auditor
+        self,
+        storage: Storage,
+        clock: Clock,
+        keystore: KeyStore,
+        policy: AssetPolicy,
+        auditor: Auditor,
     ) -> None:
-        self._repo = repo
+        self._storage = storage
         self._clock = clock
         self._keystore = keystore
         self._policy = policy
@@ -142,7 +146,8 @@ class WalletService:
             secret = new_password(password)
             key = caller.request_id if caller.request_id_given else None
             if key is not None:
-                await self._refuse_repeat(caller, key, note)
+                async with self._storage.read() as unit:
+                    await self._refuse_repeat(unit, caller, key, note)
             chains = self._policy.enabled_chains(caller.client)
             created = await self._keystore.create_wallet(secret, chains)
             if not created.mnemonic:
@@ -158,18 +163,22 @@ class WalletService:
                 created_at=now,
             )
             entry = note.entry(user_id=user.user_id)
-            if not await self._repo.add_user_wallet(user, wallet, request_id=key, audit=(entry,)):
-                await self._refuse_repeat(caller, key or "", note)  # lost a race: theirs
-                raise RuntimeError("add_user_wallet refused a user it does not know of")
+            async with self._storage.write() as unit:
+                if not await unit.wallets.add_user(user, wallet, request_id=key):
+                    await self._refuse_repeat(unit, caller, key or "", note)  # lost a race
+                    raise RuntimeError("add_user refused a user it does not know of")
+                await unit.audit.append(entry)
             note.carried(entry)
             note.user_id = user.user_id
             return CreatedWallet(
                 user.user_id, _ordered(created.addresses, chains), created.mnemonic
             )
 
-    async def _refuse_repeat(self, caller: Caller, request_id: str, note: AuditNote) -> None:
+    async def _refuse_repeat(
+        self, unit: UnitOfWork, caller: Caller, request_id: str, note: AuditNote
+    ) -> None:
         """409 if this client's `request_id` created a user already."""
-        existing = await self._repo.created_by_request(caller.client_id, request_id)
+        existing = await unit.wallets.created_by_request(caller.client_id, request_id)
         if existing is not None:
             note.user_id = existing
             raise WalletAlreadyCreated(existing)
@@ -218,11 +227,14 @@ class WalletService:
         async with self._auditor.record(
             "wallet.provision_platform", request_id, client_id if is_id(client_id) else None
         ) as note:
-            client = await self._repo.get_client(client_id) if is_id(client_id) else None
+            if not is_id(client_id):
+                raise ApiClientNotFound()
+            async with self._storage.read() as unit:
+                client = await unit.clients.get(client_id)
+                wallet = await unit.wallets.get(client_id, WalletOwner.PLATFORM, None)
             if client is None:
                 raise ApiClientNotFound()
             note.target = "platform"
-            wallet = await self._platform_wallet(client_id)
             if wallet is None:
                 wallet = await self._new_platform_wallet(client_id, note)
             missing = [c for c in ALL_CHAINS if c not in wallet.addresses]
@@ -239,26 +251,20 @@ class WalletService:
 
     async def platform_addresses(self, caller: Caller) -> Mapping[Chain, str]:
         """`/platform/addresses`: the api client's platform wallet, enabled chains only."""
-        wallet = await self._platform_wallet(caller.client_id)
-        if wallet is None:
-            raise PlatformWalletNotFound()
+        async with self._storage.read() as unit:
+            wallet = await platform_wallet(unit, caller.client_id)
         return _ordered(wallet.addresses, self._policy.enabled_chains(caller.client))
 
     # -- helpers ------------------------------------------------------------------------
     async def _user_wallet(self, caller: Caller, user_id: str) -> WalletRecord:
-        if await self._repo.get_user(caller.client_id, user_id) is None:
-            raise UserNotFound()
-        wallet = await self._repo.get_wallet(caller.client_id, WalletOwner.USER, user_id)
-        if wallet is None:
-            raise UserNotFound()
-        return wallet
-
-    async def _platform_wallet(self, client_id: str) -> WalletRecord | None:
-        return await self._repo.get_wallet(client_id, WalletOwner.PLATFORM, None)
+        async with self._storage.read() as unit:
+            return await user_wallet(unit, caller.client_id, user_id)
 
     async def _update(self, wallet: WalletRecord, note: AuditNote) -> None:
         entry = note.entry()
-        await self._repo.update_wallet(wallet, audit=(entry,))
+        async with self._storage.write() as unit:
+            await unit.wallets.update(wallet)
+            await unit.audit.append(entry)
         note.carried(entry)
 
     async def _new_platform_wallet(self, client_id: str, note: AuditNote) -> WalletRecord:
@@ -272,14 +278,19 @@ class WalletService:
             created_at=self._clock.now(),
         )
         entry = note.entry(detail="created")
-        if await self._repo.add_wallet(wallet, audit=(entry,)):
-            note.carried(entry)
-            return wallet
-        # Another provisioning won the race: theirs is the wallet; ours was never shown.
-        existing = await self._platform_wallet(client_id)
-        if existing is None:  # pragma: no cover - add_wallet said one was there
-            raise RuntimeError("platform wallet vanished while provisioning")
-        return existing
+        async with self._storage.write() as unit:
+            if await unit.wallets.add(wallet):
+                await unit.audit.append(entry)
+                existing = None
+            else:
+                # Another provisioning won the race: theirs is the wallet; ours was never shown.
+                existing = await unit.wallets.get(client_id, WalletOwner.PLATFORM, None)
+                if existing is None:  # pragma: no cover - add said one was there
+                    raise RuntimeError("platform wallet vanished while provisioning")
+        if existing is not None:
+            return existing
+        note.carried(entry)
+        return wallet
 
 
 def _ordered(addresses: Mapping[Chain, str], chains: Iterable[Chain]) -> dict[Chain, str]:

@@ -1,10 +1,10 @@
 """The SPL mints of the asset table per network of the `rpc` gateway (docs/chains.md).
 
-`WALLETCORE_NETWORK=mainnet` is Solana's mainnet-beta; `testnet` is Solana's public test
-cluster `devnet` (where Circle's test USDC lives). USDT has no canonical mint on devnet:
-it is absent unless `WALLETCORE_SOLANA_USDT_MINT` names one (an asset without a mint
-answers 503 "no mint on this Solana network"). `WALLETCORE_SOLANA_USDC_MINT` overrides
-USDC the same way.
+`WALLETCORE_SOLANA_NETWORK=mainnet` (or `WALLETCORE_NETWORK`) is Solana's mainnet-beta;
+`testnet` is Solana's public test cluster `devnet` (where Circle's test USDC lives). USDT
+has no canonical mint on devnet: it is absent unless `WALLETCORE_SOLANA_USDT_MINT` names
+one (an asset without a mint answers 503 "no mint on this Solana network").
+`WALLETCORE_SOLANA_USDC_MINT` overrides USDC the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from walletcore.secretfiles import ConfigurationError
 
 USDT_ID, USDC_ID = 61, 62
 
-#: WALLETCORE_NETWORK -> the Solana cluster the `rpc` gateway expects its node to be on
+#: WALLETCORE_SOLANA_NETWORK -> the Solana cluster the `rpc` gateway expects its node on
 CLUSTERS = {"mainnet": "mainnet-beta", "testnet": "devnet"}
 
 #: cluster -> asset id -> mint address
@@ -37,7 +37,8 @@ def solana_mints(
     cluster = CLUSTERS.get(network)
     if cluster is None:
         raise ConfigurationError(
-            f"WALLETCORE_NETWORK={network} has no Solana cluster (mainnet, testnet)"
+            f"WALLETCORE_SOLANA_NETWORK (or WALLETCORE_NETWORK)={network} has no Solana "
+            "cluster (mainnet, testnet)"
         )
     table = dict(MINTS[cluster])
     for asset_id, override, name in ((USDT_ID, usdt, "USDT"), (USDC_ID, usdc, "USDC")):

@@ -1,5 +1,5 @@
-"""Fixtures of the kill -9 tests: an empty store of each kind (the sandbox's JSON file, a
-SQLite file, a PostgreSQL schema of its own, dropped after), migrated by the test."""
+"""Fixtures of the kill -9 tests: an empty store of each kind (a SQLite file, a PostgreSQL
+schema of its own, dropped after), migrated by the test."""
 
 from __future__ import annotations
 
@@ -13,11 +13,8 @@ from walletcore_sql.engine import sqlite_url
 from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_test_url
 
 
-@pytest.fixture(params=["file", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "file":
-        yield Store("file", str(tmp_path / "store" / "sandbox-repo.json"))
-        return
     if request.param == "sqlite":
         yield Store("sqlite", sqlite_url(tmp_path / "db" / "walletcore.db"))
         return

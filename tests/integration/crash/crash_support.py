@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from walletcore.sandbox.filerepo import FileRepo
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.storage import SqlStorage
 
 
 @dataclass(frozen=True)
 class Store:
-    """A store: the sandbox's JSON file (`url` is its path), or a database (`url`, plus
-    the schema to use on PostgreSQL)."""
+    """A database: `url`, plus the schema to use on PostgreSQL."""
 
     kind: str
     url: str
     schema: str | None = None
 
-    def repo(self, *, migrate: bool = False) -> Any:
-        """A FileRepo or a SqlRepo (both have `aclose`)."""
-        if self.kind == "file":
-            return ClosingFileRepo(Path(self.url))
-        return SqlRepo(self.url, migrate=migrate, schema=self.schema)
-
-
-class ClosingFileRepo(FileRepo):
-    """The file repo, with the `aclose` of the SQL one (it holds nothing to close)."""
-
-    async def aclose(self) -> None:
-        return None
+    def storage(self, *, migrate: bool = False) -> SqlStorage:
+        return SqlStorage(self.url, migrate=migrate, schema=self.schema)

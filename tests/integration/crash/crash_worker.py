@@ -3,8 +3,8 @@ other until done, so the test can SIGKILL it anywhere in between.
 
     python crash_worker.py CONFIG.json
 
-CONFIG (JSON): `mode` (`trades` | `sends`), `kind` (`file`, `sqlite`, `postgres`), `url`
-(the file repo's path, or the database's), `schema` (or null), `client_id`,
+CONFIG (JSON): `mode` (`trades` | `sends`), `kind` (`sqlite`, `postgres`), `url` (the
+database's), `schema` (or null), `client_id`,
 `user_id`, `run` (this run's number), `seed`; trades: `trade_ids`, `venue_log`; sends:
 `request_ids`, `home`, `master_key` (hex), `password`, `recipient`.
 
@@ -34,7 +34,8 @@ from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
-from walletcore_sql.repo import SqlRepo
+from walletcore.testing import autocommit
+from walletcore_sql.storage import SqlStorage
 
 #: Each run's clock is this much later than the one before: a killed run's send leases
 #: (60 s) have lapsed for the next, which resumes them at once instead of answering 409.
@@ -83,24 +84,24 @@ class OffsetClock:
         return SystemClock().now() + self._offset
 
 
-async def approve_trades(config: dict[str, Any], repo: Any, rng: random.Random) -> None:
-    client = await repo.get_client(config["client_id"])
+async def approve_trades(config: dict[str, Any], storage: Any, rng: random.Random) -> None:
+    client = await autocommit(storage).clients.get(config["client_id"])
     assert client is not None
     clock = SystemClock()
     settings = Settings(home=Path(config["venue_log"]).parent)
     trading = TradingService(
-        repo,
+        storage,
         clock,
         Prices(clock),
         RecordingVenue(Path(config["venue_log"]), rng),
         AssetPolicy(settings),
-        Auditor(repo, clock),
+        Auditor(storage, clock),
         quote_ttl_seconds=3600,
     )
     user_id, run = config["user_id"], config["run"]
     print("READY", flush=True)
     for n, trade_id in enumerate(config["trade_ids"]):
-        trade = await repo.get_trade(client.client_id, user_id, trade_id)
+        trade = await autocommit(storage).trades.get(client.client_id, user_id, trade_id)
         assert trade is not None
         if trade.status is TradeStatus.OPEN:
             # Two approvals at once, as a client retrying would send: one executes.
@@ -120,7 +121,7 @@ async def approve_trades(config: dict[str, Any], repo: Any, rng: random.Random) 
     print("DONE", flush=True)
 
 
-async def make_sends(config: dict[str, Any], repo: Any) -> None:
+async def make_sends(config: dict[str, Any], storage: Any) -> None:
     from walletcore.container import create_container
     from walletcore_chains.keystore import SealedKeyStore
     from walletcore_chains.sealing import KdfParams
@@ -132,11 +133,11 @@ async def make_sends(config: dict[str, Any], repo: Any) -> None:
     )
     clock = OffsetClock(RUN_OFFSET * config["run"])
     settings = Settings(home=Path(config["home"]))
-    container = create_container(settings, clock=clock, keystore=keystore, repo=repo)
+    container = create_container(settings, clock=clock, keystore=keystore, storage=storage)
     sends = container.sends()
-    client = await repo.get_client(config["client_id"])
+    client = await autocommit(storage).clients.get(config["client_id"])
     assert client is not None
-    await _warm_up(container, repo, config)  # so the kills land in the sends themselves
+    await _warm_up(container, storage, config)  # so the kills land in the sends themselves
     print("READY", flush=True)
     for request_id in config["request_ids"]:
         try:
@@ -156,7 +157,7 @@ async def make_sends(config: dict[str, Any], repo: Any) -> None:
     print("DONE", flush=True)
 
 
-async def _warm_up(container: Any, repo: Any, config: dict[str, Any]) -> None:
+async def _warm_up(container: Any, storage: Any, config: dict[str, Any]) -> None:
     """Load what the first send would load lazily (chain libraries, signing code): it
     takes most of a second, the sends themselves milliseconds. Nothing is stored."""
     from walletcore.domain.assets import Chain
@@ -164,7 +165,9 @@ async def _warm_up(container: Any, repo: Any, config: dict[str, Any]) -> None:
 
     gateway = container.gateways()[Chain.ETHEREUM]
     gateway.validate_address(config["recipient"])
-    wallet = await repo.get_wallet(config["client_id"], WalletOwner.USER, config["user_id"])
+    wallet = await autocommit(storage).wallets.get(
+        config["client_id"], WalletOwner.USER, config["user_id"]
+    )
     assert wallet is not None
     keystore = container.keystore()
     async with keystore.unseal(wallet.sealed, config["password"], Chain.ETHEREUM) as key:
@@ -173,25 +176,21 @@ async def _warm_up(container: Any, repo: Any, config: dict[str, Any]) -> None:
         verify(Chain.ETHEREUM, key.address, bytes(32), signature)
 
 
-def _repo(config: dict[str, Any]) -> Any:
-    if config["kind"] == "file":
-        from crash_support import ClosingFileRepo
-
-        return ClosingFileRepo(Path(config["url"]))
-    return SqlRepo(config["url"], migrate=False, schema=config["schema"])
+def _storage(config: dict[str, Any]) -> SqlStorage:
+    return SqlStorage(config["url"], migrate=False, schema=config["schema"])
 
 
 async def main(path: str) -> None:
     config = json.loads(Path(path).read_text())
     rng = random.Random(config["seed"])
-    repo = _repo(config)
+    storage = _storage(config)
     try:
         if config["mode"] == "trades":
-            await approve_trades(config, repo, rng)
+            await approve_trades(config, storage, rng)
         else:
-            await make_sends(config, repo)
+            await make_sends(config, storage)
     finally:
-        await repo.aclose()
+        await storage.aclose()
 
 
 if __name__ == "__main__":

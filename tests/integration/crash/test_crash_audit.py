@@ -1,5 +1,5 @@
-"""Kill -9 at random points: the audit log is written with the changes it records, on the
-sandbox's file repo, SQLite and PostgreSQL.
+"""Kill -9 at random points: the audit log is written with the changes it records, on
+SQLite and PostgreSQL.
 
 A child process (crash_worker.py) approves trades, or makes sends on the sandbox chain,
 one after the other; it is SIGKILLed a few times at random moments, restarted, and finally
@@ -20,6 +20,7 @@ The seed of a run is in the failure message, to replay it with WALLETCORE_CRASH_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -52,6 +53,7 @@ from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
+from walletcore.testing import autocommit
 
 WORKER = Path(__file__).with_name("crash_worker.py")
 KILLS = 4
@@ -99,7 +101,8 @@ class Runs:
     async def kill_midway(self, run: int) -> None:
         child = await self._start(run)
         await asyncio.sleep(self.rng.uniform(*KILL_AFTER))
-        child.send_signal(signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # it may have finished and been reaped
+            child.send_signal(signal.SIGKILL)
         out, err = await child.communicate()
         self.outputs.append(out)
         if child.returncode != -signal.SIGKILL:  # it finished first: fine, if cleanly
@@ -121,9 +124,9 @@ async def test_killed_approvals_leave_one_approve_entry_per_execution(
     make_user: Callable[..., Any],
 ) -> None:
     clock = SystemClock()
-    setup = store.repo(migrate=True)
+    setup = store.storage(migrate=True)
     client = ApiClient(new_id(), "crash", "00" * 32, created_at=clock.now())
-    await setup.add_client(client)
+    await autocommit(setup).clients.add(client)
     user_id: str = await make_user(setup, clock, client.client_id)
     trading = TradingService(
         setup,
@@ -165,7 +168,7 @@ async def test_killed_approvals_leave_one_approve_entry_per_execution(
 
 
 async def _check_trades(
-    repo: Any,
+    storage: Any,
     client: ApiClient,
     user_id: str,
     trade_ids: list[str],
@@ -175,7 +178,7 @@ async def _check_trades(
     final: bool,
 ) -> None:
     why = f"seed {seed}"
-    entries = await repo.list_audit(limit=100_000)
+    entries = await autocommit(storage).audit.newest(limit=100_000)
     approved = Counter(
         e.target for e in entries if (e.action, e.outcome) == ("trade.approve", "ok")
     )
@@ -183,7 +186,7 @@ async def _check_trades(
     executed = Counter(venue_log.read_text().split()) if venue_log.exists() else Counter()
     assert all(n == 1 for n in executed.values()), (why, executed)  # never executed twice
     for trade_id in trade_ids:
-        trade = await repo.get_trade(client.client_id, user_id, trade_id)
+        trade = await autocommit(storage).trades.get(client.client_id, user_id, trade_id)
         assert trade is not None
         if trade.approved_at is not None:
             assert trade.status in (
@@ -224,8 +227,8 @@ async def test_killed_sends_leave_their_entry_for_every_signed_transaction(
         master_key, kdf=KdfParams(opslimit=1, memlimit=64 * 1024), allow_weak_kdf=True
     )
     clock = SystemClock()
-    setup = store.repo(migrate=True)
-    container = create_container(Settings(home=home), clock=clock, keystore=keystore, repo=setup)
+    setup = store.storage(migrate=True)
+    container = create_container(Settings(home=home), clock=clock, keystore=keystore, storage=setup)
     issued = await container.auth().create_client("crash")
     created = await container.wallets().create(Caller(issued.client, "create"), password=PASSWORD)
     sender = created.addresses[Chain.ETHEREUM]
@@ -263,7 +266,7 @@ async def test_killed_sends_leave_their_entry_for_every_signed_transaction(
 
 
 async def _check_sends(
-    repo: Any,
+    storage: Any,
     client_id: str,
     request_ids: list[str],
     home: Path,
@@ -273,7 +276,7 @@ async def _check_sends(
     final: bool,
 ) -> None:
     why = f"seed {seed}"
-    entries: list[AuditEntry] = await repo.list_audit(limit=100_000)
+    entries: list[AuditEntry] = await autocommit(storage).audit.newest(limit=100_000)
     signed_entries = Counter(
         e.target
         for e in entries
@@ -281,7 +284,7 @@ async def _check_sends(
     )
     hashes: dict[str, str] = {}
     for request_id in request_ids:
-        record = await repo.get_send(client_id, request_id)
+        record = await autocommit(storage).sends.get(client_id, request_id)
         if record is None:
             assert not final, why
             continue

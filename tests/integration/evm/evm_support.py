@@ -4,16 +4,48 @@ through prepare -> sign (digest) -> assemble -> broadcast."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from eth_account import Account
 
+from walletcore.container import create_container
 from walletcore.domain.assets import Asset, Chain
 from walletcore.ports import FeeQuote, SignedTransfer, Transfer, UnsignedTransfer
+from walletcore.settings import Settings
 from walletcore_chains.evm.gateway import EvmGateway
+from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.keystore import ChainKey
+from walletcore_chains.solana.plugin import SolanaSettings
 
 #: a valid address outside every wallet made here
 ELSEWHERE = "0x52908400098527886E0F7030069857D2E4169EE7"
+#: the `evm` plugin's RPC endpoints, none of them listening
+NOWHERE = {
+    "ethereum_rpc_url": "http://127.0.0.1:1/eth",
+    "bsc_rpc_url": "http://127.0.0.1:1/bsc",
+    "polygon_rpc_url": "http://127.0.0.1:1/polygon",
+}
+
+
+def chain_gateways(
+    home: Path,
+    evm: EvmSettings,
+    *,
+    chains: str = "rpc",
+    overrides: dict[str, Any] | None = None,
+    **core: Any,
+) -> dict[Chain, Any]:
+    """The gateways the container builds for `WALLETCORE_CHAINS=chains`, with the `evm`
+    plugin's settings `evm` (and a Solana node that does not listen); `overrides`: the
+    container's providers (`nonce_leases=...`)."""
+    solana = SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana")
+    container = create_container(
+        Settings(home=home, chains=chains, **core),
+        chain_settings={"evm": evm, "solana": solana},
+        **(overrides or {}),
+    )
+    return container.gateways()
 
 
 @dataclass

@@ -1,64 +1,110 @@
-"""The `walletcore.chains` entry points of the real gateways: `rpc` (EVM nodes from
-settings) and `devnet` (in-process engines), and what the profiles allow."""
+"""The chains as the container builds them from the chain plugins: `rpc` (EVM and Solana
+nodes from the plugins' settings), `devnet` (in-process engines), one chain's own choice,
+and what the profiles allow."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from evm_support import NOWHERE, chain_gateways
 
-from walletcore import plugins
-from walletcore.clock import ManualClock
+from walletcore.container import check_profile, create_container
 from walletcore.domain.assets import Chain
 from walletcore.sandbox.chain import SandboxGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
-from walletcore_chains.addresses import validate_address
+from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.gateway import EvmGateway
-from walletcore_chains.signatures import verify_signature
+from walletcore_chains.evm.plugin import EvmSettings
+from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.gateway import SolanaGateway
 
-RPC = {
-    "rpc_ethereum": "http://127.0.0.1:1/eth",
-    "rpc_bsc": "http://127.0.0.1:1/bsc",
-    "rpc_polygon": "http://127.0.0.1:1/polygon",
-    "rpc_solana": "http://127.0.0.1:1/solana",
+PRODUCTION = {
+    "profile": Profile.PRODUCTION,
+    "token_signing_key": "11" * 32,
+    "master_key": "22" * 32,
 }
 
 
-def build(name: str, settings: Settings) -> dict[Chain, object]:
-    return plugins.build(  # type: ignore[no-any-return]
-        "walletcore.chains",
-        name,
-        settings=settings,
-        clock=ManualClock(),
-        address_validator=validate_address,
-        signature_verifier=verify_signature,
-    )
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("WALLETCORE_"):
+            monkeypatch.delenv(name)
 
 
 def test_rpc_builds_evm_gateways_per_network_from_settings(tmp_path: Path) -> None:
-    gateways = build("rpc", Settings(home=tmp_path, network="testnet", **RPC))
+    gateways = chain_gateways(tmp_path, EvmSettings(evm_network="testnet", **NOWHERE))
     eth = gateways[Chain.ETHEREUM]
     assert isinstance(eth, EvmGateway) and eth.config.chain_id == 11155111
     assert isinstance(gateways[Chain.POLYGON], EvmGateway)
     assert all(isinstance(gateways[c], SandboxGateway) for c in (Chain.BITCOIN, Chain.TRON))
     assert isinstance(gateways[Chain.SOLANA], SolanaGateway)
-    mainnet = build("rpc", Settings(home=tmp_path, **RPC))[Chain.BSC]
+    mainnet = chain_gateways(tmp_path, EvmSettings(**NOWHERE))[Chain.BSC]
     assert isinstance(mainnet, EvmGateway) and mainnet.config.chain_id == 56
 
 
 def test_rpc_needs_every_evm_url_and_an_rpc_network(tmp_path: Path) -> None:
-    missing = {k: v for k, v in RPC.items() if k != "rpc_bsc"}
-    with pytest.raises(ConfigurationError, match="WALLETCORE_RPC_BSC"):
-        build("rpc", Settings(home=tmp_path, **missing))
-    with pytest.raises(ConfigurationError, match="WALLETCORE_NETWORK=devnet"):
-        build("rpc", Settings(home=tmp_path, network="devnet", **RPC))
+    missing = {k: v for k, v in NOWHERE.items() if k != "bsc_rpc_url"}
+    with pytest.raises(ConfigurationError) as caught:
+        chain_gateways(tmp_path, EvmSettings(**missing))
+    assert str(caught.value) == (
+        "WALLETCORE_BSC_RPC_URL (or WALLETCORE_RPC_BSC) is required by BSC's rpc gateway"
+    )
+    with pytest.raises(ConfigurationError, match=r"WALLETCORE_NETWORK\)=devnet is not an RPC"):
+        chain_gateways(tmp_path, EvmSettings(evm_network="devnet", **NOWHERE))
+
+
+def test_the_deployers_variables_of_before_the_plugins_still_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`WALLETCORE_CHAINS=rpc` with the variables a deployment already has: nothing breaks,
+    and a missing one is named with the new name and the old."""
+    monkeypatch.setenv("WALLETCORE_CHAINS", "rpc")
+    monkeypatch.setenv("WALLETCORE_NETWORK", "testnet")
+    for chain in ("ETHEREUM", "POLYGON", "SOLANA"):
+        monkeypatch.setenv(f"WALLETCORE_RPC_{chain}", f"http://127.0.0.1:1/{chain.lower()}")
+    with pytest.raises(ConfigurationError, match=r"WALLETCORE_BSC_RPC_URL \(or WALLETCORE_RPC_BSC"):
+        check_profile(create_container(Settings(home=tmp_path)))
+    monkeypatch.setenv("WALLETCORE_RPC_BSC", "http://127.0.0.1:1/bsc")
+    container = create_container(Settings(home=tmp_path))
+    check_profile(container)
+    bsc = container.gateways()[Chain.BSC]
+    assert isinstance(bsc, EvmGateway) and bsc.config.chain_id == 97
+    assert isinstance(container.gateways()[Chain.SOLANA], SolanaGateway)
+
+
+def test_one_chain_takes_another_plugin_or_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WALLETCORE_CHAIN_SOLANA", "devnet")  # a bare mode
+    monkeypatch.setenv("WALLETCORE_CHAIN_POLYGON", "sandbox")  # the ledger, chosen
+    gateways = chain_gateways(tmp_path, EvmSettings(evm_network="testnet", **NOWHERE))
+    assert isinstance(gateways[Chain.SOLANA], DevnetSolanaGateway)
+    assert isinstance(gateways[Chain.POLYGON], SandboxGateway)
+    assert isinstance(gateways[Chain.ETHEREUM], EvmGateway)
+    monkeypatch.setenv("WALLETCORE_CHAIN_POLYGON", "evm:devnet")
+    monkeypatch.setenv("WALLETCORE_CHAIN_SOLANA", "solana")  # its mode: WALLETCORE_CHAINS'
+    gateways = chain_gateways(tmp_path, EvmSettings(**NOWHERE))
+    assert isinstance(gateways[Chain.POLYGON], DevnetEvmGateway)
+    assert isinstance(gateways[Chain.SOLANA], SolanaGateway)
 
 
 def test_production_refuses_chains_without_a_real_gateway(tmp_path: Path) -> None:
-    production = Settings(profile=Profile.PRODUCTION, home=tmp_path, **RPC)
-    with pytest.raises(ConfigurationError, match="BITCOIN, TRON"):
-        build("rpc", production)
-    with pytest.raises(ConfigurationError, match="BITCOIN, TRON"):
-        build("devnet", production)
+    with pytest.raises(ConfigurationError, match="BITCOIN, TRON") as caught:
+        chain_gateways(tmp_path, EvmSettings(**NOWHERE), **PRODUCTION)
+    assert str(caught.value) == (
+        "WALLETCORE_CHAINS=rpc has no production gateway for BITCOIN, TRON yet; the "
+        "production profile refuses to start on it"
+    )
+    with pytest.raises(ConfigurationError, match="BITCOIN, TRON") as caught:
+        chain_gateways(tmp_path, EvmSettings(), chains="devnet", **PRODUCTION)
+    assert "WALLETCORE_CHAINS=devnet is a sandbox adapter (evm:devnet: ETHEREUM, BSC, " in str(
+        caught.value
+    )
+    with pytest.raises(ConfigurationError, match="WALLETCORE_CHAIN_BITCOIN=sandbox is a sandbox"):
+        chain_gateways(
+            tmp_path, EvmSettings(**NOWHERE), gateways={"BITCOIN": "sandbox"}, **PRODUCTION
+        )

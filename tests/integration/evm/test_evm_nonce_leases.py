@@ -1,7 +1,7 @@
 """EVM sends from one address through gateways of several "processes" (each its own
-`NonceBook`) sharing one store's nonce leases, and how the `rpc` profile wires them: the
-container hands the repo to the chain builders, each EVM gateway reserves on its leases
-per chain id."""
+`NonceBook`) sharing one store's nonce leases, and how the `evm` plugin's `rpc` gateways
+are wired: the container hands its nonce leases to the gateway factories, each EVM
+gateway reserves on them per chain id."""
 
 from __future__ import annotations
 
@@ -10,43 +10,37 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from evm_support import ELSEWHERE, build, new_wallet, send
+from evm_support import ELSEWHERE, NOWHERE, build, chain_gateways, new_wallet, send
 
-from walletcore import plugins
-from walletcore.clock import ManualClock
 from walletcore.container import create_container
 from walletcore.domain.assets import Chain, asset_by_id
 from walletcore.ports import NonceLeases
-from walletcore.sandbox.repo import InMemoryRepo
 from walletcore.settings import Settings
+from walletcore.testing import LocalNonceLeases
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.evm.nonces import NonceBook
-from walletcore_chains.signatures import verify_signature
+from walletcore_chains.evm.plugin import EvmSettings
+from walletcore_chains.solana.plugin import SolanaSettings
 from walletcore_sql.engine import sqlite_url
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.nonces import nonce_leases
+from walletcore_sql.storage import SqlStorage
 
 ETH = asset_by_id(2)
 EVM = (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON)
-RPC = {
-    "rpc_ethereum": "http://127.0.0.1:1/eth",
-    "rpc_bsc": "http://127.0.0.1:1/bsc",
-    "rpc_polygon": "http://127.0.0.1:1/polygon",
-    "rpc_solana": "http://127.0.0.1:1/solana",
-}
 
 
 @pytest.fixture(params=["memory", "sqlite"])
 async def leases(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[NonceLeases]:
     if request.param == "memory":
-        yield InMemoryRepo().nonce_leases()
+        yield LocalNonceLeases()
         return
-    repo = SqlRepo(sqlite_url(tmp_path / "walletcore.db"), migrate=True)
+    storage = SqlStorage(sqlite_url(tmp_path / "walletcore.db"), migrate=True)
     try:
-        yield repo.nonce_leases()
+        yield nonce_leases(storage.database)
     finally:
-        await repo.aclose()
+        await storage.aclose()
 
 
 def process_gateway(chain: DevnetEvmGateway, leases: NonceLeases) -> EvmGateway:
@@ -104,56 +98,65 @@ async def test_a_transfer_one_process_never_broadcast_is_reused_by_another(
     assert (await chain.w3.eth.get_transaction(tx_hash))["nonce"] == 0  # no gap
 
 
-def _build(name: str, settings: Settings, **extra: object) -> dict[Chain, object]:
-    return plugins.build(  # type: ignore[no-any-return]
-        "walletcore.chains",
-        name,
-        settings=settings,
-        clock=ManualClock(),
-        address_validator=validate_address,
-        signature_verifier=verify_signature,
-        **extra,
+def test_rpc_gateways_reserve_nonces_on_the_deployments_leases_per_chain_id(
+    tmp_path: Path,
+) -> None:
+    leases = LocalNonceLeases()
+    gateways = chain_gateways(
+        tmp_path, EvmSettings(evm_network="testnet", **NOWHERE), overrides={"nonce_leases": leases}
     )
-
-
-def test_rpc_gateways_reserve_nonces_on_the_repos_leases_per_chain_id(tmp_path: Path) -> None:
-    repo = InMemoryRepo()
-    gateways = _build("rpc", Settings(home=tmp_path, network="testnet", **RPC), repo=repo)
     for chain in EVM:
         gateway = gateways[chain]
         assert isinstance(gateway, EvmGateway)
-        assert gateway.nonces.leases is repo.nonce_leases()
+        assert gateway.nonces.leases is leases
         assert gateway.nonces.chain == f"eip155:{gateway.config.chain_id}"
     eth = gateways[Chain.ETHEREUM]
     assert isinstance(eth, EvmGateway) and eth.nonces.chain == "eip155:11155111"
-    # without a repo (a caller of the entry point that has none): this process only
-    alone = _build("rpc", Settings(home=tmp_path, **RPC))[Chain.BSC]
-    assert isinstance(alone, EvmGateway) and alone.nonces.leases is None
 
 
-def test_rpc_refuses_a_repo_without_nonce_leases(tmp_path: Path) -> None:
-    from walletcore.secretfiles import ConfigurationError
-
-    class OldRepo:
-        """A third-party repo written before the leases."""
-
-    with pytest.raises(ConfigurationError, match="OldRepo has no nonce_leases"):
-        _build("rpc", Settings(home=tmp_path, **RPC), repo=OldRepo())
-
-
-def test_the_container_hands_its_repo_to_the_chain_builders(tmp_path: Path) -> None:
-    repo = InMemoryRepo()
-    settings = Settings(home=tmp_path, chains="rpc", **RPC)
-    gateways = create_container(settings, repo=repo).gateways()
-    eth = gateways[Chain.ETHEREUM]
+def test_the_container_hands_its_nonce_leases_to_the_rpc_gateways(tmp_path: Path) -> None:
+    container = create_container(
+        Settings(home=tmp_path, chains="rpc"),
+        chain_settings={
+            "evm": EvmSettings(**NOWHERE),
+            "solana": SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana"),
+        },
+    )
+    eth = container.gateways()[Chain.ETHEREUM]
     assert isinstance(eth, EvmGateway)
-    assert eth.nonces.leases is repo.nonce_leases() and eth.nonces.chain == "eip155:1"
+    assert eth.nonces.leases is container.nonce_leases() and eth.nonces.chain == "eip155:1"
+
+
+def test_only_gateways_that_reserve_nonces_open_the_leases(tmp_path: Path) -> None:
+    """The devnet and the sandbox ledger never ask for the leases (a storage without them
+    still runs there); the rpc gateways do, when they are built."""
+
+    class NoLeases:
+        def __call__(self) -> None:
+            raise AssertionError("the leases were opened")
+
+    from dependency_injector import providers
+
+    for chains in ("devnet", "sandbox"):
+        container = create_container(Settings(home=tmp_path, chains=chains))
+        container.nonce_leases.override(providers.Callable(NoLeases()))
+        assert set(container.gateways()) == set(Chain)
+    container = create_container(
+        Settings(home=tmp_path, chains="rpc"),
+        chain_settings={
+            "evm": EvmSettings(**NOWHERE),
+            "solana": SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana"),
+        },
+    )
+    container.nonce_leases.override(providers.Callable(NoLeases()))
+    with pytest.raises(AssertionError, match="the leases were opened"):
+        container.gateways()
 
 
 def test_devnet_chains_keep_their_nonces_in_the_process(tmp_path: Path) -> None:
     """A devnet chain lives and dies with its process: floors shared with other workers,
     or kept across restarts, would point past its nonces."""
-    gateways = _build("devnet", Settings(home=tmp_path), repo=InMemoryRepo())
+    gateways = chain_gateways(tmp_path, EvmSettings(), chains="devnet")
     eth = gateways[Chain.ETHEREUM]
     assert isinstance(eth, DevnetEvmGateway) and eth.nonces.leases is None
 

@@ -1,4 +1,5 @@
-"""The EVM gateway as the `rpc` profile builds it (`rpc_web3` + the network's `EvmConfig`),
+"""The EVM gateway as the `evm` plugin's `rpc` mode builds it (`rpc_web3` + the network's
+`EvmConfig`),
 over HTTP to a geth-like JSON-RPC test node (`walletcore_chains.testing.evm_rpc_node`) serving a devnet chain
 under the network's chain id (Sepolia, BSC testnet), its tokens given as
 `WALLETCORE_EVM_TOKENS` would give them: native and token sends mined and decoded, the
@@ -17,12 +18,10 @@ from typing import Any
 
 import pytest
 from eth_account import Account
-from evm_support import ELSEWHERE, Wallet, build, new_wallet, send, sign
+from evm_support import ELSEWHERE, NOWHERE, Wallet, build, chain_gateways, new_wallet, send, sign
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import ExtraDataLengthError
 
-from walletcore import plugins
-from walletcore.clock import ManualClock
 from walletcore.domain.assets import Chain, asset_by_id
 from walletcore.domain.errors import (
     AssetUnavailableOnEndpoint,
@@ -34,15 +33,13 @@ from walletcore.domain.errors import (
 )
 from walletcore.ports import FeeQuote, SignedTransfer, Transfer
 from walletcore.secretfiles import ConfigurationError
-from walletcore.settings import Settings
 from walletcore_chains.addresses import validate_address
-from walletcore_chains.chains import rpc_web3
 from walletcore_chains.evm import codec
 from walletcore_chains.evm.config import evm_config
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.fees import NATIVE_GAS
 from walletcore_chains.evm.gateway import EvmGateway
-from walletcore_chains.signatures import verify_signature
+from walletcore_chains.evm.plugin import EvmSettings, rpc_web3
 from walletcore_chains.testing.evm_rpc_node import EvmRpcNode
 
 ETH, USDT, USDC = asset_by_id(2), asset_by_id(21), asset_by_id(22)
@@ -69,7 +66,7 @@ def serve() -> Iterator[Callable[..., EvmRpcNode]]:
 
 @pytest.fixture
 async def connect() -> AsyncIterator[Callable[..., EvmGateway]]:
-    """The gateway as `build_rpc` builds it for the node's chain on `testnet`, with the
+    """The gateway as the `evm` plugin's `rpc` builds it for the node's chain on `testnet`, with the
     node's token contracts as `WALLETCORE_EVM_TOKENS` (closed after the test)."""
     made: list[EvmGateway] = []
 
@@ -625,32 +622,19 @@ async def test_a_token_without_a_contract_on_the_network_is_a_clear_503(
     assert with_usdt.tokens == {**sepolia.tokens, USDT.id: chain.token_address(USDT)}
 
 
-def _build_rpc(settings: Settings) -> dict[Chain, Any]:
-    return plugins.build(  # type: ignore[no-any-return]
-        "walletcore.chains",
-        "rpc",
-        settings=settings,
-        clock=ManualClock(),
-        address_validator=validate_address,
-        signature_verifier=verify_signature,
-    )
-
-
-async def test_the_rpc_entry_point_takes_token_overrides_and_reads_poa_blocks(
+async def test_the_rpc_plugin_takes_token_overrides_and_reads_poa_blocks(
     tmp_path: Path, bsc: DevnetEvmGateway, serve: Callable[..., EvmRpcNode]
 ) -> None:
     node = serve(bsc, chain_id=BSC_TESTNET, poa_extra_data=True)
     usdt = Account.create().address  # a Sepolia USDT of the operator's choosing
-    settings = Settings(
-        home=tmp_path,
-        network="testnet",
-        rpc_ethereum=node.url,
-        rpc_bsc=node.url,
-        rpc_polygon=node.url,
-        rpc_solana="http://127.0.0.1:1/solana",
+    settings = EvmSettings(
+        evm_network="testnet",
+        ethereum_rpc_url=node.url,
+        bsc_rpc_url=node.url,
+        polygon_rpc_url=node.url,
         evm_tokens={**node.tokens, USDT.id: usdt},
     )
-    gateways = _build_rpc(settings)
+    gateways = chain_gateways(tmp_path, settings)
     eth, bnb, pol = gateways[Chain.ETHEREUM], gateways[Chain.BSC], gateways[Chain.POLYGON]
     try:
         assert eth.token_address(USDT) == usdt
@@ -672,32 +656,25 @@ async def test_the_rpc_entry_point_takes_token_overrides_and_reads_poa_blocks(
 def test_a_token_override_must_be_a_checksummed_address_of_an_evm_token(
     tmp_path: Path,
 ) -> None:
-    rpc_urls = {
-        f"rpc_{name}": "http://127.0.0.1:1" for name in ("ethereum", "bsc", "polygon", "solana")
-    }
     good = ELSEWHERE  # EIP-55's own example, checksummed
     for bad in (ELSEWHERE[:-2] + "e7", ELSEWHERE.lower()):  # a case typo; no checksum at all
+        settings = EvmSettings(evm_network="testnet", evm_tokens={31: bad}, **NOWHERE)
         with pytest.raises(ConfigurationError, match="WALLETCORE_EVM_TOKENS") as caught:
-            _build_rpc(Settings(home=tmp_path, network="testnet", evm_tokens={31: bad}, **rpc_urls))
+            chain_gateways(tmp_path, settings)
         assert "asset 31 (USDT on BSC)" in str(caught.value) and bad not in str(caught.value)
     assert evm_config(Chain.BSC, "testnet", {31: good}).tokens == {31: good}
     with pytest.raises(ConfigurationError, match="asset 61"):
         evm_config(Chain.ETHEREUM, "testnet", {61: good})  # a Solana token
 
 
-async def test_the_rpc_entry_point_takes_the_receipt_timeout_and_history_depth(
+async def test_the_rpc_plugin_takes_the_receipt_timeout_and_history_depth(
     tmp_path: Path,
 ) -> None:
-    urls = {f"rpc_{n}": "http://127.0.0.1:1" for n in ("ethereum", "bsc", "polygon", "solana")}
-    tuned = Settings(
-        home=tmp_path,
-        network="testnet",
-        evm_receipt_timeout_seconds=30,
-        evm_history_blocks=500,
-        **urls,
+    tuned = EvmSettings(
+        evm_network="testnet", evm_receipt_timeout_seconds=30, evm_history_blocks=500, **NOWHERE
     )
-    built = _build_rpc(tuned)
-    defaults = _build_rpc(Settings(home=tmp_path, network="testnet", **urls))
+    built = chain_gateways(tmp_path, tuned)
+    defaults = chain_gateways(tmp_path, EvmSettings(evm_network="testnet", **NOWHERE))
     try:
         for chain in (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON):
             assert built[chain].config.history_blocks == 500

@@ -1,5 +1,5 @@
-"""HTTP tests: the Litestar app over a container with a manual clock, an in-memory repo (or
-the file repo) and the real sealed KeyStore at its cheapest Argon2id setting."""
+"""HTTP tests: the Litestar app over a container with a manual clock, the in-memory storage
+and the real sealed KeyStore at its cheapest Argon2id setting."""
 
 from __future__ import annotations
 

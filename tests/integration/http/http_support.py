@@ -52,11 +52,12 @@ class Api:
         from walletcore.domain.ids import new_id
         from walletcore.domain.wallet import WalletOwner, WalletRecord
 
-        repo, now, user_id = self.container.repo(), self.container.clock().now(), new_id()
-        await repo.add_user_wallet(
-            User(user_id=user_id, client_id=self.client_id, created_at=now),
-            WalletRecord(self.client_id, WalletOwner.USER, user_id, b"", {}, now),
-        )
+        now, user_id = self.container.clock().now(), new_id()
+        async with self.container.storage().write() as unit:
+            await unit.wallets.add_user(
+                User(user_id=user_id, client_id=self.client_id, created_at=now),
+                WalletRecord(self.client_id, WalletOwner.USER, user_id, b"", {}, now),
+            )
         return user_id
 
 

@@ -21,7 +21,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "home"
     monkeypatch.setenv("WALLETCORE_HOME", str(folder))
     # What `main` would default on the sandbox, set here so monkeypatch undoes it after.
-    monkeypatch.setenv("WALLETCORE_REPO", "file")
+    monkeypatch.setenv("WALLETCORE_REPO", "sql")
     return folder
 
 
@@ -32,8 +32,8 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> Any:
 
 
 def app_on(home: Path) -> Any:
-    """A server's app over the same home (the sandbox file repo, as `walletcore serve`)."""
-    return create_app(create_container(Settings(home=home, repo="file")))
+    """A server's app over the same home (its SQLite file, as `walletcore serve`)."""
+    return create_app(create_container(Settings(home=home, repo="sql")))
 
 
 def test_a_client_created_by_the_cli_signs_in_at_once(
@@ -60,8 +60,8 @@ def test_a_client_created_by_the_cli_signs_in_at_once(
         assert config["feePayer"] == "PLATFORM"
 
         # The key is stored only as SHA-256.
-        stored = (home / "sandbox-repo.json").read_text()
-        assert created["apiKey"] not in stored
+        stored = b"".join(p.read_bytes() for p in home.glob("walletcore.db*"))
+        assert stored and created["apiKey"].encode() not in stored
 
         listed = cli(capsys, "clients", "list")
         assert [c["clientId"] for c in listed] == [created["clientId"]]
@@ -108,7 +108,7 @@ def test_bad_configuration_exits_2(
     assert "configuration error" in capsys.readouterr().err
 
 
-def test_the_sandbox_defaults_to_the_sql_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sandbox_defaults_to_the_sql_storage(monkeypatch: pytest.MonkeyPatch) -> None:
     from walletcore_litestar.cli import apply_sandbox_defaults
 
     env: dict[str, str] = {}
@@ -117,6 +117,6 @@ def test_the_sandbox_defaults_to_the_sql_repo(monkeypatch: pytest.MonkeyPatch) -
     env = {"WALLETCORE_PROFILE": "production"}
     apply_sandbox_defaults(env)
     assert "WALLETCORE_REPO" not in env
-    env = {"WALLETCORE_REPO": "file"}
+    env = {"WALLETCORE_REPO": "memory"}
     apply_sandbox_defaults(env)
-    assert env["WALLETCORE_REPO"] == "file"
+    assert env["WALLETCORE_REPO"] == "memory"

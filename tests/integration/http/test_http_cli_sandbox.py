@@ -22,7 +22,7 @@ RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "home"
     monkeypatch.setenv("WALLETCORE_HOME", str(folder))
-    monkeypatch.setenv("WALLETCORE_REPO", "file")  # a shared sandbox repo, cheap to set up
+    monkeypatch.setenv("WALLETCORE_REPO", "sql")  # the sandbox default: SQLite under home
     return folder
 
 
@@ -35,7 +35,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> Any:
 def test_coins_funded_by_the_cli_are_spendable_on_the_running_server(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    app = create_app(create_container(Settings(home=home, repo="file")))
+    app = create_app(create_container(Settings(home=home, repo="sql")))
     with TestClient(app) as client:
         http = judge_responses_sync(client)
         created = cli(capsys, "clients", "create", "--name", "Acme", "--assets", "2,21")

@@ -1,5 +1,6 @@
 """End to end over HTTP on `WALLETCORE_CHAINS=rpc`, `WALLETCORE_NETWORK=testnet`: the service
-as a deployer runs it, its gateways built by the `rpc` entry point from settings alone, each
+as a deployer runs it, its gateways built by the `evm` and `solana` chain plugins from
+WALLETCORE_* variables alone (some under the names of before the plugins), each
 talking JSON-RPC over real HTTP to a loopback node (`walletcore_chains.testing`): Sepolia's,
 BSC testnet's and Amoy's chain ids (BSC and Amoy with proof-of-authority blocks) on
 eth-tester chains, Solana on LiteSVM. The repo is SQL on an SQLite file, so the EVM nonces
@@ -35,7 +36,7 @@ from walletcore_chains.testing.solana_rpc_node import RpcTestNode
 from walletcore_litestar import create_app
 from walletcore_litestar.cli import main as walletcore_cli
 from walletcore_sql.engine import sqlite_url
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import nonce_floors
 
 RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
@@ -65,44 +66,34 @@ class Nodes:
         }
         self.sol = RpcTestNode(self.solana.node)
 
-    def settings(self, home: Path, **changes: Any) -> Settings:
+    def environment(self, home: Path, **changes: str) -> dict[str, str]:
+        """A deployer's WALLETCORE_* variables: the ETHEREUM and POLYGON endpoints, the
+        network and the timeout under the names of before the chain plugins (which stay
+        read), BSC's and Solana's under the plugins' own."""
         tokens = {k: v for node in self.evm.values() for k, v in node.tokens.items()}
-        values: dict[str, Any] = {
-            "home": home,
-            "repo": "sql",
-            "database_url": sqlite_url(home / "walletcore.db"),
-            "chains": "rpc",
-            "network": "testnet",
-            "rpc_ethereum": self.evm[Chain.ETHEREUM].url,
-            "rpc_bsc": self.evm[Chain.BSC].url,
-            "rpc_polygon": self.evm[Chain.POLYGON].url,
-            "rpc_solana": self.sol.url,
-            "rpc_timeout_seconds": 5.0,
-            "evm_tokens": tokens,
-            "solana_usdt_mint": str(self.solana.mint(asset_by_id(61))),
-            "solana_usdc_mint": str(self.solana.mint(asset_by_id(62))),
-        }
-        return Settings(**{**values, **changes})
-
-    def environment(self, home: Path) -> dict[str, str]:
-        """The same settings as `settings(home)`, as a deployer's WALLETCORE_* variables."""
-        settings = self.settings(home)
-        secret = ("rpc_ethereum", "rpc_bsc", "rpc_polygon", "rpc_solana", "database_url")
         env = {
-            f"WALLETCORE_{name.upper()}": getattr(settings, name).get_secret_value()
-            for name in secret
+            "WALLETCORE_HOME": str(home),
+            "WALLETCORE_REPO": "sql",
+            "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
+            "WALLETCORE_CHAINS": "rpc",
+            "WALLETCORE_NETWORK": "testnet",
+            "WALLETCORE_RPC_ETHEREUM": self.evm[Chain.ETHEREUM].url,
+            "WALLETCORE_BSC_RPC_URL": self.evm[Chain.BSC].url,
+            "WALLETCORE_RPC_POLYGON": self.evm[Chain.POLYGON].url,
+            "WALLETCORE_SOLANA_RPC_URL": self.sol.url,
+            "WALLETCORE_RPC_TIMEOUT_SECONDS": "5",
+            "WALLETCORE_EVM_TOKENS": json.dumps(tokens),
+            "WALLETCORE_SOLANA_USDT_MINT": str(self.solana.mint(asset_by_id(61))),
+            "WALLETCORE_SOLANA_USDC_MINT": str(self.solana.mint(asset_by_id(62))),
         }
-        env.update(
-            WALLETCORE_HOME=str(home),
-            WALLETCORE_REPO="sql",
-            WALLETCORE_CHAINS="rpc",
-            WALLETCORE_NETWORK="testnet",
-            WALLETCORE_RPC_TIMEOUT_SECONDS="5",
-            WALLETCORE_EVM_TOKENS=json.dumps(settings.evm_tokens),
-            WALLETCORE_SOLANA_USDT_MINT=str(settings.solana_usdt_mint),
-            WALLETCORE_SOLANA_USDC_MINT=str(settings.solana_usdc_mint),
-        )
-        return env
+        return {**env, **changes}
+
+    def settings(self, home: Path, monkeypatch: pytest.MonkeyPatch, **changes: str) -> Settings:
+        """The settings of `environment(home)`, set for the test (the chain plugins read
+        theirs when the container builds the gateways)."""
+        for name, value in self.environment(home, **changes).items():
+            monkeypatch.setenv(name, value)
+        return Settings()
 
     async def fund(self, address: str, asset_id: int, units: int) -> None:
         asset = asset_by_id(asset_id)
@@ -118,10 +109,10 @@ def nodes() -> Iterator[Nodes]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, nodes: Nodes) -> Settings:
+def settings(tmp_path: Path, nodes: Nodes, monkeypatch: pytest.MonkeyPatch) -> Settings:
     home = tmp_path / "home"
     home.mkdir()
-    return nodes.settings(home)
+    return nodes.settings(home, monkeypatch)
 
 
 @pytest.fixture
@@ -141,9 +132,9 @@ async def poll_until_confirmed(api: Api, node: EvmRpcNode, body: dict[str, Any])
 
 
 async def floor_of(container: Container, chain_id: int, address: str) -> int | None:
-    repo = container.repo()
-    assert isinstance(repo, SqlRepo)
-    async with repo.database.transaction() as conn:
+    storage = container.storage()
+    assert isinstance(storage, SqlStorage)
+    async with storage.database.transaction() as conn:
         found = await conn.execute(
             select(nonce_floors.c.next_nonce).where(
                 nonce_floors.c.chain == f"eip155:{chain_id}",
@@ -153,7 +144,9 @@ async def floor_of(container: Container, chain_id: int, address: str) -> int | N
         return found.scalar_one_or_none()
 
 
-def test_the_rpc_profile_builds_json_rpc_gateways_from_settings(container: Container) -> None:
+def test_the_rpc_profile_builds_json_rpc_gateways_from_settings(
+    container: Container, nodes: Nodes
+) -> None:
     gateways = container.gateways()
     for chain in (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON):
         gateway = gateways[chain]
@@ -161,6 +154,19 @@ def test_the_rpc_profile_builds_json_rpc_gateways_from_settings(container: Conta
         assert gateway.config.network == "testnet"
     assert isinstance(gateways[Chain.SOLANA], SolanaGateway)
     assert not isinstance(gateways[Chain.SOLANA], DevnetSolanaGateway)
+    plan = container.chain_plan()
+    assert {c: choice.label for c, choice in plan.choices.items()} == {
+        Chain.BITCOIN: "sandbox:sandbox",  # no real gateway yet: the ledger stands in
+        Chain.ETHEREUM: "evm:rpc",
+        Chain.BSC: "evm:rpc",
+        Chain.TRON: "sandbox:sandbox",
+        Chain.POLYGON: "evm:rpc",
+        Chain.SOLANA: "solana:rpc",
+    }
+    evm = plan.settings["evm"]  # the older names and the plugins' own, read alike
+    assert evm.ethereum_rpc_url.get_secret_value() == nodes.evm[Chain.ETHEREUM].url
+    assert evm.bsc_rpc_url.get_secret_value() == nodes.evm[Chain.BSC].url
+    assert (evm.evm_network, evm.evm_rpc_timeout_seconds) == ("testnet", 5.0)
 
 
 async def test_eth_and_usdt_over_json_rpc_end_to_end(
@@ -268,12 +274,17 @@ async def test_spl_usdt_over_solana_json_rpc_end_to_end(api: Api, nodes: Nodes) 
 
 @pytest.fixture
 async def unreachable(
-    tmp_path: Path, nodes: Nodes, clock: ManualClock, keystore: SealedKeyStore
+    tmp_path: Path,
+    nodes: Nodes,
+    clock: ManualClock,
+    keystore: SealedKeyStore,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[Api]:
     """The service with its Polygon node gone (nothing listens on 127.0.0.1:1)."""
     home = tmp_path / "down"
     home.mkdir()
-    settings = nodes.settings(home, rpc_polygon="http://127.0.0.1:1/amoy")
+    gone = {"WALLETCORE_RPC_POLYGON": "http://127.0.0.1:1/amoy"}
+    settings = nodes.settings(home, monkeypatch, **gone)
     down = create_container(settings, clock=clock, keystore=keystore)
     async with AsyncTestClient(create_app(down)) as client:
         yield await sign_in(await judge_responses(client), down)

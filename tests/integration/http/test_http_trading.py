@@ -17,6 +17,7 @@ from walletcore.domain.errors import PriceUnavailable, PricingTimeout
 from walletcore.domain.ids import new_id
 from walletcore.ports import PriceMap
 from walletcore.settings import Settings
+from walletcore.testing import autocommit
 from walletcore_litestar import create_app
 
 DECIMAL = re.compile(r"\A[0-9]+(\.[0-9]{1,6})?\Z")
@@ -209,9 +210,11 @@ async def test_approve_of_an_asset_no_longer_enabled_is_403(
     trade = await quote(api, user_id)
     import dataclasses
 
-    client = await container.repo().get_client(api.client_id)
+    client = await autocommit(container.storage()).clients.get(api.client_id)
     assert client is not None
-    await container.repo().update_client(dataclasses.replace(client, enabled_assets=(2,)))
+    await autocommit(container.storage()).clients.update(
+        dataclasses.replace(client, enabled_assets=(2,))
+    )
     ids = {"userId": user_id, "tradeId": trade["tradeId"]}
     assert_error(await api.post("/trade/approve", ids), 403)
 

@@ -15,6 +15,7 @@ from walletcore.container import Container
 from walletcore.domain.assets import Chain, FeePayer, asset_by_id, native_asset
 from walletcore.domain.ids import new_id
 from walletcore.sandbox.faucet import fund
+from walletcore.testing import autocommit
 
 OUTSIDE = {
     Chain.BITCOIN: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
@@ -182,7 +183,7 @@ async def test_no_secret_in_logs_error_bodies_or_audit(
             await api.post("/send", send_body(user, 2, "9", password="9 wrong"), X_Request_Id="p2")
         ).text
     )
-    audit = await container.repo().list_audit(limit=500)
+    audit = await autocommit(container.storage()).audit.newest(limit=500)
     texts = [caplog.text, *bodies, *map(repr, audit)]
     for secret in (mnemonic, PASSWORD, "wrong horse battery", "9 wrong"):
         assert all(secret not in text for text in texts), secret

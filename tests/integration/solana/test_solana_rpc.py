@@ -1,18 +1,18 @@
 """The Solana gateway on the JSON-RPC engine, beyond the shared gateway tests: the preflight
 before the send, an unreachable node (503, nothing sent), a send that times out after it
 left (504, and the same bytes land once), a node answering nonsense (503, never a 500),
-and the `rpc` entry point (URL and mints per network from settings)."""
+and the `solana` plugin's `rpc` gateway (URL and mints per network from its settings)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sol_support import RpcSolanaGateway, build, new_wallet
 
-from walletcore import plugins
-from walletcore.clock import ManualClock
+from walletcore.container import create_container
 from walletcore.domain.assets import Chain, asset_by_id
 from walletcore.domain.errors import (
     AssetUnavailableOnEndpoint,
@@ -23,9 +23,10 @@ from walletcore.ports import FeeQuote, Transfer
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Settings
 from walletcore_chains.addresses import validate_address
-from walletcore_chains.signatures import verify_signature
+from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.gateway import SolanaGateway
+from walletcore_chains.solana.plugin import SolanaSettings
 from walletcore_chains.solana.rpc import RpcNode
 from walletcore_chains.testing.solana_rpc_node import RpcTestNode
 
@@ -133,50 +134,56 @@ async def test_a_node_answering_nonsense_is_a_503_never_a_500() -> None:
         server.server_close()
 
 
-RPC = {
-    "rpc_ethereum": "http://127.0.0.1:1/eth",
-    "rpc_bsc": "http://127.0.0.1:1/bsc",
-    "rpc_polygon": "http://127.0.0.1:1/polygon",
-    "rpc_solana": "http://127.0.0.1:1/solana",
-}
-
-
-def build_rpc(settings: Settings) -> dict[Chain, object]:
-    return plugins.build(  # type: ignore[no-any-return]
-        "walletcore.chains",
-        "rpc",
-        settings=settings,
-        clock=ManualClock(),
-        address_validator=validate_address,
-        signature_verifier=verify_signature,
+def build_rpc(tmp_path: Path, solana: SolanaSettings, **core: Any) -> dict[Chain, object]:
+    """The gateways of `WALLETCORE_CHAINS=rpc`, with the `solana` plugin's settings (the EVM
+    nodes do not listen)."""
+    evm = EvmSettings(
+        ethereum_rpc_url="http://127.0.0.1:1/eth",
+        bsc_rpc_url="http://127.0.0.1:1/bsc",
+        polygon_rpc_url="http://127.0.0.1:1/polygon",
     )
+    container = create_container(
+        Settings(home=tmp_path, chains="rpc", **core),
+        chain_settings={"evm": evm, "solana": solana},
+    )
+    return container.gateways()
 
 
-def test_the_rpc_entry_point_puts_solana_on_its_node_with_the_networks_mints(
+URL = "http://127.0.0.1:1/solana"
+
+
+def test_the_rpc_plugin_puts_solana_on_its_node_with_the_networks_mints(
     tmp_path: Path,
 ) -> None:
-    mainnet = build_rpc(Settings(home=tmp_path, **RPC))[Chain.SOLANA]
+    mainnet = build_rpc(tmp_path, SolanaSettings(solana_rpc_url=URL))[Chain.SOLANA]
     assert isinstance(mainnet, SolanaGateway) and isinstance(mainnet.node, RpcNode)
     assert str(mainnet.mint(USDT)) == "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB"
     assert str(mainnet.mint(USDC)) == "EPjFWJd5AufqSSFgFujwMHefCDLhxNiZBF6nNcB5tMBS"
-    testnet = build_rpc(Settings(home=tmp_path, network="testnet", **RPC))[Chain.SOLANA]
+    testnet = build_rpc(tmp_path, SolanaSettings(solana_rpc_url=URL, solana_network="testnet"))[
+        Chain.SOLANA
+    ]
     assert isinstance(testnet, SolanaGateway)
     assert str(testnet.mint(USDC)) == "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"
     with pytest.raises(AssetUnavailableOnEndpoint):
         testnet.mint(USDT)  # no canonical devnet USDT
     mint = new_wallet().address
     configured = build_rpc(
-        Settings(home=tmp_path, network="testnet", solana_usdt_mint=mint, **RPC)
+        tmp_path,
+        SolanaSettings(solana_rpc_url=URL, solana_network="testnet", solana_usdt_mint=mint),
     )[Chain.SOLANA]
     assert isinstance(configured, SolanaGateway) and str(configured.mint(USDT)) == mint
 
 
-def test_the_rpc_entry_point_needs_the_solana_url_and_valid_mints(tmp_path: Path) -> None:
-    missing = {k: v for k, v in RPC.items() if k != "rpc_solana"}
-    with pytest.raises(ConfigurationError, match="WALLETCORE_RPC_SOLANA"):
-        build_rpc(Settings(home=tmp_path, **missing))
+def test_the_rpc_plugin_needs_the_solana_url_and_valid_mints(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        build_rpc(tmp_path, SolanaSettings())
+    assert str(caught.value) == (
+        "WALLETCORE_SOLANA_RPC_URL (or WALLETCORE_RPC_SOLANA) is required by SOLANA's rpc gateway"
+    )
     with pytest.raises(ConfigurationError, match="WALLETCORE_SOLANA_USDT_MINT"):
-        build_rpc(Settings(home=tmp_path, solana_usdt_mint="not-a-mint", **RPC))
+        build_rpc(tmp_path, SolanaSettings(solana_rpc_url=URL, solana_usdt_mint="not-a-mint"))
+    with pytest.raises(ConfigurationError, match="=devnet has no Solana cluster"):
+        build_rpc(tmp_path, SolanaSettings(solana_rpc_url=URL, solana_network="devnet"))
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Fixtures of the SQL adapter's own tests: fresh databases (SQLite file, PostgreSQL schema)
-and the trading service wired to a repo, a clock-driven price source and a venue.
+and the trading service wired to a storage, a clock-driven price source and a venue.
 
 PostgreSQL must be reachable: its tests fail rather than skip when it is not.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sql_helpers import Db, trading_service
 
-from walletcore.ports import Clock, Repo, TradeVenue
+from walletcore.ports import Clock, Storage, TradeVenue
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
 from walletcore_sql.engine import sqlite_url
@@ -45,9 +45,9 @@ def database(request: pytest.FixtureRequest) -> Db:
 
 @pytest.fixture
 def make_trading(settings: Settings) -> object:
-    """`make_trading(repo, clock, venue)` -> a TradingService."""
+    """`make_trading(storage, clock, venue)` -> a TradingService."""
 
-    def make(repo: Repo, clock: Clock, venue: TradeVenue) -> TradingService:
-        return trading_service(repo, clock, venue, settings)
+    def make(storage: Storage, clock: Clock, venue: TradeVenue) -> TradingService:
+        return trading_service(storage, clock, venue, settings)
 
     return make

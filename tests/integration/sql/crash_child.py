@@ -15,7 +15,8 @@ from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Unknown
 from walletcore.ports import TradeVenue
 from walletcore.services.context import Caller
 from walletcore.settings import Settings
-from walletcore_sql.repo import SqlRepo
+from walletcore.testing import autocommit
+from walletcore_sql.storage import SqlStorage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sql_helpers import trading_service
@@ -34,10 +35,12 @@ class HangingVenue(TradeVenue):
 async def main(
     url: str, schema: str, client_id: str, user_id: str, trade_id: str, home: str
 ) -> None:
-    repo = SqlRepo(url, migrate=False, schema=None if schema == "-" else schema)
-    client = await repo.get_client(client_id)  # no start(): first use must be lazy-safe
+    storage = SqlStorage(url, migrate=False, schema=None if schema == "-" else schema)
+    client = await autocommit(storage).clients.get(
+        client_id
+    )  # no start(): first use must be lazy-safe
     assert client is not None
-    service = trading_service(repo, SystemClock(), HangingVenue(), Settings(home=Path(home)))
+    service = trading_service(storage, SystemClock(), HangingVenue(), Settings(home=Path(home)))
     await service.approve(Caller(client, "crash-req"), user_id=user_id, trade_id=trade_id)
 
 

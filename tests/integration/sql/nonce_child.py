@@ -17,7 +17,8 @@ import random
 import sys
 
 from walletcore_chains.evm.nonces import NonceBook
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.nonces import nonce_leases
+from walletcore_sql.storage import SqlStorage
 
 CHAIN = "eip155:1"
 
@@ -28,8 +29,8 @@ async def stale_node() -> int:
 
 
 async def main(url: str, schema: str, address: str, count: str, mode: str = "") -> None:
-    repo = SqlRepo(url, migrate=False, schema=None if schema == "-" else schema)
-    book = NonceBook(leases=repo.nonce_leases(), chain=CHAIN)
+    storage = SqlStorage(url, migrate=False, schema=None if schema == "-" else schema)
+    book = NonceBook(leases=nonce_leases(storage.database), chain=CHAIN)
     rng = random.Random(os.getpid())
     print("READY", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
@@ -47,7 +48,7 @@ async def main(url: str, schema: str, address: str, count: str, mode: str = "") 
         nonce = await book.reserve(address, stale_node)
         print(f"HELD {nonce}", flush=True)
         await asyncio.Event().wait()
-    await repo.aclose()
+    await storage.aclose()
 
 
 if __name__ == "__main__":

@@ -9,14 +9,14 @@ from decimal import Decimal
 
 from walletcore.domain.assets import Fiat
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome
-from walletcore.ports import Clock, PriceMap, PriceSource, Repo, TradeVenue
+from walletcore.ports import Clock, PriceMap, PriceSource, Storage, TradeVenue
 from walletcore.sandbox.prices import sandbox_unit_price
 from walletcore.sandbox.venue import SandboxVenue
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.storage import SqlStorage
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,8 @@ class Db:
     url: str
     schema: str | None = None
 
-    def repo(self, *, migrate: bool = False) -> SqlRepo:
-        return SqlRepo(self.url, migrate=migrate, schema=self.schema)
+    def storage(self, *, migrate: bool = False) -> SqlStorage:
+        return SqlStorage(self.url, migrate=migrate, schema=self.schema)
 
 
 class ClockPrices(PriceSource):
@@ -62,8 +62,8 @@ class CountingVenue(TradeVenue):
 
 
 def trading_service(
-    repo: Repo, clock: Clock, venue: TradeVenue, settings: Settings
+    storage: Storage, clock: Clock, venue: TradeVenue, settings: Settings
 ) -> TradingService:
     return TradingService(
-        repo, clock, ClockPrices(clock), venue, AssetPolicy(settings), Auditor(repo, clock)
+        storage, clock, ClockPrices(clock), venue, AssetPolicy(settings), Auditor(storage, clock)
     )

@@ -1,4 +1,4 @@
-"""What the SQL stores add to the Repo contract: referential integrity, an append-only
+"""What the SQL stores add to the Storage contract: referential integrity, an append-only
 audit log, driver errors turned into port-level errors, SQLite's concurrency settings."""
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import StorageError, StorageUnavailable
 from walletcore.domain.ids import new_id
 from walletcore.domain.trade import FixedLeg, Quote, Side, Trade, TradeStatus
-from walletcore_sql.repo import SqlRepo
+from walletcore.testing import autocommit
+from walletcore_sql.storage import SqlStorage
 
 T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
 @pytest.fixture
-async def repo(database: Db) -> AsyncIterator[SqlRepo]:
-    r = database.repo(migrate=True)
+async def storage(database: Db) -> AsyncIterator[SqlStorage]:
+    r = database.storage(migrate=True)
     await r.start()
     try:
         yield r
@@ -48,60 +49,62 @@ def _trade(client_id: str, user_id: str) -> Trade:
     )
 
 
-async def test_a_trade_of_an_unknown_user_is_refused(repo: SqlRepo) -> None:
+async def test_a_trade_of_an_unknown_user_is_refused(storage: SqlStorage) -> None:
     client = ApiClient(client_id=new_id(), name="x", key_hash="00" * 32)
-    await repo.add_client(client)
+    await autocommit(storage).clients.add(client)
     with pytest.raises(StorageError) as caught:
-        await repo.add_trade(_trade(client.client_id, new_id()))
+        await autocommit(storage).trades.add(_trade(client.client_id, new_id()))
     assert caught.value.status == 500 and caught.value.message == "Internal error"
     assert caught.value.__cause__ is not None  # the driver's error, for the log only
 
 
-async def test_the_audit_log_is_append_only(repo: SqlRepo) -> None:
-    await repo.append_audit(AuditEntry(T0, None, "auth", "r1", "401", detail="Invalid credentials"))
+async def test_the_audit_log_is_append_only(storage: SqlStorage) -> None:
+    await autocommit(storage).audit.append(
+        AuditEntry(T0, None, "auth", "r1", "401", detail="Invalid credentials")
+    )
     for statement in ("UPDATE audit_log SET outcome = 'ok'", "DELETE FROM audit_log"):
         with pytest.raises(StorageError):
-            async with repo.database.transaction(write=True) as conn:
+            async with storage.database.transaction(write=True) as conn:
                 await conn.execute(text(statement))
-    assert [e.outcome for e in await repo.list_audit()] == ["401"]
+    assert [e.outcome for e in await autocommit(storage).audit.newest()] == ["401"]
 
 
 async def test_an_unreachable_database_is_a_503() -> None:
-    repo = SqlRepo("postgresql+asyncpg://postgres@127.0.0.1:1/test", migrate=False)
+    storage = SqlStorage("postgresql+asyncpg://postgres@127.0.0.1:1/test", migrate=False)
     with pytest.raises(StorageUnavailable) as caught:
-        await repo.get_client(new_id())
+        await autocommit(storage).clients.get(new_id())
     assert caught.value.status == 503
-    await repo.aclose()
+    await storage.aclose()
 
 
 async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_database: Db) -> None:
-    repo = sqlite_database.repo(migrate=True)
+    storage = sqlite_database.storage(migrate=True)
     try:
-        async with repo.database.transaction() as conn:
+        async with storage.database.transaction() as conn:
             mode = (await conn.execute(text("PRAGMA journal_mode"))).scalar_one()
             timeout = (await conn.execute(text("PRAGMA busy_timeout"))).scalar_one()
             keys = (await conn.execute(text("PRAGMA foreign_keys"))).scalar_one()
         assert (mode, keys) == ("wal", 1) and timeout >= 5000
     finally:
-        await repo.aclose()
+        await storage.aclose()
 
 
 async def test_sqlite_keeps_money_as_exact_text(sqlite_database: Db) -> None:
-    repo = sqlite_database.repo(migrate=True)
+    storage = sqlite_database.storage(migrate=True)
     try:
         client = ApiClient(client_id=new_id(), name="x", key_hash="00" * 32)
-        await repo.add_client(client)
+        await autocommit(storage).clients.add(client)
         from walletcore.domain.clients import User
         from walletcore.domain.wallet import WalletOwner, WalletRecord
 
         uid = new_id()
-        await repo.add_user_wallet(
+        await autocommit(storage).wallets.add_user(
             User(uid, client.client_id, T0),
             WalletRecord(client.client_id, WalletOwner.USER, uid, b"", {}, T0),
         )
         t = _trade(client.client_id, uid)
-        await repo.add_trade(t)
-        async with repo.database.transaction() as conn:
+        await autocommit(storage).trades.add(t)
+        async with storage.database.transaction() as conn:
             row = (
                 await conn.execute(
                     text("SELECT typeof(quote_price), quote_price, typeof(created_at) FROM trades")
@@ -109,17 +112,17 @@ async def test_sqlite_keeps_money_as_exact_text(sqlite_database: Db) -> None:
             ).one()
         assert tuple(row) == ("text", "65000", "text")
     finally:
-        await repo.aclose()
+        await storage.aclose()
 
 
-async def test_amounts_read_back_without_padding_zeros(repo: SqlRepo) -> None:
+async def test_amounts_read_back_without_padding_zeros(storage: SqlStorage) -> None:
     from walletcore.domain.clients import User
     from walletcore.domain.wallet import WalletOwner, WalletRecord
 
     client = ApiClient(client_id=new_id(), name="x", key_hash="00" * 32)
-    await repo.add_client(client)
+    await autocommit(storage).clients.add(client)
     uid = new_id()
-    await repo.add_user_wallet(
+    await autocommit(storage).wallets.add_user(
         User(uid, client.client_id, T0),
         WalletRecord(client.client_id, WalletOwner.USER, uid, b"", {}, T0),
     )
@@ -135,8 +138,8 @@ async def test_amounts_read_back_without_padding_zeros(repo: SqlRepo) -> None:
             ),
         }
     )
-    await repo.add_trade(t)
-    got = await repo.get_trade(client.client_id, uid, t.trade_id)
+    await autocommit(storage).trades.add(t)
+    got = await autocommit(storage).trades.get(client.client_id, uid, t.trade_id)
     assert got is not None
     assert [str(got.quote.crypto_amount), str(got.quote.fiat_amount)] == ["1.5", "100"]
     assert got.quote.price == Decimal("1E-18")

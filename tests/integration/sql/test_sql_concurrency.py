@@ -1,5 +1,5 @@
 """Races against the real stores: concurrent approves, approve against cancel, concurrent
-sends under one X-Request-Id. Several repos (engines) share one database, as several
+sends under one X-Request-Id. Several storages (engines) share one database, as several
 server processes would."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import asyncio
 import random
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -20,23 +21,24 @@ from walletcore.domain.errors import IdempotencyConflict, TradeNotApprovable, Tr
 from walletcore.domain.ids import new_id
 from walletcore.domain.sends import SEND_LEASE, SendState
 from walletcore.domain.trade import Trade, TradeStatus
-from walletcore.ports import Repo
+from walletcore.ports import Storage, UnitOfWork
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
-from walletcore_sql.repo import SqlRepo
+from walletcore.testing import autocommit
+from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import sends
 
-MakeTrading = Callable[[Repo, ManualClock, CountingVenue], TradingService]
+MakeTrading = Callable[[Storage, ManualClock, CountingVenue], TradingService]
 PROCESSES = 5
 CONCURRENCY = 50
 SMALL_POOL = {"pool_size": 3, "max_overflow": 3}
 
 
 @pytest.fixture
-async def repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
-    first = database.repo(migrate=True)
+async def storages(database: Db) -> AsyncIterator[list[SqlStorage]]:
+    first = database.storage(migrate=True)
     await first.start()
-    others = [database.repo() for _ in range(PROCESSES - 1)]
+    others = [database.storage() for _ in range(PROCESSES - 1)]
     for r in others:
         await r.start()
     try:
@@ -47,13 +49,13 @@ async def repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
 
 
 @pytest.fixture
-async def small_repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
-    """`repos` with small connection pools: 200 requests queue for connections instead of
+async def small_storages(database: Db) -> AsyncIterator[list[SqlStorage]]:
+    """`storages` with small connection pools: 200 requests queue for connections instead of
     opening more than the server allows."""
-    first = SqlRepo(database.url, migrate=True, schema=database.schema, **SMALL_POOL)
+    first = SqlStorage(database.url, migrate=True, schema=database.schema, **SMALL_POOL)
     await first.start()
     others = [
-        SqlRepo(database.url, migrate=False, schema=database.schema, **SMALL_POOL)
+        SqlStorage(database.url, migrate=False, schema=database.schema, **SMALL_POOL)
         for _ in range(PROCESSES - 1)
     ]
     try:
@@ -64,23 +66,23 @@ async def small_repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
 
 
 async def _seed(
-    repo: Repo, clock: ManualClock, make_user: Callable[..., object]
+    storage: Storage, clock: ManualClock, make_user: Callable[..., object]
 ) -> tuple[Caller, str]:
     client = ApiClient(client_id=new_id(), name="racer", key_hash="00" * 32, created_at=clock.now())
-    await repo.add_client(client)
-    user_id: str = await make_user(repo, clock, client.client_id)  # type: ignore[misc]
+    await autocommit(storage).clients.add(client)
+    user_id: str = await make_user(storage, clock, client.client_id)  # type: ignore[misc]
     return Caller(client, new_id()), user_id
 
 
 async def test_fifty_concurrent_approves_execute_one_order(
-    repos: list[SqlRepo],
+    storages: list[SqlStorage],
     clock: ManualClock,
     make_user: Callable[..., object],
     make_trading: MakeTrading,
 ) -> None:
-    caller, user_id = await _seed(repos[0], clock, make_user)
+    caller, user_id = await _seed(storages[0], clock, make_user)
     venue = CountingVenue()
-    services = [make_trading(r, clock, venue) for r in repos]
+    services = [make_trading(r, clock, venue) for r in storages]
     quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1.5")
 
     results = await asyncio.gather(
@@ -92,13 +94,17 @@ async def test_fifty_concurrent_approves_execute_one_order(
     )
 
     assert venue.executed == {quoted.trade_id: 1}
-    final = await repos[0].get_trade(caller.client_id, user_id, quoted.trade_id)
+    final = await autocommit(storages[0]).trades.get(caller.client_id, user_id, quoted.trade_id)
     assert final is not None and final.status is TradeStatus.COMPLETED
     won = [r for r in results if isinstance(r, Trade)]
     lost = [r for r in results if not isinstance(r, Trade)]
     assert won and all(t == final for t in won)  # the executor, and replays of its result
     assert all(isinstance(e, TradeNotApprovable) for e in lost), lost
-    audit = [e for e in await repos[0].list_audit(limit=500) if e.action == "trade.approve"]
+    audit = [
+        e
+        for e in await autocommit(storages[0]).audit.newest(limit=500)
+        if e.action == "trade.approve"
+    ]
     assert len(audit) == CONCURRENCY
     # One execution, one `ok`; the 200s that answered the stored trade are `replay`.
     assert Counter(e.outcome for e in audit) == Counter(
@@ -109,21 +115,21 @@ async def test_fifty_concurrent_approves_execute_one_order(
 
 
 async def test_a_quote_lapsing_under_many_pollers_is_expired_by_one_write(
-    small_repos: list[SqlRepo],
+    small_storages: list[SqlStorage],
     clock: ManualClock,
     make_user: Callable[..., object],
     make_trading: MakeTrading,
 ) -> None:
     """200 polls over five processes read the quote `open` past its expiry: at most one
     write attempt per process, one of which wins; the rest read."""
-    repos = small_repos
-    caller, user_id = await _seed(repos[0], clock, make_user)
-    services = [make_trading(r, clock, CountingVenue()) for r in repos]
+    storages = small_storages
+    caller, user_id = await _seed(storages[0], clock, make_user)
+    services = [make_trading(r, clock, CountingVenue()) for r in storages]
     quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1")
     clock.advance(61)
     attempts: list[bool] = []
-    for repo in repos:
-        _count_swaps(repo, attempts)
+    for storage in storages:
+        _count_swaps(storage, attempts)
 
     answers = await asyncio.gather(
         *(
@@ -132,27 +138,31 @@ async def test_a_quote_lapsing_under_many_pollers_is_expired_by_one_write(
         )
     )
 
-    final = await repos[0].get_trade(caller.client_id, user_id, quoted.trade_id)
+    final = await autocommit(storages[0]).trades.get(caller.client_id, user_id, quoted.trade_id)
     assert final is not None and final.status is TradeStatus.EXPIRED
     assert all(a == final for a in answers)
     assert 1 <= len(attempts) <= PROCESSES and attempts.count(True) == 1
-    expiries = [e for e in await repos[0].list_audit(limit=500) if e.action == "trade.expire"]
+    expiries = [
+        e
+        for e in await autocommit(storages[0]).audit.newest(limit=500)
+        if e.action == "trade.expire"
+    ]
     assert [(e.outcome, e.target) for e in expiries] == [("ok", quoted.trade_id)]
 
 
 async def test_trades_lists_write_only_when_a_quote_lapsed(
-    small_repos: list[SqlRepo],
+    small_storages: list[SqlStorage],
     clock: ManualClock,
     make_user: Callable[..., object],
     make_trading: MakeTrading,
 ) -> None:
-    repos = small_repos
-    caller, user_id = await _seed(repos[0], clock, make_user)
-    services = [make_trading(r, clock, CountingVenue()) for r in repos]
+    storages = small_storages
+    caller, user_id = await _seed(storages[0], clock, make_user)
+    services = [make_trading(r, clock, CountingVenue()) for r in storages]
     quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1")
     writes: list[int] = []
-    for repo in repos:
-        _count_write_transactions(repo, writes)
+    for storage in storages:
+        _count_write_transactions(storage, writes)
 
     listed = await asyncio.gather(
         *(services[i % PROCESSES].list(caller, user_id=user_id) for i in range(50))
@@ -165,7 +175,11 @@ async def test_trades_lists_write_only_when_a_quote_lapsed(
         *(services[i % PROCESSES].list(caller, user_id=user_id) for i in range(50))
     )
     assert all(found[0].status is TradeStatus.EXPIRED for found in listed)
-    expiries = [e for e in await repos[0].list_audit(limit=500) if e.action == "trade.expire"]
+    expiries = [
+        e
+        for e in await autocommit(storages[0]).audit.newest(limit=500)
+        if e.action == "trade.expire"
+    ]
     assert [(e.outcome, e.target) for e in expiries] == [("ok", quoted.trade_id)]
     assert 1 <= len(writes) <= 50
     writes.clear()
@@ -173,37 +187,45 @@ async def test_trades_lists_write_only_when_a_quote_lapsed(
     assert writes == []
 
 
-def _count_swaps(repo: SqlRepo, attempts: list[bool]) -> None:
-    real = repo.swap_trade
+def _count_swaps(storage: SqlStorage, attempts: list[bool]) -> None:
+    """Record the outcome of every compare-and-set of a trade made through `storage`."""
+    real = storage.write
 
-    async def swap(expected: TradeStatus, trade: Trade, **kwargs: Any) -> bool:
-        won = await real(expected, trade, **kwargs)
-        attempts.append(won)
-        return won
+    @asynccontextmanager
+    async def write() -> AsyncIterator[UnitOfWork]:
+        async with real() as unit:
+            swap_of_unit = unit.trades.swap
 
-    repo.swap_trade = swap  # type: ignore[method-assign]
+            async def swap(expected: TradeStatus, trade: Trade) -> bool:
+                won = await swap_of_unit(expected, trade)
+                attempts.append(won)
+                return won
+
+            unit.trades.swap = swap  # type: ignore[method-assign]
+            yield unit
+
+    storage.write = write  # type: ignore[method-assign]
 
 
-def _count_write_transactions(repo: SqlRepo, writes: list[int]) -> None:
-    real = repo._tx
+def _count_write_transactions(storage: SqlStorage, writes: list[int]) -> None:
+    real = storage.write
 
-    def tx(*, write: bool = False) -> Any:
-        if write:
-            writes.append(1)
-        return real(write=write)
+    def write() -> Any:
+        writes.append(1)
+        return real()
 
-    repo._tx = tx  # type: ignore[method-assign]
+    storage.write = write  # type: ignore[method-assign]
 
 
 async def test_approve_racing_cancel_ends_in_exactly_one(
-    repos: list[SqlRepo],
+    storages: list[SqlStorage],
     clock: ManualClock,
     make_user: Callable[..., object],
     make_trading: MakeTrading,
 ) -> None:
-    caller, user_id = await _seed(repos[0], clock, make_user)
+    caller, user_id = await _seed(storages[0], clock, make_user)
     venue = CountingVenue(delay=0.01)
-    services = [make_trading(r, clock, venue) for r in repos]
+    services = [make_trading(r, clock, venue) for r in storages]
     rng = random.Random(5)
     outcomes = []
     for _ in range(20):
@@ -220,7 +242,7 @@ async def test_approve_racing_cancel_ends_in_exactly_one(
             if pair[0] is approve
             else (results["second"], results["first"])
         )
-        final = await repos[0].get_trade(caller.client_id, user_id, quoted.trade_id)
+        final = await autocommit(storages[0]).trades.get(caller.client_id, user_id, quoted.trade_id)
         assert final is not None
         if isinstance(approved, Trade):
             assert isinstance(cancelled, TradeNotCancellable), cancelled
@@ -237,14 +259,14 @@ async def test_approve_racing_cancel_ends_in_exactly_one(
 
 
 async def test_fifty_concurrent_sends_under_one_request_id_make_one_record(
-    repos: list[SqlRepo], clock: ManualClock, make_user: Callable[..., object]
+    storages: list[SqlStorage], clock: ManualClock, make_user: Callable[..., object]
 ) -> None:
-    caller, _ = await _seed(repos[0], clock, make_user)
+    caller, _ = await _seed(storages[0], clock, make_user)
     now = clock.now()
 
     results = await asyncio.gather(
         *(
-            repos[i % PROCESSES].begin_send(caller.client_id, "req-dup", "fp", now)
+            autocommit(storages[i % PROCESSES]).sends.begin(caller.client_id, "req-dup", "fp", now)
             for i in range(CONCURRENCY)
         ),
         return_exceptions=True,
@@ -255,13 +277,15 @@ async def test_fifty_concurrent_sends_under_one_request_id_make_one_record(
     assert len(leased) == 1 and leased[0].state is SendState.STARTED and leased[0].attempt == 1
     assert len(refused) == CONCURRENCY - 1
     assert all(isinstance(e, IdempotencyConflict) for e in refused), refused
-    assert await _count_sends(repos[0]) == 1
+    assert await _count_sends(storages[0]) == 1
 
     # The first process dies; after its lease exactly one of fifty retries takes over.
     later = now + SEND_LEASE
     retries = await asyncio.gather(
         *(
-            repos[i % PROCESSES].begin_send(caller.client_id, "req-dup", "fp", later)
+            autocommit(storages[i % PROCESSES]).sends.begin(
+                caller.client_id, "req-dup", "fp", later
+            )
             for i in range(CONCURRENCY)
         ),
         return_exceptions=True,
@@ -269,9 +293,9 @@ async def test_fifty_concurrent_sends_under_one_request_id_make_one_record(
     taken = [r for r in retries if not isinstance(r, BaseException)]
     assert len(taken) == 1 and taken[0].attempt == 2
     assert all(isinstance(e, IdempotencyConflict) for e in retries if isinstance(e, BaseException))
-    assert await _count_sends(repos[0]) == 1
+    assert await _count_sends(storages[0]) == 1
 
 
-async def _count_sends(repo: SqlRepo) -> int:
-    async with repo.database.transaction() as conn:
+async def _count_sends(storage: SqlStorage) -> int:
+    async with storage.database.transaction() as conn:
         return int((await conn.execute(select(func.count()).select_from(sends))).scalar_one())

@@ -19,6 +19,7 @@ from walletcore.domain.trade import TradeStatus
 from walletcore.sandbox.venue import SandboxVenue
 from walletcore.services.context import Caller
 from walletcore.settings import Settings
+from walletcore.testing import autocommit
 
 CHILD = Path(__file__).with_name("crash_child.py")
 
@@ -27,9 +28,9 @@ async def test_a_killed_approval_stays_executing_and_a_poll_completes_it(
     database: Db, settings: Settings, make_user: Callable[..., object]
 ) -> None:
     clock = SystemClock()
-    setup = database.repo(migrate=True)
+    setup = database.storage(migrate=True)
     client = ApiClient(client_id=new_id(), name="crash", key_hash="00" * 32)
-    await setup.add_client(client)
+    await autocommit(setup).clients.add(client)
     user_id: str = await make_user(setup, clock, client.client_id)  # type: ignore[misc]
     caller = Caller(client, new_id())
     quoted = await trading_service(setup, clock, SandboxVenue(), settings).sell(
@@ -60,9 +61,9 @@ async def test_a_killed_approval_stays_executing_and_a_poll_completes_it(
         await child.wait()
     assert child.returncode == -signal.SIGKILL
 
-    restarted = database.repo()  # a new process: schema checked, not migrated
+    restarted = database.storage()  # a new process: schema checked, not migrated
     try:
-        stuck = await restarted.get_trade(client.client_id, user_id, quoted.trade_id)
+        stuck = await autocommit(restarted).trades.get(client.client_id, user_id, quoted.trade_id)
         assert stuck is not None and stuck.status is TradeStatus.EXECUTING
         assert stuck.approved_at is not None and stuck.completed_at is None
 
@@ -75,6 +76,9 @@ async def test_a_killed_approval_stays_executing_and_a_poll_completes_it(
             and polled.executed.crypto_amount == stuck.quote.crypto_amount
         )
         assert polled.reference == f"SBX-{quoted.trade_id[:12].upper()}"
-        assert await restarted.get_trade(client.client_id, user_id, quoted.trade_id) == polled
+        assert (
+            await autocommit(restarted).trades.get(client.client_id, user_id, quoted.trade_id)
+            == polled
+        )
     finally:
         await restarted.aclose()

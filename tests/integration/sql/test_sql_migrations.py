@@ -16,10 +16,11 @@ from sqlalchemy.engine import Connection
 
 from walletcore.domain.clients import User
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.testing import autocommit
 from walletcore_sql import migrate
 from walletcore_sql.engine import make_engine
 from walletcore_sql.errors import SchemaError, SchemaNotMigrated, SchemaTooNew
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import metadata
 from walletcore_sql.testing import off_loop
 
@@ -146,21 +147,21 @@ async def test_a_0002_database_keeps_its_users_and_gets_one_user_per_request_id(
         lambda c: c.execute(text("SELECT user_id, request_id FROM users")).all(),
     )
     assert [tuple(r) for r in rows] == [("u1", None)]
-    repo = SqlRepo(database.url, migrate=False, schema=database.schema)
+    storage = SqlStorage(database.url, migrate=False, schema=database.schema)
     try:
-        assert await repo.created_by_request("c1", "create-1") is None
+        assert await autocommit(storage).wallets.created_by_request("c1", "create-1") is None
         now = datetime(2026, 1, 1, tzinfo=UTC)
         for user_id, expected in (("u2", True), ("u3", False)):
-            stored = await repo.add_user_wallet(
+            stored = await autocommit(storage).wallets.add_user(
                 User(user_id, "c1", now),
                 WalletRecord("c1", WalletOwner.USER, user_id, b"s", {}, now),
                 request_id="create-1",
             )
             assert stored is expected
-        assert await repo.created_by_request("c1", "create-1") == "u2"
-        assert await repo.get_user("c1", "u3") is None
+        assert await autocommit(storage).wallets.created_by_request("c1", "create-1") == "u2"
+        assert await autocommit(storage).wallets.get_user("c1", "u3") is None
     finally:
-        await repo.aclose()
+        await storage.aclose()
 
 
 async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None:
@@ -168,11 +169,11 @@ async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None
         await migrate.check_schema_async(database.url, schema=database.schema)
     message = str(caught.value)
     assert "unmigrated" in message and "walletcore db upgrade" in message
-    # The production repo refuses to start with the same message; nothing is created.
-    repo = SqlRepo(database.url, migrate=False, schema=database.schema)
+    # The production storage refuses to start with the same message; nothing is created.
+    storage = SqlStorage(database.url, migrate=False, schema=database.schema)
     with pytest.raises(SchemaNotMigrated):
-        await repo.start()
-    await repo.aclose()
+        await storage.start()
+    await storage.aclose()
     assert await _sync(database, _tables) == set()
 
 
@@ -188,7 +189,7 @@ async def test_check_schema_refuses_a_newer_schema(database: Db) -> None:
     # Neither the CLI upgrade nor a sandbox start touches it.
     with pytest.raises(SchemaTooNew):
         await migrate.upgrade_async(database.url, schema=database.schema)
-    sandbox = SqlRepo(database.url, migrate=True, schema=database.schema)
+    sandbox = SqlStorage(database.url, migrate=True, schema=database.schema)
     with pytest.raises(SchemaTooNew):
         await sandbox.start()
     await sandbox.aclose()

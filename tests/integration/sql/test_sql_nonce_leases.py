@@ -16,9 +16,10 @@ import pytest
 from sql_helpers import Db
 
 from walletcore.domain.errors import AddressBusy
+from walletcore.testing import autocommit
 from walletcore_chains.evm.nonces import NonceBook
 from walletcore_sql.nonces import advisory_key, nonce_leases
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.storage import SqlStorage
 
 CHILD = Path(__file__).with_name("nonce_child.py")
 CHAIN = "eip155:1"  # as nonce_child.py
@@ -35,13 +36,13 @@ def new_address() -> str:
 
 
 @pytest.fixture
-async def migrated(database: Db) -> AsyncIterator[SqlRepo]:
-    repo = database.repo(migrate=True)
-    await repo.start()
+async def migrated(database: Db) -> AsyncIterator[SqlStorage]:
+    storage = database.storage(migrate=True)
+    await storage.start()
     try:
-        yield repo
+        yield storage
     finally:
-        await repo.aclose()
+        await storage.aclose()
 
 
 async def _spawn(database: Db, address: str, count: int, *mode: str) -> asyncio.subprocess.Process:
@@ -86,7 +87,7 @@ def _stop(children: list[asyncio.subprocess.Process]) -> None:
 
 
 async def test_processes_on_one_database_never_share_a_nonce_nor_skip_one(
-    database: Db, migrated: SqlRepo
+    database: Db, migrated: SqlStorage
 ) -> None:
     address = new_address()
     children = [await _spawn(database, address, EACH) for _ in range(PROCESSES)]
@@ -107,13 +108,13 @@ async def test_processes_on_one_database_never_share_a_nonce_nor_skip_one(
     everything = sorted(n for t in taken for n in t)
     # the node said 0 every time: only the leases kept the processes apart
     assert everything == list(range(PROCESSES * EACH))
-    lease = await migrated.nonce_leases().acquire(CHAIN, address)
+    lease = await nonce_leases(migrated.database).acquire(CHAIN, address)
     assert lease.floor == PROCESSES * EACH
     await lease.release(None)
 
 
 async def test_a_process_killed_holding_the_lease_does_not_keep_it(
-    database: Db, migrated: SqlRepo
+    database: Db, migrated: SqlStorage
 ) -> None:
     address = new_address()
     child = await _spawn(database, address, 3, "hold")
@@ -129,19 +130,19 @@ async def test_a_process_killed_holding_the_lease_does_not_keep_it(
         _stop([child])
         await child.wait()
 
-    book = NonceBook(leases=migrated.nonce_leases(), chain=CHAIN)
+    book = NonceBook(leases=nonce_leases(migrated.database), chain=CHAIN)
     nonce = await asyncio.wait_for(book.reserve(address, stale_node), timeout=30)
     assert nonce == 3  # the dead process never sent its 3: taken again, no gap
     await book.release(address, nonce)
 
 
 async def test_a_nonce_given_back_is_the_next_one_another_process_takes(
-    database: Db, migrated: SqlRepo
+    database: Db, migrated: SqlStorage
 ) -> None:
-    other = database.repo()
+    other = database.storage()
     try:
-        here = NonceBook(leases=migrated.nonce_leases(), chain=CHAIN)
-        there = NonceBook(leases=other.nonce_leases(), chain=CHAIN)
+        here = NonceBook(leases=nonce_leases(migrated.database), chain=CHAIN)
+        there = NonceBook(leases=nonce_leases(other.database), chain=CHAIN)
         address = new_address()
         assert await here.reserve(address, stale_node) == 0
         await here.accepted(address, 0)
@@ -169,29 +170,31 @@ def test_the_advisory_key_is_a_stable_signed_64_bit_integer() -> None:
 @pytest.mark.postgres
 async def test_held_leases_do_not_take_the_connections_sends_need(pg_database: Db) -> None:
     """A lease holds a PostgreSQL connection for as long as a send is in flight: those
-    come from a pool of their own, or a few busy addresses would starve the repo."""
-    repo = SqlRepo(
+    come from a pool of their own, or a few busy addresses would starve the storage."""
+    storage = SqlStorage(
         pg_database.url, migrate=True, schema=pg_database.schema, pool_size=1, max_overflow=0
     )
     try:
-        await repo.start()
-        leases = [await repo.nonce_leases().acquire(CHAIN, new_address()) for _ in range(3)]
-        assert await asyncio.wait_for(repo.list_clients(), timeout=10) == []
+        await storage.start()
+        leases = [
+            await nonce_leases(storage.database).acquire(CHAIN, new_address()) for _ in range(3)
+        ]
+        assert await asyncio.wait_for(autocommit(storage).clients.all(), timeout=10) == []
         for lease in leases:
             await lease.release(1)
     finally:
-        await repo.aclose()
+        await storage.aclose()
 
 
 async def test_sqlite_lock_files_live_beside_the_database(
     sqlite_database: Db,
 ) -> None:
-    repo = sqlite_database.repo(migrate=True)
+    storage = sqlite_database.storage(migrate=True)
     try:
-        lease = await repo.nonce_leases().acquire(CHAIN, new_address())
+        lease = await nonce_leases(storage.database).acquire(CHAIN, new_address())
         await lease.release(None)
     finally:
-        await repo.aclose()
+        await storage.aclose()
     database_file = Path(sqlite_database.url.removeprefix("sqlite+aiosqlite:///"))
     locks = database_file.with_name(database_file.name + "-nonce-locks")
     assert [p.suffix for p in locks.iterdir()] == [".lock"]

@@ -21,9 +21,10 @@ from walletcore.sandbox.faucet import fund
 from walletcore.services.context import Caller
 from walletcore.services.send_record import SendReceipt
 from walletcore.settings import Settings
+from walletcore.testing import autocommit
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.storage import SqlStorage
 
 PROCESSES = 5
 RETRIES = 20
@@ -32,10 +33,10 @@ RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
 
 
 @pytest.fixture
-async def repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
-    first = database.repo(migrate=True)
+async def storages(database: Db) -> AsyncIterator[list[SqlStorage]]:
+    first = database.storage(migrate=True)
     await first.start()
-    others = [database.repo() for _ in range(PROCESSES - 1)]
+    others = [database.storage() for _ in range(PROCESSES - 1)]
     for r in others:
         await r.start()
     try:
@@ -46,7 +47,7 @@ async def repos(database: Db) -> AsyncIterator[list[SqlRepo]]:
 
 
 def _servers(
-    repos: list[SqlRepo], settings: Settings, clock: ManualClock, broadcasts: list[str]
+    storages: list[SqlStorage], settings: Settings, clock: ManualClock, broadcasts: list[str]
 ) -> list[Container]:
     """One container per engine, all over the same sandbox ledger (the same home)."""
     keystore = SealedKeyStore(
@@ -55,8 +56,8 @@ def _servers(
         allow_weak_kdf=True,
     )
     servers = []
-    for repo in repos:
-        container = create_container(settings, clock=clock, keystore=keystore, repo=repo)
+    for storage in storages:
+        container = create_container(settings, clock=clock, keystore=keystore, storage=storage)
         gateway: SandboxGateway = container.gateways()[Chain.ETHEREUM]
         real = gateway.broadcast
 
@@ -71,10 +72,10 @@ def _servers(
 
 
 async def test_twenty_concurrent_retries_of_one_send_broadcast_once(
-    repos: list[SqlRepo], settings: Settings, clock: ManualClock
+    storages: list[SqlStorage], settings: Settings, clock: ManualClock
 ) -> None:
     broadcasts: list[str] = []
-    servers = _servers(repos, settings, clock, broadcasts)
+    servers = _servers(storages, settings, clock, broadcasts)
     issued = await servers[0].auth().create_client("racer")
     caller = Caller(issued.client, "dup")
     created = await servers[0].wallets().create(caller, password=PASSWORD)
@@ -106,7 +107,7 @@ async def test_twenty_concurrent_retries_of_one_send_broadcast_once(
     ledger = servers[0].gateways()[Chain.ETHEREUM]._ledger.state
     assert [t.tx_hash for t in ledger.txs if t.sender == sender] == [receipts[0].tx_hash]
     assert broadcasts == [receipts[0].tx_hash]
-    record = await repos[0].get_send(issued.client.client_id, "dup")
+    record = await autocommit(storages[0]).sends.get(issued.client.client_id, "dup")
     assert record is not None and record.state is SendState.FINISHED
     # A later retry, from any process, replays it.
     assert await send(servers[-1]) == receipts[0]

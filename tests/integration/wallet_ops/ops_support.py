@@ -1,6 +1,6 @@
 """Helpers of the wallet operation tests (imported by name; the fixtures are in conftest.py).
 
-The sandbox core (manual clock, in-memory repo, the sandbox chains in a temporary home) with
+The sandbox core (manual clock, in-memory storage, the sandbox chains in a temporary home) with
 the real sealed KeyStore at its cheapest Argon2id, a gateway wrapper that counts broadcasts
 and can lose their answers, and helpers to make api clients, wallets and sends."""
 
@@ -21,10 +21,10 @@ from walletcore.domain.errors import BroadcastTimeout
 from walletcore.ports import ChainGateway, SignedTransfer
 from walletcore.sandbox.chain import SandboxGateway
 from walletcore.sandbox.faucet import fund
-from walletcore.sandbox.repo import InMemoryRepo
 from walletcore.services.context import Caller
 from walletcore.services.send_record import SendReceipt
 from walletcore.settings import Settings
+from walletcore.testing import InMemoryStorage, autocommit
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
 
@@ -69,11 +69,15 @@ class CountingGateway:
 class Ops:
     container: Container
     clock: ManualClock
-    repo: InMemoryRepo
+    storage: InMemoryStorage
     gateways: Mapping[Chain, CountingGateway]
     keystore: SealedKeyStore
     requests: int = 0
     wallets: dict[str, Mapping[Chain, str]] = field(default_factory=dict)
+
+    @property
+    def db(self) -> Any:
+        return autocommit(self.storage)
 
     @property
     def reads(self) -> Any:
@@ -92,7 +96,7 @@ class Ops:
     ) -> ApiClient:
         issued = await self.container.auth().create_client("Acme Pay", assets=assets)
         client = replace(issued.client, fee_payer=fee_payer)
-        await self.repo.update_client(client)
+        await self.db.clients.update(client)
         if platform:
             await self.container.wallets().provision_platform(client.client_id)
         return client
@@ -162,13 +166,25 @@ def _chain_of(asset_id: int) -> Chain:
     return asset_by_id(asset_id).chain
 
 
-def make_ops(settings: Settings, clock: ManualClock, repo: Any = None, **changes: Any) -> Ops:
+def make_ops(
+    settings: Settings,
+    clock: ManualClock,
+    storage: Any = None,
+    chain_settings: dict[str, Any] | None = None,
+    **changes: Any,
+) -> Ops:
+    """`chain_settings`: chain plugin name -> its settings (`{"sandbox":
+    SandboxChainSettings(sandbox_confirm_seconds=0)}`)."""
     keystore = SealedKeyStore(secrets.token_bytes(32), kdf=FAST_KDF, allow_weak_kdf=True)
-    repo = repo if repo is not None else InMemoryRepo()
+    storage = storage if storage is not None else InMemoryStorage()
     container = create_container(
-        settings.model_copy(update=changes), clock=clock, keystore=keystore, repo=repo
+        settings.model_copy(update=changes),
+        clock=clock,
+        keystore=keystore,
+        storage=storage,
+        chain_settings=chain_settings or {},
     )
     built: Mapping[Chain, ChainGateway] = container.gateways()
     counting = {chain: CountingGateway(g) for chain, g in built.items()}  # type: ignore[arg-type]
     container.gateways.override(providers.Object(counting))
-    return Ops(container, clock, repo, counting, keystore)
+    return Ops(container, clock, storage, counting, keystore)

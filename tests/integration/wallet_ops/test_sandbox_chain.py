@@ -16,6 +16,7 @@ from walletcore.domain.assets import Chain, asset_by_id, native_asset
 from walletcore.domain.errors import InvalidRequest, TransferRejected
 from walletcore.domain.wallet import WalletOwner
 from walletcore.ports import SignedTransfer, Transfer
+from walletcore.sandbox.chain import SandboxChainSettings
 from walletcore.sandbox.faucet import fund
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
@@ -54,7 +55,7 @@ async def _signed_by_the_wrong_key(ops: Ops, chain: Chain) -> tuple[Transfer, Si
     unsigned = await gateway.prepare(
         transfer, await gateway.fee(source, transfer.recipient, native, None)
     )
-    wallet = await ops.repo.get_wallet(client.client_id, WalletOwner.USER, thief)
+    wallet = await ops.db.wallets.get(client.client_id, WalletOwner.USER, thief)
     assert wallet is not None
     async with ops.keystore.unseal(wallet.sealed, "correct horse battery", chain) as key:
         forged = key.sign(unsigned.payload)
@@ -81,7 +82,7 @@ async def test_a_tampered_transaction_is_refused(ops: Ops) -> None:
     unsigned = await gateway.prepare(
         transfer, await gateway.fee(source, transfer.recipient, native, None)
     )
-    wallet = await ops.repo.get_wallet(client.client_id, WalletOwner.USER, user)
+    wallet = await ops.db.wallets.get(client.client_id, WalletOwner.USER, user)
     assert wallet is not None
     async with ops.keystore.unseal(wallet.sealed, "correct horse battery", chain) as key:
         signed = gateway.assemble(unsigned, {source: key.sign(unsigned.payload)})
@@ -129,7 +130,9 @@ async def test_the_ledger_is_shared_by_every_process_on_the_home(
 async def test_a_zero_confirmation_delay_confirms_at_once(
     settings: Settings, clock: ManualClock
 ) -> None:
-    ops = make_ops(settings, clock, sandbox_confirm_seconds=0)
+    ops = make_ops(
+        settings, clock, chain_settings={"sandbox": SandboxChainSettings(sandbox_confirm_seconds=0)}
+    )
     client = await ops.client()
     user = await ops.user(client)
     await ops.fund(ops.wallets[user][Chain.BSC], 3, "1")

@@ -52,8 +52,8 @@ async def test_no_secret_leaks_from_any_send(ops: Ops, caplog: pytest.LogCapture
     texts += [caplog.text]
     texts += [f"{e!r} {e}" for e in errors]
     texts += [repr(a) for a in answers]
-    texts += [repr(e) for e in await ops.repo.list_audit(limit=1000)]
-    for record in ops.repo._sends.values():  # the stored records themselves
+    texts += [repr(e) for e in await ops.db.audit.newest(limit=1000)]
+    for record in ops.storage._tables.sends.values():  # the stored records themselves
         texts += [repr(record), json.dumps(record.result), (record.raw_tx or b"").decode()]
     texts.append((Path(ops.container.settings().home) / "sandbox-chain.json").read_text())
     hashed = [hashlib.sha256(p.encode()).hexdigest() for p in (PASSWORD, WRONG)]

@@ -44,7 +44,7 @@ async def test_a_wrong_password_is_answered_per_chain_before_anything_is_signed(
         )
     assert (caught.value.status, caught.value.message) == (status, message)
     assert ops.broadcasts() == 0
-    record = await ops.repo.get_send(client.client_id, "r1")
+    record = await ops.db.sends.get(client.client_id, "r1")
     assert record is not None and record.state is SendState.STARTED and record.tx_hash is None
     assert not record.is_locked(ops.clock.now())  # released: the corrected retry goes at once
     # The same request with the password fixed, under the same X-Request-Id, sends once.
@@ -129,10 +129,10 @@ async def test_a_lost_broadcast_answer_is_kept_and_its_replay_sends_the_same_tra
     with pytest.raises(BroadcastTimeout) as caught:
         await ops.send(client, user, 4, "10", request_id="pay-1")
     assert caught.value.status == 504
-    record = await ops.repo.get_send(client.client_id, "pay-1")
+    record = await ops.db.sends.get(client.client_id, "pay-1")
     assert record is not None and record.state is SendState.SIGNED and record.tx_hash
     assert not record.is_locked(ops.clock.now())
-    audit = [e for e in await ops.repo.list_audit() if e.action == "wallet.send"]
+    audit = [e for e in await ops.db.audit.newest() if e.action == "wallet.send"]
     assert (audit[0].outcome, audit[0].target) == ("504", record.tx_hash)
     # The replay broadcasts the stored bytes again; the network knows them: one transfer.
     receipt = await ops.send(client, user, 4, "10", request_id="pay-1")
@@ -141,7 +141,7 @@ async def test_a_lost_broadcast_answer_is_kept_and_its_replay_sends_the_same_tra
     rows = await gateway.history(sender, native_asset(Chain.TRON), 10)
     assert [r.hash for r in rows if r.type == "send"] == [record.tx_hash]
     assert await ops.balance(client, user, 4) == "90"
-    finished = await ops.repo.get_send(client.client_id, "pay-1")
+    finished = await ops.db.sends.get(client.client_id, "pay-1")
     assert finished is not None and finished.is_finished
 
 
@@ -162,7 +162,7 @@ async def test_a_broadcast_that_never_reached_the_network_is_sent_by_the_replay(
         await ops.send(client, user, 6, "0.5", request_id="pay-1")
     assert await ops.balance(client, user, 6) == "1"
     gateway.inner.broadcast = real  # type: ignore[method-assign]
-    stored = await ops.repo.get_send(client.client_id, "pay-1")
+    stored = await ops.db.sends.get(client.client_id, "pay-1")
     receipt = await ops.send(client, user, 6, "0.5", request_id="pay-1")
     assert stored is not None and receipt.tx_hash == stored.tx_hash
     assert await ops.balance(client, user, 6) == "0.5"
@@ -180,7 +180,7 @@ async def test_a_transfer_the_network_refused_finishes_with_that_error(ops: Ops)
     gateway.inner.broadcast = refuse  # type: ignore[method-assign]
     with pytest.raises(TransferRejected):
         await ops.send(client, user, 2, "0.1", request_id="pay-1")
-    record = await ops.repo.get_send(client.client_id, "pay-1")
+    record = await ops.db.sends.get(client.client_id, "pay-1")
     assert record is not None and record.is_finished
     with pytest.raises(DomainError) as caught:
         await ops.send(client, user, 2, "0.1", request_id="pay-1")
@@ -196,7 +196,7 @@ async def test_a_body_refused_before_the_claim_leaves_the_id_free(ops: Ops) -> N
         await ops.send(client, user, 21, "1.0000001", request_id="pay-1")
     with pytest.raises(InvalidRequest, match="Invalid ETHEREUM address"):
         await ops.send(client, user, 21, "1", request_id="pay-1", recipient="0x1234")
-    assert await ops.repo.get_send(client.client_id, "pay-1") is None
+    assert await ops.db.sends.get(client.client_id, "pay-1") is None
 
 
 async def test_insufficient_funds_release_the_id_for_the_same_request(ops: Ops) -> None:
@@ -220,6 +220,6 @@ async def test_every_send_is_audited(ops: Ops) -> None:
     receipt = await ops.send(client, user, 2, "0.1", request_id="pay-1")
     with pytest.raises(DomainError):
         await ops.send(client, user, 2, "0.1", request_id="pay-2", password="wrong password")
-    entries = [e for e in await ops.repo.list_audit() if e.action == "wallet.send"]
+    entries = [e for e in await ops.db.audit.newest() if e.action == "wallet.send"]
     assert [(e.request_id, e.outcome) for e in entries] == [("pay-2", "401"), ("pay-1", "ok")]
     assert entries[1].target == receipt.tx_hash and entries[1].user_id == user

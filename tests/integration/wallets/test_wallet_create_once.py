@@ -1,5 +1,5 @@
 """`/create` under a repeated X-Request-Id makes no second wallet: 409, naming the first
-user, on every store (memory, the sandbox file, SQLite, PostgreSQL)."""
+user, on every store (memory, SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,16 @@ import pytest
 from walletcore.clock import ManualClock
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.wallet import WalletOwner
-from walletcore.ports import Repo
-from walletcore.sandbox.filerepo import FileRepo
-from walletcore.sandbox.repo import InMemoryRepo
+from walletcore.ports import Storage
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.wallets import WalletAlreadyCreated, WalletService
 from walletcore.settings import Settings
+from walletcore.testing import InMemoryStorage, autocommit
 from walletcore_sql import migrate
 from walletcore_sql.engine import sqlite_url
-from walletcore_sql.repo import SqlRepo
+from walletcore_sql.storage import SqlStorage
 from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_test_url
 
 if TYPE_CHECKING:
@@ -34,46 +33,44 @@ PASSWORD = "correct horse battery staple"
 BTC, ETH = 1, 2
 
 
-@pytest.fixture(
-    params=["memory", "file", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Repo]:
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Storage]:
     kind = request.param
     if kind == "memory":
-        yield InMemoryRepo()
-    elif kind == "file":
-        yield FileRepo(tmp_path / "home" / "sandbox-repo.json")
+        yield InMemoryStorage()
     elif kind == "sqlite":
-        repo = SqlRepo(sqlite_url(tmp_path / "db" / "walletcore.db"), migrate=True)
-        yield repo
-        await repo.aclose()
+        sql = SqlStorage(sqlite_url(tmp_path / "db" / "walletcore.db"), migrate=True)
+        yield sql
+        await sql.aclose()
     else:
         url = pg_test_url()
         schema = await create_schema_async(url)
         try:
             await migrate.upgrade_async(url, schema=schema)
-            repo = SqlRepo(url, migrate=False, schema=schema)
-            yield repo
-            await repo.aclose()
+            sql = SqlStorage(url, migrate=False, schema=schema)
+            yield sql
+            await sql.aclose()
         finally:
             await drop_schema_async(url, schema)
 
 
 @pytest.fixture
-def service(store: Repo, wallets: Wallets, clock: ManualClock, settings: Settings) -> WalletService:
+def service(
+    store: Storage, wallets: Wallets, clock: ManualClock, settings: Settings
+) -> WalletService:
     return WalletService(
         store, clock, wallets.keystore, AssetPolicy(settings), Auditor(store, clock)
     )
 
 
-async def _client_caller(store: Repo, wallets: Wallets, request_id: str, given: bool) -> Caller:
-    client = await wallets.client(BTC, ETH)  # in the fixture's own repo: copy it over
-    await store.add_client(client)
+async def _client_caller(store: Storage, wallets: Wallets, request_id: str, given: bool) -> Caller:
+    client = await wallets.client(BTC, ETH)  # in the fixture's own storage: copy it over
+    await autocommit(store).clients.add(client)
     return Caller(client, request_id, request_id_given=given)
 
 
 async def test_a_repeated_request_id_is_409_naming_the_first_user(
-    store: Repo, service: WalletService, wallets: Wallets
+    store: Storage, service: WalletService, wallets: Wallets
 ) -> None:
     caller = await _client_caller(store, wallets, "create-1", given=True)
     first = await service.create(caller, password=PASSWORD)
@@ -88,30 +85,35 @@ async def test_a_repeated_request_id_is_409_naming_the_first_user(
     assert caught.value.user_id == first.user_id
     assert first.mnemonic not in caught.value.message
 
-    assert await store.created_by_request(caller.client_id, "create-1") == first.user_id
-    wallet = await store.get_wallet(caller.client_id, WalletOwner.USER, first.user_id)
+    assert (
+        await autocommit(store).wallets.created_by_request(caller.client_id, "create-1")
+        == first.user_id
+    )
+    wallet = await autocommit(store).wallets.get(caller.client_id, WalletOwner.USER, first.user_id)
     assert wallet is not None and dict(wallet.addresses) == dict(first.addresses)
-    audit = [(e.action, e.outcome, e.user_id) for e in await store.list_audit()]
+    audit = [(e.action, e.outcome, e.user_id) for e in await autocommit(store).audit.newest()]
     assert audit == [
         ("wallet.create", "409", first.user_id),
         ("wallet.create", "ok", first.user_id),
     ]
-    for entry in await store.list_audit():
+    for entry in await autocommit(store).audit.newest():
         assert not [f for f in astuple(entry) if isinstance(f, str) and first.mnemonic in f]
 
 
 async def test_without_a_sent_request_id_every_create_makes_a_wallet(
-    store: Repo, service: WalletService, wallets: Wallets
+    store: Storage, service: WalletService, wallets: Wallets
 ) -> None:
     caller = await _client_caller(store, wallets, "generated-1", given=False)
     first = await service.create(caller, password=PASSWORD)
     second = await service.create(caller, password=PASSWORD)
     assert first.user_id != second.user_id
-    assert await store.created_by_request(caller.client_id, "generated-1") is None
+    assert (
+        await autocommit(store).wallets.created_by_request(caller.client_id, "generated-1") is None
+    )
 
 
 async def test_request_ids_are_per_api_client(
-    store: Repo, service: WalletService, wallets: Wallets
+    store: Storage, service: WalletService, wallets: Wallets
 ) -> None:
     mine = await _client_caller(store, wallets, "create-1", given=True)
     theirs = await _client_caller(store, wallets, "create-1", given=True)
@@ -123,7 +125,7 @@ async def test_request_ids_are_per_api_client(
 
 
 async def test_a_body_refused_first_claims_nothing(
-    store: Repo, service: WalletService, wallets: Wallets
+    store: Storage, service: WalletService, wallets: Wallets
 ) -> None:
     caller = await _client_caller(store, wallets, "create-1", given=True)
     with pytest.raises(InvalidRequest):
@@ -131,11 +133,14 @@ async def test_a_body_refused_first_claims_nothing(
     created = await service.create(caller, password=PASSWORD)  # the id is still free
     with pytest.raises(InvalidRequest):  # and a bad body stays a 400 after it is used
         await service.create(caller, password="short")
-    assert await store.created_by_request(caller.client_id, "create-1") == created.user_id
+    assert (
+        await autocommit(store).wallets.created_by_request(caller.client_id, "create-1")
+        == created.user_id
+    )
 
 
 async def test_concurrent_creates_under_one_request_id_make_one_wallet(
-    store: Repo, service: WalletService, wallets: Wallets
+    store: Storage, service: WalletService, wallets: Wallets
 ) -> None:
     caller = await _client_caller(store, wallets, "create-race", given=True)
     results = await asyncio.gather(
@@ -146,7 +151,7 @@ async def test_concurrent_creates_under_one_request_id_make_one_wallet(
     assert len(made) == 1, results
     assert all(isinstance(r, WalletAlreadyCreated) for r in refused), refused
     assert all(r.user_id == made[0].user_id for r in refused)  # type: ignore[union-attr]
-    ok = [e for e in await store.list_audit() if e.outcome == "ok"]
+    ok = [e for e in await autocommit(store).audit.newest() if e.outcome == "ok"]
     assert [(e.action, e.user_id) for e in ok] == [("wallet.create", made[0].user_id)]
 
 

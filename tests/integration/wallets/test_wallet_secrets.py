@@ -17,8 +17,8 @@ from walletcore.clock import ManualClock
 from walletcore.domain.assets import Chain
 from walletcore.domain.errors import DomainError, InvalidCredentials, WrongWalletPassword
 from walletcore.domain.wallet import WalletOwner
-from walletcore.sandbox.repo import InMemoryRepo
 from walletcore.services.wallets import WalletService
+from walletcore.testing import InMemoryStorage, autocommit
 from walletcore_chains import hd, sealing
 from walletcore_chains.keystore import SealedKeyStore
 
@@ -49,7 +49,7 @@ async def test_no_secret_in_logs_reprs_or_audit(
 
     created = await wallets.service.create(caller, password=PASSWORD)
     seen.append(created)
-    await wallets.repo.update_client(replace(client, enabled_assets=(BTC, ETH, TRX, SOL)))
+    await wallets.db.clients.update(replace(client, enabled_assets=(BTC, ETH, TRX, SOL)))
     caller = await wallets.caller(client, "req-2")
     with pytest.raises(InvalidCredentials) as wrong:
         await wallets.service.extend(caller, user_id=created.user_id, password=WRONG)
@@ -59,10 +59,10 @@ async def test_no_secret_in_logs_reprs_or_audit(
     seen.append(await wallets.service.provision_platform(client.client_id))
     seen.append(await wallets.service.platform_addresses(caller))
 
-    record = await wallets.repo.get_wallet(client.client_id, WalletOwner.USER, created.user_id)
-    platform = await wallets.repo.get_wallet(client.client_id, WalletOwner.PLATFORM, None)
+    record = await wallets.db.wallets.get(client.client_id, WalletOwner.USER, created.user_id)
+    platform = await wallets.db.wallets.get(client.client_id, WalletOwner.PLATFORM, None)
     assert record is not None and platform is not None
-    seen += [record, platform, wallets.keystore, wallets.service, *await wallets.repo.list_audit()]
+    seen += [record, platform, wallets.keystore, wallets.service, *await wallets.db.audit.newest()]
     for chain in Chain:
         async with wallets.keystore.unseal(record.sealed, PASSWORD, chain) as signer:
             signer.sign(b"\7" * 32)
@@ -95,7 +95,7 @@ async def test_no_secret_in_logs_reprs_or_audit(
 async def test_the_container_wires_wallets_at_full_parameters(tmp_path: Path) -> None:
     clock = ManualClock()
     home = tmp_path / "home"
-    container = create_container(Settings(home=home), clock=clock, repo=InMemoryRepo())
+    container = create_container(Settings(home=home), clock=clock, storage=InMemoryStorage())
     service = container.wallets()
     assert isinstance(service, WalletService)
     keystore = container.keystore()
@@ -107,8 +107,8 @@ async def test_the_container_wires_wallets_at_full_parameters(tmp_path: Path) ->
     caller = Caller(issued.client, "req-1")
     created = await service.create(caller, password=PASSWORD)
     assert list(created.addresses) == [Chain.BITCOIN, Chain.SOLANA]
-    repo = container.repo()
-    record = await repo.get_wallet(issued.client.client_id, WalletOwner.USER, created.user_id)
+    db = autocommit(container.storage())
+    record = await db.wallets.get(issued.client.client_id, WalletOwner.USER, created.user_id)
     assert record is not None
     assert sealing.record_params(record.sealed) == sealing.PRODUCTION_KDF
     with pytest.raises(DomainError) as caught:

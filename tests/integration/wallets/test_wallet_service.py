@@ -33,7 +33,7 @@ BTC, ETH, USDT_ETH, BNB, TRX, USDT_TRON, POL, SOL, USDC_SOL = 1, 2, 21, 3, 4, 41
 
 
 async def _stored(wallets: Wallets, client_id: str, user_id: str) -> dict[Chain, str]:
-    wallet = await wallets.repo.get_wallet(client_id, WalletOwner.USER, user_id)
+    wallet = await wallets.db.wallets.get(client_id, WalletOwner.USER, user_id)
     assert wallet is not None
     return dict(wallet.addresses)
 
@@ -48,10 +48,10 @@ async def test_create_makes_a_user_and_a_wallet_for_the_enabled_chains(wallets: 
     assert len(created.mnemonic.split()) == 24
     seed = hd.seed_from_mnemonic(created.mnemonic)
     assert hd.derive_addresses(seed, list(created.addresses)) == created.addresses
-    assert await wallets.repo.get_user(client.client_id, created.user_id) is not None
+    assert await wallets.db.wallets.get_user(client.client_id, created.user_id) is not None
     assert await _stored(wallets, client.client_id, created.user_id) == created.addresses
     assert created.mnemonic not in repr(created)
-    [entry] = await wallets.repo.list_audit()
+    [entry] = await wallets.db.audit.newest()
     assert (entry.action, entry.outcome, entry.user_id) == ("wallet.create", "ok", created.user_id)
 
 
@@ -94,7 +94,7 @@ async def test_create_refuses_a_password_outside_the_rules(
         await wallets.service.create(await wallets.caller(client), password=password)
     assert caught.value.status == 400
     assert caught.value.message == message
-    [entry] = await wallets.repo.list_audit()
+    [entry] = await wallets.db.audit.newest()
     assert (entry.action, entry.outcome, entry.user_id) == ("wallet.create", "400", None)
 
 
@@ -123,13 +123,13 @@ async def test_addresses_follow_the_enabled_chains(wallets: Wallets) -> None:
     )
     assert addresses == created.addresses
 
-    await wallets.repo.update_client(replace(client, enabled_assets=(BTC, SOL)))
+    await wallets.db.clients.update(replace(client, enabled_assets=(BTC, SOL)))
     addresses = await wallets.service.addresses(
         await wallets.caller(client), user_id=created.user_id
     )
     assert list(addresses) == [Chain.BITCOIN, Chain.SOLANA]
 
-    await wallets.repo.update_client(replace(client, enabled_assets=(BTC, TRX, SOL, ETH)))
+    await wallets.db.clients.update(replace(client, enabled_assets=(BTC, TRX, SOL, ETH)))
     addresses = await wallets.service.addresses(
         await wallets.caller(client), user_id=created.user_id
     )
@@ -171,7 +171,7 @@ async def test_another_clients_user_is_not_found(wallets: Wallets) -> None:
 async def test_extend_adds_the_chains_enabled_since_creation(wallets: Wallets) -> None:
     client = await wallets.client(BTC, TRX)
     created = await wallets.service.create(await wallets.caller(client), password=PASSWORD)
-    await wallets.repo.update_client(replace(client, enabled_assets=(BTC, USDT_ETH, TRX, USDC_SOL)))
+    await wallets.db.clients.update(replace(client, enabled_assets=(BTC, USDT_ETH, TRX, USDC_SOL)))
     wallets.clock.advance(60)
     extended = await wallets.service.extend(
         await wallets.caller(client, "req-2"), user_id=created.user_id, password=PASSWORD
@@ -180,10 +180,10 @@ async def test_extend_adds_the_chains_enabled_since_creation(wallets: Wallets) -
     assert {c: extended[c] for c in created.addresses} == created.addresses
     seed = hd.seed_from_mnemonic(created.mnemonic)
     assert hd.derive_addresses(seed, list(extended)) == extended
-    wallet = await wallets.repo.get_wallet(client.client_id, WalletOwner.USER, created.user_id)
+    wallet = await wallets.db.wallets.get(client.client_id, WalletOwner.USER, created.user_id)
     assert wallet is not None and dict(wallet.addresses) == extended
     assert wallet.updated_at == wallets.clock.now()
-    entry = (await wallets.repo.list_audit())[0]
+    entry = (await wallets.db.audit.newest())[0]
     assert (entry.action, entry.outcome, entry.target) == ("wallet.extend", "ok", "ETHEREUM,SOLANA")
     assert (
         await wallets.service.addresses(await wallets.caller(client), user_id=created.user_id)
@@ -194,8 +194,8 @@ async def test_extend_adds_the_chains_enabled_since_creation(wallets: Wallets) -
 async def test_extend_with_a_wrong_password_changes_nothing(wallets: Wallets) -> None:
     client = await wallets.client(BTC)
     created = await wallets.service.create(await wallets.caller(client), password=PASSWORD)
-    before = await wallets.repo.get_wallet(client.client_id, WalletOwner.USER, created.user_id)
-    await wallets.repo.update_client(replace(client, enabled_assets=(BTC, ETH)))
+    before = await wallets.db.wallets.get(client.client_id, WalletOwner.USER, created.user_id)
+    await wallets.db.clients.update(replace(client, enabled_assets=(BTC, ETH)))
     for wrong in (PASSWORD.upper(), PASSWORD + " ", "x"):
         with pytest.raises(InvalidCredentials) as caught:
             await wallets.service.extend(
@@ -203,9 +203,9 @@ async def test_extend_with_a_wrong_password_changes_nothing(wallets: Wallets) ->
             )
         assert type(caught.value) is InvalidCredentials  # translated, not the internal error
         assert (caught.value.status, caught.value.message) == (401, "Invalid credentials")
-    after = await wallets.repo.get_wallet(client.client_id, WalletOwner.USER, created.user_id)
+    after = await wallets.db.wallets.get(client.client_id, WalletOwner.USER, created.user_id)
     assert after == before
-    entry = (await wallets.repo.list_audit())[0]
+    entry = (await wallets.db.audit.newest())[0]
     assert (entry.action, entry.outcome, entry.detail) == (
         "wallet.extend",
         "401",
@@ -278,14 +278,14 @@ async def test_provisioning_is_idempotent(wallets: Wallets) -> None:
     client = await wallets.client(BTC, SOL)
     first = await wallets.service.provision_platform(client.client_id)
     assert list(first) == [Chain.BITCOIN, Chain.SOLANA]
-    stored = await wallets.repo.get_wallet(client.client_id, WalletOwner.PLATFORM, None)
+    stored = await wallets.db.wallets.get(client.client_id, WalletOwner.PLATFORM, None)
     assert stored is not None and list(stored.addresses) == list(Chain)
     assert sealing.scheme_of(stored.sealed) == sealing.SCHEME_OPERATOR
     again = await wallets.service.provision_platform(client.client_id, request_id="req-9")
     assert again == first
-    assert await wallets.repo.get_wallet(client.client_id, WalletOwner.PLATFORM, None) == stored
+    assert await wallets.db.wallets.get(client.client_id, WalletOwner.PLATFORM, None) == stored
     assert await wallets.service.platform_addresses(await wallets.caller(client)) == first
-    actions = [(e.action, e.request_id, e.outcome) for e in await wallets.repo.list_audit()]
+    actions = [(e.action, e.request_id, e.outcome) for e in await wallets.db.audit.newest()]
     assert actions == [
         ("wallet.provision_platform", "req-9", "replay"),  # nothing to do: changed nothing
         ("wallet.provision_platform", "operator", "ok"),
@@ -304,7 +304,7 @@ async def test_concurrent_provisioning_gives_one_wallet(wallets: Wallets) -> Non
 async def test_platform_addresses_follow_the_enabled_chains(wallets: Wallets) -> None:
     client = await wallets.client(BTC)
     await wallets.service.provision_platform(client.client_id)
-    await wallets.repo.update_client(replace(client, enabled_assets=(BTC, TRX, POL)))
+    await wallets.db.clients.update(replace(client, enabled_assets=(BTC, TRX, POL)))
     addresses = await wallets.service.platform_addresses(await wallets.caller(client))
     assert list(addresses) == [Chain.BITCOIN, Chain.TRON, Chain.POLYGON]
 
@@ -312,14 +312,14 @@ async def test_platform_addresses_follow_the_enabled_chains(wallets: Wallets) ->
 async def test_provisioning_fills_in_chains_an_older_wallet_lacks(wallets: Wallets) -> None:
     client = await wallets.client(BTC, SOL)
     await wallets.service.provision_platform(client.client_id)
-    stored = await wallets.repo.get_wallet(client.client_id, WalletOwner.PLATFORM, None)
+    stored = await wallets.db.wallets.get(client.client_id, WalletOwner.PLATFORM, None)
     assert stored is not None
-    await wallets.repo.update_wallet(
+    await wallets.db.wallets.update(
         replace(stored, addresses={Chain.BITCOIN: stored.addresses[Chain.BITCOIN]})
     )
     again = await wallets.service.provision_platform(client.client_id)
     assert again == {c: stored.addresses[c] for c in (Chain.BITCOIN, Chain.SOLANA)}
-    refilled = await wallets.repo.get_wallet(client.client_id, WalletOwner.PLATFORM, None)
+    refilled = await wallets.db.wallets.get(client.client_id, WalletOwner.PLATFORM, None)
     assert refilled is not None and dict(refilled.addresses) == dict(stored.addresses)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from walletcore.domain.errors import StorageUnavailable
 from walletcore.ports import NonceLease, NonceLeases
-from walletcore.sandbox.nonceleases import LocalNonceLeases
+from walletcore.testing.nonces import LocalNonceLeases
 from walletcore_chains.evm.nonces import NonceBook
 
 CHAIN = "eip155:1"

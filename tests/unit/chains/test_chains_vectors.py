@@ -19,7 +19,7 @@ from eth_utils.crypto import keccak
 from nacl.signing import SigningKey
 
 from walletcore.domain.assets import Chain
-from walletcore_chains import bclib, hd
+from walletcore_chains import bclib, hd, tron
 from walletcore_chains.addresses import validate_address
 
 ABANDON = "abandon " * 11 + "about"
@@ -213,7 +213,7 @@ def test_abandon_mnemonic_addresses_by_independent_computations() -> None:
     seed = reference_seed(ABANDON)
     Account.enable_unaudited_hdwallet_features()
     assert Account.from_mnemonic(ABANDON).address == ABANDON_ADDRESSES[Chain.ETHEREUM]
-    tron_key = key_from_seed(seed, hd.TRON_PATH)
+    tron_key = key_from_seed(seed, tron.PATH)
     assert reference_tron_address(tron_key) == ABANDON_ADDRESSES[Chain.TRON]
     solana_key, _ = reference_slip10(seed, (44, 501, 0, 0))
     public = SigningKey(solana_key).verify_key.encode()
@@ -223,7 +223,7 @@ def test_abandon_mnemonic_addresses_by_independent_computations() -> None:
 @pytest.mark.parametrize("chain", [Chain.BITCOIN, Chain.ETHEREUM, Chain.TRON])
 def test_secp256k1_keys_agree_between_bitcoinlib_and_eth_account(chain: Chain) -> None:
     seed = secrets.token_bytes(64)
-    assert bytes(hd.derive_private_key(seed, chain)) == key_from_seed(seed, hd.PATHS[chain])
+    assert bytes(hd.derive_private_key(seed, chain)) == key_from_seed(seed, hd.paths()[chain])
 
 
 def test_evm_chains_share_one_address() -> None:
@@ -239,7 +239,7 @@ def test_derived_addresses_pass_validation_unchanged() -> None:
 
 
 def test_paths_are_the_standard_ones() -> None:
-    assert dict(hd.PATHS) == {
+    assert hd.paths() == {
         Chain.BITCOIN: "m/84'/0'/0'/0/0",
         Chain.ETHEREUM: "m/44'/60'/0'/0/0",
         Chain.BSC: "m/44'/60'/0'/0/0",

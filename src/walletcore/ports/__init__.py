@@ -1,0 +1,66 @@
+"""The ports: async `typing.Protocol`s the core drives, in domain types only, one module
+per reason to change:
+
+- `trading`: `PriceSource`, `TradeVenue` (and `PriceMap`);
+- `keys`: `KeyStore`, `ChainSigner`, `NewWallet`;
+- `chains`: `ChainGateway` and the transfer values (`Transfer`, `UnsignedTransfer`,
+  `SignedTransfer`, `FeeQuote`), `AddressValidator`, `SignatureVerifier`;
+- `storage`: `Storage`, its `UnitOfWork` and the stores (`ClientStore`, `WalletStore`,
+  `TradeStore`, `SendStore`, `AuditStore`);
+- `nonces`: `NonceLeases`, `NonceLease`;
+- `runtime`: `Clock`, `Lifecycle`.
+
+Every name is re-exported here: `from walletcore.ports import Storage`. Adapters implement
+them (and may subclass them, so a type checker sees the promise); `walletcore.testing` holds
+in-memory ones and the contract suites an adapter proves itself with.
+"""
+
+from walletcore.ports.chains import (
+    AddressValidator,
+    ChainGateway,
+    FeeQuote,
+    SignatureVerifier,
+    SignedTransfer,
+    Transfer,
+    UnsignedTransfer,
+)
+from walletcore.ports.keys import ChainSigner, KeyStore, NewWallet
+from walletcore.ports.nonces import NonceLease, NonceLeases
+from walletcore.ports.runtime import Clock, Lifecycle
+from walletcore.ports.storage import (
+    AuditStore,
+    ClientStore,
+    SendStore,
+    Storage,
+    TradeStore,
+    UnitOfWork,
+    WalletStore,
+)
+from walletcore.ports.trading import PriceMap, PriceSource, TradeVenue
+
+__all__ = [
+    "AddressValidator",
+    "AuditStore",
+    "ChainGateway",
+    "ChainSigner",
+    "ClientStore",
+    "Clock",
+    "FeeQuote",
+    "KeyStore",
+    "Lifecycle",
+    "NewWallet",
+    "NonceLease",
+    "NonceLeases",
+    "PriceMap",
+    "PriceSource",
+    "SendStore",
+    "SignatureVerifier",
+    "SignedTransfer",
+    "Storage",
+    "TradeStore",
+    "TradeVenue",
+    "Transfer",
+    "UnitOfWork",
+    "UnsignedTransfer",
+    "WalletStore",
+]

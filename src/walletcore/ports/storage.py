@@ -1,0 +1,204 @@
+"""Ports of storage: five small stores, one per reason to change, under one unit of work.
+
+    async with storage.write() as unit:          # one transaction
+        if await unit.trades.swap(TradeStatus.OPEN, executing):
+            await unit.audit.append(entry)       # the change and its entry, together
+    # clean exit: committed; an exception: rolled back, nothing written
+
+Rules every adapter keeps (`walletcore.testing.contracts.StorageContract` checks them):
+- A write unit is one transaction: everything it wrote commits when the block ends without
+  an exception, and none of it when the block raises (a refusal, a failed audit entry, a
+  cancelled task). Write units of one storage do not interleave their writes: each sees
+  the committed state plus its own changes.
+- A read unit sees committed state (on PostgreSQL each read is its own statement, so two
+  reads of one read unit need not see one snapshot) and cannot write: a write method
+  called in it raises `RuntimeError`, writing nothing.
+- Units do not nest, and none is held across a network call (a venue, a chain): a write
+  unit may hold the database's write lock (SQLite) for as long as it is open.
+- State changes that must not race are compare-and-sets: `TradeStore.swap` on the trade's
+  status, `SendStore.begin` / `SendStore.advance` on the idempotency record of a send. A
+  loser writes nothing and answers False (or raises, for `begin`), never waits for the
+  winner's whole use case.
+- The audit log is append-only and in commit order, so it can serve as an outbox. A use
+  case appends the entry of a change in the change's own unit, only when the change
+  applied (walletcore.services.audit).
+- Driver errors leave as `StorageUnavailable` (503) or `StorageError` (500), never as the
+  driver's own exceptions.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.trade import Side, Trade, TradeStatus
+from walletcore.domain.wallet import WalletOwner, WalletRecord
+
+
+class ClientStore(Protocol):
+    """The api clients: key hash, enabled assets, fee payers, disabled, key generation."""
+
+    async def add(self, client: ApiClient) -> None:
+        """Store a new api client; `InvalidRequest` if its id is taken."""
+        ...
+
+    async def get(self, client_id: str) -> ApiClient | None: ...
+
+    async def all(self) -> list[ApiClient]:
+        """Every api client, by creation time, then id."""
+        ...
+
+    async def update(self, client: ApiClient) -> None:
+        """Replace the stored client (stored as new when there was none)."""
+        ...
+
+
+class WalletStore(Protocol):
+    """Users and their wallets, and the platform wallet of each api client."""
+
+    async def add_user(
+        self, user: User, wallet: WalletRecord, *, request_id: str | None = None
+    ) -> bool:
+        """Store a new user and its wallet together.
+
+        `request_id`: the caller's X-Request-Id, kept per api client: when a user was
+        already created under it, nothing is stored and the answer is False (the user of
+        that request is `created_by_request`). True when stored.
+        """
+        ...
+
+    async def created_by_request(self, client_id: str, request_id: str) -> str | None:
+        """The id of the user `add_user` stored under this client's `request_id`."""
+        ...
+
+    async def get_user(self, client_id: str, user_id: str) -> User | None: ...
+
+    async def add(self, wallet: WalletRecord) -> bool:
+        """Store a wallet unless its owner has one; False when one was there already."""
+        ...
+
+    async def get(
+        self, client_id: str, owner: WalletOwner, user_id: str | None
+    ) -> WalletRecord | None: ...
+
+    async def update(self, wallet: WalletRecord) -> None:
+        """Replace the owner's wallet record (stored as new when there was none)."""
+        ...
+
+
+class TradeStore(Protocol):
+    """Quotes and trades; every change of status is a compare-and-set (`swap`)."""
+
+    async def add(self, trade: Trade) -> None: ...
+
+    async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        """The trade, only if it belongs to this user of this client."""
+        ...
+
+    async def page(
+        self,
+        client_id: str,
+        user_id: str,
+        *,
+        side: Side | None,
+        status: TradeStatus | None,
+        limit: int,
+    ) -> list[Trade]:
+        """Newest first (by creation, then trade id), at most `limit`."""
+        ...
+
+    async def swap(self, expected: TradeStatus, trade: Trade) -> bool:
+        """Replace the stored trade with `trade` if its status is still `expected`.
+
+        A loser (False) writes nothing and costs one conditional write.
+        """
+        ...
+
+    async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:
+        """This user's open trades whose quote lapsed by `now` (to `swap` to expired)."""
+        ...
+
+
+class SendStore(Protocol):
+    """The idempotency record of a send, one per (api client, X-Request-Id)."""
+
+    async def begin(
+        self,
+        client_id: str,
+        request_id: str,
+        fingerprint: str,
+        now: datetime,
+        *,
+        lease: timedelta = SEND_LEASE,
+    ) -> SendRecord:
+        """The record this request works with.
+
+        None stored: a new `started` record leased to the caller. Stored: `SendRecord.claim`
+        decides - finished is returned to replay its result (nothing written), a live lease
+        is `IdempotencyConflict` (409), a lapsed one is taken over (next `attempt`) to
+        resume, another fingerprint is `IdempotencyKeyReused` (422). So the record was
+        stored (created or taken over) exactly when the answer is not finished.
+        """
+        ...
+
+    async def advance(self, current: SendRecord, new: SendRecord) -> bool:
+        """Store `new` if the stored record still has `current`'s state and attempt.
+
+        False means another request took the record over: stop, do not broadcast.
+        """
+        ...
+
+    async def get(self, client_id: str, request_id: str) -> SendRecord | None: ...
+
+
+class AuditStore(Protocol):
+    """The append-only audit log (walletcore.domain.audit)."""
+
+    async def append(self, entry: AuditEntry) -> None:
+        """Append one entry; one no store could keep (`storable`) fails the unit."""
+        ...
+
+    async def newest(self, limit: int = 100) -> list[AuditEntry]:
+        """Newest first, at most `limit`."""
+        ...
+
+
+class UnitOfWork(Protocol):
+    """The stores, all in one transaction."""
+
+    clients: ClientStore
+    wallets: WalletStore
+    trades: TradeStore
+    sends: SendStore
+    audit: AuditStore
+
+
+class Storage(Protocol):
+    """Where api clients, users and wallets, trades, sends and the audit log are kept.
+
+    Adapters with connections also implement `Lifecycle` (start: migrate or check the
+    schema; aclose: let the connections go).
+    """
+
+    def write(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """`async with storage.write() as unit:` one writing transaction (module rules)."""
+        ...
+
+    def read(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """`async with storage.read() as unit:` reads of committed state; no writes."""
+        ...
+
+
+__all__ = [
+    "AuditStore",
+    "ClientStore",
+    "SendStore",
+    "Storage",
+    "TradeStore",
+    "UnitOfWork",
+    "WalletStore",
+]

@@ -1,0 +1,30 @@
+"""For the tests of adapters and of code that embeds the core: small in-memory fakes of the
+ports, and the contract suites an adapter proves itself with.
+
+Fakes (importable without pytest, no I/O library):
+- `InMemoryStorage` (also the sandbox's `WALLETCORE_REPO=memory`), `autocommit(storage)`
+  for seeding and checking state one call at a time;
+- `LocalNonceLeases`: the nonce leases of one process;
+- `ManualClock`: time that moves when told;
+- `FakeKeyStore`: a FAKE KeyStore (no real keys; addresses no chain accepts);
+- `FixedPrices`, `InstantVenue`: a price source and a venue that fills at once.
+
+Contracts (`walletcore.testing.contracts`, needs pytest and pytest-asyncio): subclass
+`StorageContract` or `NonceLeasesContract` in a test module and override its fixture.
+"""
+
+from walletcore.clock import ManualClock
+from walletcore.testing.keys import FakeKeyStore
+from walletcore.testing.markets import FixedPrices, InstantVenue
+from walletcore.testing.nonces import LocalNonceLeases
+from walletcore.testing.storage import InMemoryStorage, autocommit
+
+__all__ = [
+    "FakeKeyStore",
+    "FixedPrices",
+    "InMemoryStorage",
+    "InstantVenue",
+    "LocalNonceLeases",
+    "ManualClock",
+    "autocommit",
+]

@@ -1,0 +1,68 @@
+"""A fixed-price `PriceSource` and an instant-fill `TradeVenue`: quotes and approvals with
+no network and no surprises, for tests of code that embeds the core."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+
+from walletcore.domain.assets import SYMBOLS, Fiat
+from walletcore.domain.errors import PriceUnavailable
+from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, derive_figures
+from walletcore.ports.trading import PriceMap, PriceSource, TradeVenue
+
+#: Every symbol at 100 of every fiat, unless told otherwise.
+DEFAULT_PRICE = Decimal(100)
+
+
+class FixedPrices(PriceSource):
+    """The same unit price at every call: `FixedPrices({"ETH": Decimal("3000")})`, any
+    other symbol at `default` (None: `PriceUnavailable`). The price is the same in every
+    fiat."""
+
+    def __init__(
+        self,
+        prices: Mapping[str, Decimal] | None = None,
+        *,
+        default: Decimal | None = DEFAULT_PRICE,
+    ) -> None:
+        self.prices = dict(prices or {})
+        self.default = default
+
+    async def price_map(self) -> PriceMap:
+        return {
+            symbol: {fiat.value: float(price) for fiat in Fiat}
+            for symbol in SYMBOLS
+            if (price := self.prices.get(symbol, self.default)) is not None
+        }
+
+    async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
+        price = self.prices.get(symbol, self.default)
+        if price is None:
+            raise PriceUnavailable()
+        return price
+
+
+class InstantVenue(TradeVenue):
+    """Fills every order at once, at the unit price of `prices` (the fixed leg held), and
+    remembers the orders it filled (`filled`)."""
+
+    def __init__(self, prices: PriceSource | None = None) -> None:
+        self._prices = prices if prices is not None else FixedPrices()
+        self.filled: list[Order] = []
+
+    async def execute(self, order: Order) -> Fill | Accepted:
+        fill = await self._fill(order)
+        self.filled.append(order)
+        return fill
+
+    async def status(self, order: Order) -> OrderOutcome:
+        return await self._fill(order)
+
+    async def _fill(self, order: Order) -> Fill:
+        price = await self._prices.unit_price(order.symbol, order.fiat)
+        figures = derive_figures(order.fixed_leg, order.fixed_amount, price, order.decimals)
+        return Fill(figures, reference=f"INSTANT-{order.trade_id[:12].upper()}")
+
+
+__all__ = ["DEFAULT_PRICE", "FixedPrices", "InstantVenue"]

@@ -1,0 +1,332 @@
+"""The in-memory Storage: the reference implementation of the storage contract
+(`walletcore.testing.contracts.StorageContract`), for tests and the sandbox's `memory`.
+
+- A write unit holds one lock (one writer at a time, as SQLite's `BEGIN IMMEDIATE`) and
+  stages its changes over the committed tables; they are applied all at once, with no
+  await in between, when the block ends cleanly. Readers never see a unit's changes before
+  it commits, and an exception discards them all.
+- A read unit reads the committed tables without the lock, and cannot write.
+- Lost on restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import ChainMap
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from walletcore.domain.audit import AuditEntry, storable
+from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.errors import InvalidRequest
+from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.trade import Side, Trade, TradeStatus
+from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.ports.storage import (
+    AuditStore,
+    ClientStore,
+    SendStore,
+    Storage,
+    TradeStore,
+    UnitOfWork,
+    WalletStore,
+)
+
+WalletKey = tuple[str, WalletOwner, str | None]
+
+
+@dataclass
+class _Tables:
+    clients: MutableMapping[str, ApiClient] = field(default_factory=dict)
+    users: MutableMapping[tuple[str, str], User] = field(default_factory=dict)
+    wallets: MutableMapping[WalletKey, WalletRecord] = field(default_factory=dict)
+    trades: MutableMapping[str, Trade] = field(default_factory=dict)
+    sends: MutableMapping[tuple[str, str], SendRecord] = field(default_factory=dict)
+    #: (client id, X-Request-Id) -> the user `/create` made for it
+    creations: MutableMapping[tuple[str, str], str] = field(default_factory=dict)
+
+
+_TABLES = ("clients", "users", "wallets", "trades", "sends", "creations")
+
+
+class _Unit(UnitOfWork):
+    """One unit over `tables` (the committed ones for a read, a staged layer for a write)."""
+
+    def __init__(
+        self, tables: _Tables, committed_audit: list[AuditEntry], *, writable: bool
+    ) -> None:
+        self.tables = tables
+        self.writable = writable
+        self.pending_audit: list[AuditEntry] = []
+        self.committed_audit = committed_audit
+        self.clients: ClientStore = _Clients(self)
+        self.wallets: WalletStore = _Wallets(self)
+        self.trades: TradeStore = _Trades(self)
+        self.sends: SendStore = _Sends(self)
+        self.audit: AuditStore = _Audit(self)
+
+    def check_writable(self) -> _Tables:
+        if not self.writable:
+            raise RuntimeError("a read unit cannot write; use storage.write()")
+        return self.tables
+
+
+class _Clients(ClientStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def add(self, client: ApiClient) -> None:
+        tables = self._unit.check_writable()
+        if client.client_id in tables.clients:
+            raise InvalidRequest("api client exists already")
+        tables.clients[client.client_id] = client
+
+    async def get(self, client_id: str) -> ApiClient | None:
+        return self._unit.tables.clients.get(client_id)
+
+    async def all(self) -> list[ApiClient]:
+        return list(self._unit.tables.clients.values())
+
+    async def update(self, client: ApiClient) -> None:
+        self._unit.check_writable().clients[client.client_id] = client
+
+
+class _Wallets(WalletStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def add_user(
+        self, user: User, wallet: WalletRecord, *, request_id: str | None = None
+    ) -> bool:
+        tables = self._unit.check_writable()
+        if request_id is not None:
+            if (user.client_id, request_id) in tables.creations:
+                return False
+            tables.creations[(user.client_id, request_id)] = user.user_id
+        tables.users[(user.client_id, user.user_id)] = user
+        tables.wallets[_wallet_key(wallet)] = wallet
+        return True
+
+    async def created_by_request(self, client_id: str, request_id: str) -> str | None:
+        return self._unit.tables.creations.get((client_id, request_id))
+
+    async def get_user(self, client_id: str, user_id: str) -> User | None:
+        return self._unit.tables.users.get((client_id, user_id))
+
+    async def add(self, wallet: WalletRecord) -> bool:
+        tables = self._unit.check_writable()
+        key = _wallet_key(wallet)
+        if key in tables.wallets:
+            return False
+        tables.wallets[key] = wallet
+        return True
+
+    async def get(
+        self, client_id: str, owner: WalletOwner, user_id: str | None
+    ) -> WalletRecord | None:
+        return self._unit.tables.wallets.get((client_id, owner, user_id))
+
+    async def update(self, wallet: WalletRecord) -> None:
+        self._unit.check_writable().wallets[_wallet_key(wallet)] = wallet
+
+
+class _Trades(TradeStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def add(self, trade: Trade) -> None:
+        self._unit.check_writable().trades[trade.trade_id] = trade
+
+    async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        trade = self._unit.tables.trades.get(trade_id)
+        if trade is None or trade.client_id != client_id or trade.user_id != user_id:
+            return None
+        return trade
+
+    async def page(
+        self,
+        client_id: str,
+        user_id: str,
+        *,
+        side: Side | None,
+        status: TradeStatus | None,
+        limit: int,
+    ) -> list[Trade]:
+        mine = [
+            t
+            for t in self._mine(client_id, user_id)
+            if (side is None or t.side is side) and (status is None or t.status is status)
+        ]
+        mine.sort(key=lambda t: (t.created_at, t.trade_id), reverse=True)
+        return mine[: max(limit, 0)]
+
+    async def swap(self, expected: TradeStatus, trade: Trade) -> bool:
+        tables = self._unit.check_writable()
+        stored = tables.trades.get(trade.trade_id)
+        if stored is None or stored.status is not expected:
+            return False
+        tables.trades[trade.trade_id] = trade
+        return True
+
+    async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:
+        return [t for t in self._mine(client_id, user_id) if t.lapses_unapproved(now)]
+
+    def _mine(self, client_id: str, user_id: str) -> list[Trade]:
+        return [
+            t
+            for t in self._unit.tables.trades.values()
+            if t.client_id == client_id and t.user_id == user_id
+        ]
+
+
+class _Sends(SendStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def begin(
+        self,
+        client_id: str,
+        request_id: str,
+        fingerprint: str,
+        now: datetime,
+        *,
+        lease: timedelta = SEND_LEASE,
+    ) -> SendRecord:
+        tables = self._unit.check_writable()
+        stored = tables.sends.get((client_id, request_id))
+        if stored is None:
+            record = SendRecord.start(client_id, request_id, fingerprint, now, lease)
+        else:
+            record = stored.claim(fingerprint, now, lease)
+        if record is not stored:
+            tables.sends[(client_id, request_id)] = record
+        return record
+
+    async def advance(self, current: SendRecord, new: SendRecord) -> bool:
+        current.require_successor(new)
+        tables = self._unit.check_writable()
+        key = (current.client_id, current.request_id)
+        stored = tables.sends.get(key)
+        if stored is None or (stored.state, stored.attempt) != (current.state, current.attempt):
+            return False
+        tables.sends[key] = new
+        return True
+
+    async def get(self, client_id: str, request_id: str) -> SendRecord | None:
+        return self._unit.tables.sends.get((client_id, request_id))
+
+
+class _Audit(AuditStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def append(self, entry: AuditEntry) -> None:
+        self._unit.check_writable()
+        self._unit.pending_audit.extend(storable((entry,)))
+
+    async def newest(self, limit: int = 100) -> list[AuditEntry]:
+        entries = [*self._unit.committed_audit, *self._unit.pending_audit]
+        return list(reversed(entries[-limit:])) if limit > 0 else []
+
+
+class InMemoryStorage(Storage):
+    """Everything in dicts; write units one at a time under one lock. Lost on restart."""
+
+    def __init__(self) -> None:
+        self._tables = _Tables()
+        self._audit: list[AuditEntry] = []
+        self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+
+    def __repr__(self) -> str:
+        return f"InMemoryStorage({len(self._tables.clients)} clients)"
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[UnitOfWork]:
+        async with self._writer():
+            staged = _Tables(
+                **{name: ChainMap({}, getattr(self._tables, name)) for name in _TABLES}
+            )
+            unit = _Unit(staged, self._audit, writable=True)
+            yield unit
+            # Committed: every staged change at once, with no await in between.
+            for name in _TABLES:
+                layer: ChainMap[Any, Any] = getattr(staged, name)
+                getattr(self._tables, name).update(layer.maps[0])
+            self._audit.extend(unit.pending_audit)
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[UnitOfWork]:
+        yield _Unit(self._tables, self._audit, writable=False)
+
+    def _writer(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock[0] is not loop:  # a Lock serves one loop only
+            self._lock = (loop, asyncio.Lock())
+        return self._lock[1]
+
+
+def _wallet_key(wallet: WalletRecord) -> WalletKey:
+    return (wallet.client_id, wallet.owner, wallet.user_id)
+
+
+#: The store methods that only read: `autocommit` runs them in a read unit.
+READS = frozenset({"get", "all", "get_user", "created_by_request", "page", "lapsed", "newest"})
+
+
+class autocommit:
+    """Each store call in a unit of its own (a read unit for `READS`, else a write unit):
+    for seeding and checking state in tests.
+
+        await autocommit(storage).clients.add(client)
+        trade = await autocommit(storage).trades.get(client_id, user_id, trade_id)
+
+    A use case never does this: its change and its audit entry share one unit.
+    """
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    @property
+    def clients(self) -> Any:
+        return _Calls(self._storage, "clients")
+
+    @property
+    def wallets(self) -> Any:
+        return _Calls(self._storage, "wallets")
+
+    @property
+    def trades(self) -> Any:
+        return _Calls(self._storage, "trades")
+
+    @property
+    def sends(self) -> Any:
+        return _Calls(self._storage, "sends")
+
+    @property
+    def audit(self) -> Any:
+        return _Calls(self._storage, "audit")
+
+
+class _Calls:
+    def __init__(self, storage: Storage, store: str) -> None:
+        self._storage = storage
+        self._store = store
+
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            unit_of = self._storage.read if method in READS else self._storage.write
+            async with unit_of() as unit:
+                return await getattr(getattr(unit, self._store), method)(*args, **kwargs)
+
+        return call
+
+
+def build(**_: Any) -> InMemoryStorage:
+    """Entry point `walletcore.repos: memory` (its leases: `walletcore.nonce_leases: memory`)."""
+    return InMemoryStorage()
+
+
+__all__ = ["READS", "InMemoryStorage", "autocommit", "build"]

@@ -1,0 +1,171 @@
+"""The chain plugin `solana`: SOLANA (docs/chains.md).
+
+- Addresses: base58 of a 32-byte public key, canonical encoding; the all-zero key (the
+  system program) is refused.
+- Keys: SLIP-0010 ed25519 on `m/44'/501'/0'/0'`; the address is the public key in base58.
+  Signatures: ed25519 over the message itself (64 bytes).
+- Gateways: `rpc` (`SolanaGateway` on a Solana JSON-RPC node) and `devnet` (in-process
+  LiteSVM, sandbox profile only).
+- Settings (`SolanaSettings`): `WALLETCORE_SOLANA_RPC_URL`, `WALLETCORE_SOLANA_NETWORK`,
+  `WALLETCORE_SOLANA_USDT_MINT`, ...; the names before the plugins (`WALLETCORE_RPC_SOLANA`,
+  `WALLETCORE_NETWORK`, `WALLETCORE_RPC_TIMEOUT_SECONDS`) are read too.
+
+Chain libraries are imported when used, not with this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from walletcore.chainplugins import (
+    ChainPlugin,
+    GatewayContext,
+    GatewayFactory,
+    KeyDerivation,
+    env_aliases,
+    env_name,
+)
+from walletcore.domain.assets import Chain
+from walletcore.domain.errors import InvalidRequest
+from walletcore.ports import ChainGateway
+from walletcore.secretfiles import ConfigurationError
+from walletcore_chains.curves import verify_ed25519
+
+PATH = "m/44'/501'/0'/0'"
+
+
+class SolanaSettings(BaseSettings):
+    """Settings of the `solana` plugin; each field's variable is `WALLETCORE_` + its name in
+    capitals, and the older name after it is read too."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="WALLETCORE_", extra="ignore", populate_by_name=True
+    )
+
+    #: The Solana JSON-RPC endpoint of the `rpc` gateway (a secret, like the EVM ones).
+    solana_rpc_url: SecretStr | None = Field(
+        default=None, validation_alias=env_aliases("SOLANA_RPC_URL", "RPC_SOLANA")
+    )
+    #: `mainnet` (mainnet-beta) or `testnet` (Solana's devnet cluster).
+    solana_network: str = Field(
+        default="mainnet", validation_alias=env_aliases("SOLANA_NETWORK", "NETWORK")
+    )
+    solana_rpc_timeout_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        le=600,
+        validation_alias=env_aliases("SOLANA_RPC_TIMEOUT_SECONDS", "RPC_TIMEOUT_SECONDS"),
+    )
+    #: SPL mints beyond the built-in table: USDT has no canonical mint on Solana's devnet.
+    solana_usdt_mint: str | None = None
+    solana_usdc_mint: str | None = None
+
+
+# -- the chain's definition ---------------------------------------------------------------
+def validate_address(chain: Chain, address: object) -> str:
+    """The address unchanged, or `InvalidRequest` saying what is wrong. Surrounding
+    whitespace is ignored."""
+    from solders.pubkey import Pubkey
+
+    if not isinstance(address, str) or not address.strip():
+        raise InvalidRequest(f"A {Chain(chain)} address is required")
+    text = address.strip()
+    try:
+        key = Pubkey.from_string(text) if 32 <= len(text) <= 44 else None
+    except ValueError:  # not base58, or not 32 bytes
+        key = None
+    if key is None or str(key) != text:  # the canonical encoding only
+        raise InvalidRequest("Invalid SOLANA address: expected a base58 32-byte public key")
+    if key == Pubkey.default():
+        raise InvalidRequest("Invalid SOLANA address: the system program cannot receive funds")
+    return text
+
+
+def address_of(public_key: bytes) -> str:
+    """The base58 address of a 32-byte ed25519 public key."""
+    from solders.pubkey import Pubkey
+
+    return str(Pubkey(bytes(public_key)))
+
+
+def verify_signature(chain: Chain, address: str, payload: bytes, signature: bytes) -> bool:
+    from solders.pubkey import Pubkey
+
+    try:
+        public = bytes(Pubkey.from_string(address))
+    except ValueError:  # not base58, or not 32 bytes
+        return False
+    return verify_ed25519(public, payload, signature)
+
+
+# -- gateways -----------------------------------------------------------------------------
+def _mints(settings: SolanaSettings) -> dict[int, object]:
+    from walletcore_chains.solana.config import solana_mints
+
+    mints: dict[int, object] = dict(
+        solana_mints(
+            settings.solana_network,
+            usdt=settings.solana_usdt_mint,
+            usdc=settings.solana_usdc_mint,
+        )
+    )
+    return mints
+
+
+def _rpc_needs(chain: Chain, settings: SolanaSettings) -> Iterator[str]:
+    if settings.solana_rpc_url is None:
+        yield f"{env_name(SolanaSettings, 'solana_rpc_url')} is required by {chain}'s rpc gateway"
+    try:
+        _mints(settings)
+    except ConfigurationError as exc:
+        yield str(exc)
+
+
+def _rpc(context: GatewayContext[SolanaSettings]) -> ChainGateway:
+    from walletcore_chains.solana.config import solana_mints
+    from walletcore_chains.solana.gateway import SolanaGateway
+    from walletcore_chains.solana.rpc import RpcNode, rpc_client
+
+    settings = context.settings
+    if settings.solana_rpc_url is None:  # `_rpc_needs` said so first
+        raise ConfigurationError(f"{env_name(SolanaSettings, 'solana_rpc_url')} is required")
+    mints = solana_mints(
+        settings.solana_network, usdt=settings.solana_usdt_mint, usdc=settings.solana_usdc_mint
+    )
+    client = rpc_client(
+        settings.solana_rpc_url.get_secret_value(), settings.solana_rpc_timeout_seconds
+    )
+    return SolanaGateway(RpcNode(client), context.validate_address, mints)
+
+
+def _devnet(context: GatewayContext[SolanaSettings]) -> ChainGateway:
+    from walletcore_chains.solana.devnet import DevnetSolanaGateway
+
+    return DevnetSolanaGateway(context.validate_address)
+
+
+#: Entry point `walletcore.chains: solana`.
+PLUGIN: ChainPlugin[SolanaSettings] = ChainPlugin(
+    name="solana",
+    chains=frozenset({Chain.SOLANA}),
+    settings_model=SolanaSettings,
+    validate_address=validate_address,
+    verify_signature=verify_signature,
+    keys={Chain.SOLANA: KeyDerivation(PATH, "ed25519", address_of)},
+    gateways={
+        "rpc": GatewayFactory(_rpc, needs=_rpc_needs),
+        "devnet": GatewayFactory(_devnet, sandbox_only=True),
+    },
+)
+
+__all__ = [
+    "PATH",
+    "PLUGIN",
+    "SolanaSettings",
+    "address_of",
+    "validate_address",
+    "verify_signature",
+]

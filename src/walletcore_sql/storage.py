@@ -1,0 +1,75 @@
+"""`SqlStorage`: the Storage port on SQLAlchemy 2 (async), PostgreSQL or SQLite.
+
+Rules:
+- A write unit is one transaction (`Database.transaction(write=True)`): `BEGIN IMMEDIATE`
+  on SQLite, queued within the process on one asyncio lock; it commits when the block ends
+  cleanly and rolls back when it raises. A read unit is a transaction that cannot write
+  (on PostgreSQL every read in it is one autocommitted statement).
+- The stores' statements: `walletcore_sql.stores`. Connections, lazy migration and error
+  mapping: `walletcore_sql.database`. Nonce leases (advisory locks on PostgreSQL, lock
+  files on SQLite; floors in `nonce_floors`): `walletcore_sql.nonces`, entry point
+  `walletcore.nonce_leases: sql`, built on this storage's `database`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from walletcore.ports.runtime import Lifecycle
+from walletcore.ports.storage import Storage, UnitOfWork
+from walletcore.secretfiles import ConfigurationError
+from walletcore_sql.database import Database
+from walletcore_sql.engine import database_url, redacted
+from walletcore_sql.stores import SqlUnit
+
+
+class SqlStorage(Storage, Lifecycle):
+    def __init__(
+        self, url: str, *, migrate: bool, schema: str | None = None, **engine_options: Any
+    ) -> None:
+        """`migrate`: upgrade the schema on first use (sandbox); else only check it.
+
+        `schema` (PostgreSQL): the search_path, for tests and side-by-side installs.
+        """
+        self.database = Database(url, migrate=migrate, schema=schema, **engine_options)
+
+    def __repr__(self) -> str:
+        return f"SqlStorage({redacted(self.database.url)!r}, migrate={self.database.migrate})"
+
+    async def start(self) -> None:
+        """Migrate (sandbox) or check the schema (production); raises `SchemaError`."""
+        await self.database.start()
+
+    async def aclose(self) -> None:
+        await self.database.aclose()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[UnitOfWork]:
+        async with self.database.transaction(write=True) as conn:
+            yield SqlUnit(self.database, conn, writable=True)
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[UnitOfWork]:
+        async with self.database.transaction() as conn:
+            yield SqlUnit(self.database, conn, writable=False)
+
+
+def build(*, settings: Any, clock: Any = None, **_: Any) -> SqlStorage:
+    """Entry point `walletcore.repos: sql`.
+
+    URL: `WALLETCORE_DATABASE_URL`, else the SQLite file `WALLETCORE_HOME/walletcore.db`.
+    The sandbox profile migrates on start; production only checks the schema, and needs
+    an explicit database URL.
+    """
+    production = str(getattr(settings, "profile", "sandbox")) == "production"
+    if production and getattr(settings, "database_url", None) is None:
+        raise ConfigurationError(
+            "WALLETCORE_DATABASE_URL is required on the production profile "
+            "(e.g. postgresql+asyncpg://user@host/db)"
+        )
+    return SqlStorage(database_url(settings), migrate=not production)
+
+
+__all__ = ["SqlStorage", "build"]

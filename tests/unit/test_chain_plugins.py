@@ -1,0 +1,277 @@
+"""How the core plans the chains from plugins (`walletcore.chainplugins`): one plugin and
+mode per chain from `WALLETCORE_CHAINS` and `WALLETCORE_CHAIN_<CHAIN>`, the sandbox ledger
+standing in where a chain has no gateway of the mode, the plugins' own settings read and
+checked with the variables named, and the production profile's refusals. Made-up plugins
+only: no chain library is involved."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from walletcore.chainplugins import (
+    ChainDefinitions,
+    ChainPlugin,
+    GatewayContext,
+    GatewayFactory,
+    KeyDerivation,
+    build_gateways,
+    env_aliases,
+    env_name,
+    plan_chains,
+)
+from walletcore.clock import ManualClock
+from walletcore.domain.assets import Chain
+from walletcore.ports import NonceLeases
+from walletcore.secretfiles import ConfigurationError
+from walletcore.settings import Profile, Settings
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("WALLETCORE_"):
+            monkeypatch.delenv(name)
+
+
+class Gateway:
+    """Stands for a gateway: the plan only builds, it never calls one."""
+
+    def __init__(self, context: GatewayContext[Any], kind: str) -> None:
+        self.chain = context.chain
+        self.kind = kind
+        self.context = context
+
+
+class NodeSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="WALLETCORE_", populate_by_name=True)
+
+    ethereum_node_url: SecretStr | None = Field(
+        default=None, validation_alias=env_aliases("ETHEREUM_NODE_URL", "NODE_ETHEREUM")
+    )
+    node_timeout_seconds: float = Field(default=5.0, gt=0)
+
+
+def _needs(chain: Chain, settings: NodeSettings) -> Iterator[str]:
+    if settings.ethereum_node_url is None:
+        yield f"{env_name(NodeSettings, 'ethereum_node_url')} is required"
+
+
+def _validate(chain: Chain, address: str) -> str:
+    return address.strip()
+
+
+def _verify(chain: Chain, address: str, payload: bytes, signature: bytes) -> bool:
+    return signature == b"ok"
+
+
+def _keys(chains: frozenset[Chain]) -> dict[Chain, KeyDerivation]:
+    return {c: KeyDerivation("m/0'", "secp256k1", lambda public: public.hex()) for c in chains}
+
+
+def _node(context: GatewayContext[NodeSettings]) -> Gateway:
+    return Gateway(context, "node")
+
+
+def _ledger(context: GatewayContext[None]) -> Gateway:
+    context.shared("ledger", list).append(context.chain)
+    return Gateway(context, "ledger")
+
+
+EVERY = frozenset(Chain)
+DEFINES = ChainPlugin[None](
+    name="defines",
+    chains=EVERY,
+    validate_address=_validate,
+    verify_signature=_verify,
+    keys=_keys(EVERY),
+)
+NODES = ChainPlugin(
+    name="nodes",
+    chains=frozenset({Chain.ETHEREUM, Chain.SOLANA}),
+    settings_model=NodeSettings,
+    gateways={
+        "rpc": GatewayFactory(_node, needs=_needs),
+        "devnet": GatewayFactory(_node, sandbox_only=True),
+    },
+)
+SANDBOX = ChainPlugin[None](
+    name="sandbox",
+    chains=EVERY,
+    gateways={"sandbox": GatewayFactory(_ledger, sandbox_only=True)},
+)
+REGISTRY: dict[str, ChainPlugin[Any]] = {p.name: p for p in (DEFINES, NODES, SANDBOX)}
+URL = {"nodes": NodeSettings(ethereum_node_url="http://node")}
+
+
+def settings(tmp_path: Path, **values: Any) -> Settings:
+    return Settings(home=tmp_path, **values)
+
+
+def labels(plan: Any) -> dict[Chain, str]:
+    return {c: choice.label for c, choice in plan.choices.items()}
+
+
+def test_the_shorthand_picks_a_mode_and_the_ledger_stands_in(tmp_path: Path) -> None:
+    plan = plan_chains(settings(tmp_path, chains="rpc"), REGISTRY, URL)
+    assert labels(plan)[Chain.ETHEREUM] == labels(plan)[Chain.SOLANA] == "nodes:rpc"
+    assert labels(plan)[Chain.BITCOIN] == "sandbox:sandbox" and plan.choices[Chain.TRON].stand_in
+    assert plan.settings == {"nodes": URL["nodes"], "sandbox": None}
+    assert labels(plan_chains(settings(tmp_path), REGISTRY)) == dict.fromkeys(
+        Chain, "sandbox:sandbox"
+    )
+
+
+def test_one_chain_picks_its_own_plugin_and_mode(tmp_path: Path) -> None:
+    chosen = {"SOLANA": "nodes:devnet", "ETHEREUM": "sandbox", "BSC": "sandbox:sandbox"}
+    plan = plan_chains(settings(tmp_path, chains="rpc", gateways=chosen), REGISTRY)
+    assert labels(plan)[Chain.SOLANA] == "nodes:devnet"
+    assert labels(plan)[Chain.ETHEREUM] == "sandbox:sandbox"
+    assert not plan.choices[Chain.ETHEREUM].stand_in  # chosen, not standing in
+    assert plan.choices[Chain.SOLANA].source == "WALLETCORE_CHAIN_SOLANA=nodes:devnet"
+    # a bare mode, and a plugin whose mode follows WALLETCORE_CHAINS
+    bare = plan_chains(settings(tmp_path, gateways={"SOLANA": "devnet"}), REGISTRY)
+    assert labels(bare)[Chain.SOLANA] == "nodes:devnet"
+    follows = plan_chains(
+        settings(tmp_path, chains="devnet", gateways={"SOLANA": "nodes"}), REGISTRY
+    )
+    assert labels(follows)[Chain.SOLANA] == "nodes:devnet"
+
+
+@pytest.mark.parametrize(
+    ("gateways", "message"),
+    [
+        ({"SOLANA": "nope"}, "WALLETCORE_CHAIN_SOLANA=nope: no chain plugin 'nope'"),
+        ({"BITCOIN": "nodes"}, "nodes serves ETHEREUM, SOLANA, not BITCOIN"),
+        ({"SOLANA": "nodes"}, "name one of the plugin's gateways: nodes:devnet, nodes:rpc"),
+        ({"SOLANA": "nodes:mainnet"}, "name one of the plugin's gateways"),
+    ],
+)
+def test_a_choice_that_cannot_be_served_is_refused_naming_its_variable(
+    tmp_path: Path, gateways: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        plan_chains(settings(tmp_path, gateways=gateways), REGISTRY)
+
+
+def test_an_unknown_mode_and_two_plugins_of_one_mode_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="WALLETCORE_CHAINS=fast: no installed chain"):
+        plan_chains(settings(tmp_path, chains="fast"), REGISTRY)
+    other = ChainPlugin[NodeSettings](
+        name="other", chains=frozenset({Chain.SOLANA}), gateways={"rpc": GatewayFactory(_node)}
+    )
+    both = {**REGISTRY, "other": other}
+    with pytest.raises(ConfigurationError, match="WALLETCORE_CHAIN_SOLANA=<plugin>"):
+        plan_chains(settings(tmp_path, chains="rpc"), both, URL)
+    plan = plan_chains(settings(tmp_path, chains="rpc", gateways={"SOLANA": "other"}), both, URL)
+    assert labels(plan)[Chain.SOLANA] == "other:rpc"
+
+
+def test_missing_settings_are_named_together_and_never_echo_a_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        plan_chains(settings(tmp_path, chains="rpc"), REGISTRY)
+    assert str(caught.value) == (
+        "WALLETCORE_ETHEREUM_NODE_URL (or WALLETCORE_NODE_ETHEREUM) is required"
+    )  # once, though two chains need it
+    monkeypatch.setenv("WALLETCORE_NODE_ETHEREUM", "http://older-name")
+    monkeypatch.setenv("WALLETCORE_NODE_TIMEOUT_SECONDS", "-3")
+    with pytest.raises(ConfigurationError) as caught:
+        plan_chains(settings(tmp_path, chains="rpc"), REGISTRY)
+    assert str(caught.value) == (
+        "WALLETCORE_NODE_TIMEOUT_SECONDS: Input should be greater than 0 (chain plugin nodes)"
+    )
+    monkeypatch.setenv("WALLETCORE_NODE_TIMEOUT_SECONDS", "2")
+    plan = plan_chains(settings(tmp_path, chains="rpc"), REGISTRY)
+    read = plan.settings["nodes"]
+    assert isinstance(read, NodeSettings) and read.ethereum_node_url is not None
+    assert read.ethereum_node_url.get_secret_value() == "http://older-name"
+    # a plugin not chosen is not read at all
+    monkeypatch.setenv("WALLETCORE_NODE_TIMEOUT_SECONDS", "-3")
+    assert plan_chains(settings(tmp_path), REGISTRY).settings == {"sandbox": None}
+
+
+def test_production_refuses_sandbox_only_gateways_and_stand_ins(tmp_path: Path) -> None:
+    production = {"profile": Profile.PRODUCTION}
+    with pytest.raises(ConfigurationError) as caught:
+        plan_chains(settings(tmp_path, chains="devnet", **production), REGISTRY, URL)
+    assert str(caught.value) == (
+        "WALLETCORE_CHAINS=devnet has no production gateway for BITCOIN, BSC, TRON, POLYGON "
+        "yet; the production profile refuses to start on it; WALLETCORE_CHAINS=devnet is a "
+        "sandbox adapter (nodes:devnet: ETHEREUM, SOLANA); the production profile refuses "
+        "to start on it"
+    )
+    others = frozenset({Chain.BITCOIN, Chain.BSC, Chain.TRON, Chain.POLYGON})
+    real = ChainPlugin[NodeSettings](
+        name="real", chains=others, gateways={"live": GatewayFactory(_node)}
+    )
+    plan = plan_chains(
+        settings(tmp_path, chains="rpc", gateways=dict.fromkeys(others, "real"), **production),
+        {**REGISTRY, "real": real},
+        URL,
+    )
+    assert not any(c.stand_in or c.factory.sandbox_only for c in plan.choices.values())
+
+
+def test_gateways_get_the_chains_definition_and_share_a_scope_per_plugin(
+    tmp_path: Path,
+) -> None:
+    plan = plan_chains(settings(tmp_path, chains="rpc"), REGISTRY, URL)
+
+    def leases() -> NonceLeases:
+        raise AssertionError("not asked for")
+
+    gateways = build_gateways(
+        plan, settings=settings(tmp_path), clock=ManualClock(), nonce_leases=leases
+    )
+    assert list(gateways) == list(Chain)
+    eth = gateways[Chain.ETHEREUM]
+    assert isinstance(eth, Gateway) and eth.kind == "node"
+    assert eth.context.settings is URL["nodes"]
+    assert eth.context.validate_address(Chain.ETHEREUM, " 0xabc ") == "0xabc"
+    assert eth.context.verify_signature(Chain.ETHEREUM, "a", b"", b"ok")
+    assert eth.context.keys.path == "m/0'"
+    ledger = gateways[Chain.BITCOIN]
+    assert isinstance(ledger, Gateway)
+    assert ledger.context.shared("ledger", list) == [
+        Chain.BITCOIN,
+        Chain.BSC,
+        Chain.TRON,
+        Chain.POLYGON,
+    ]
+
+
+def test_each_chain_is_defined_by_exactly_one_plugin(tmp_path: Path) -> None:
+    twice = ChainPlugin[None](
+        name="twice",
+        chains=frozenset({Chain.TRON}),
+        validate_address=_validate,
+        verify_signature=_verify,
+        keys=_keys(frozenset({Chain.TRON})),
+    )
+    with pytest.raises(ConfigurationError, match=r"defines TRON \(defines, twice\)"):
+        ChainDefinitions.of({**REGISTRY, "twice": twice})
+    with pytest.raises(ConfigurationError, match="no installed chain plugin defines BITCOIN"):
+        plan_chains(settings(tmp_path), {"sandbox": SANDBOX})
+
+
+def test_a_plugin_defines_its_chains_whole_or_not_at_all() -> None:
+    with pytest.raises(TypeError, match="together"):
+        ChainPlugin[None](name="half", chains=EVERY, validate_address=_validate)
+    with pytest.raises(TypeError, match="keys for each of its chains"):
+        ChainPlugin[None](
+            name="short",
+            chains=EVERY,
+            validate_address=_validate,
+            verify_signature=_verify,
+            keys=_keys(frozenset({Chain.TRON})),
+        )
+    with pytest.raises(TypeError, match="plain word"):
+        ChainPlugin[None](name="a:b", chains=EVERY)
