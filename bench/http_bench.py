@@ -297,7 +297,7 @@ def bench_server(server: str, args: argparse.Namespace, workdir: Path) -> list[d
         **os.environ,
         "WALLETCORE_HOME": str(home),
         "WALLETCORE_PROFILE": "sandbox",
-        "WALLETCORE_REPO": "file",
+        "WALLETCORE_REPO": "sql",  # the default: SQLite under the home
     }
     for name in (
         "WALLETCORE_DATABASE_URL",

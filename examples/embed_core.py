@@ -28,7 +28,7 @@ from walletcore.testing import (
 
 
 async def main() -> None:
-    prices = FixedPrices({"ETH": Decimal("2000"), "BTC": Decimal("60000")})
+    prices = FixedPrices({"ETH": Decimal(2000), "BTC": Decimal(60000)})
     storage = InMemoryStorage()
     container = create_container(
         Settings(home=Path(tempfile.mkdtemp(prefix="walletcore-embed-"))),

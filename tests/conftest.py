@@ -27,7 +27,8 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(home=tmp_path / "home")
+    """Sandbox settings on the in-memory storage (the default storage is `sql`)."""
+    return Settings(home=tmp_path / "home", repo="memory")
 
 
 async def add_user(storage: Storage, clock: Clock, client_id: str) -> str:

@@ -45,6 +45,8 @@ Curve = Literal["secp256k1", "ed25519"]
 #: gateway of the mode `WALLETCORE_CHAINS` asks for.
 SANDBOX_PLUGIN = "sandbox"
 SANDBOX_MODE = "sandbox"
+#: Said when the sandbox chain plugin is not installed.
+SANDBOX_INSTALL = "; the sandbox chain plugin comes with: pip install 'walletcore[sandbox]'"
 
 
 @dataclass(frozen=True)
@@ -348,14 +350,16 @@ def _choose(
         return ChainChoice(chain, offering[0], mode, source)
     if not any(mode in p.gateways for p in registry.values()):
         modes = sorted({m for p in registry.values() for m in p.gateways})
+        hint = SANDBOX_INSTALL if mode == SANDBOX_MODE and SANDBOX_PLUGIN not in registry else ""
         problems.append(
             f"{source}: no installed chain plugin has a {mode} gateway (modes: "
-            f"{', '.join(modes) or 'none'})"
+            f"{', '.join(modes) or 'none'}){hint}"
         )
         return None
     sandbox = registry.get(SANDBOX_PLUGIN)
     if sandbox is None or chain not in sandbox.chains or SANDBOX_MODE not in sandbox.gateways:
-        problems.append(f"{source}: {chain} has no {mode} gateway, and no sandbox ledger")
+        hint = SANDBOX_INSTALL if sandbox is None else ""
+        problems.append(f"{source}: {chain} has no {mode} gateway, and no sandbox ledger{hint}")
         return None
     return ChainChoice(chain, sandbox, SANDBOX_MODE, source, stand_in=True)
 

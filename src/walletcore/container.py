@@ -1,6 +1,6 @@
 """The composition root: one dependency-injector container wiring services to adapters.
 
-Adapters are chosen by settings (`WALLETCORE_REPO=memory`, `WALLETCORE_PRICES=sandbox`, ...)
+Adapters are chosen by settings (`WALLETCORE_REPO=sql`, `WALLETCORE_PRICES=sandbox`, ...)
 and resolved through entry points (`walletcore.plugins`). Tests swap one with
 `container.storage.override(providers.Object(fake))`.
 """

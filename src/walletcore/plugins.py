@@ -33,23 +33,45 @@ GROUPS = (
     CHAINS,
 )
 
-#: The core's own adapters, used when the distribution's metadata is not installed
-#: (running from a source tree on PYTHONPATH).
+#: The core's own adapters (the fakes of `walletcore.testing`), used when the distribution's
+#: metadata is not installed (running from a source tree on PYTHONPATH). Every other
+#: adapter is found through its entry point only.
 _BUILTIN: dict[tuple[str, str], str] = {
     ("walletcore.repos", "memory"): "walletcore.testing.storage:build",
     ("walletcore.nonce_leases", "memory"): "walletcore.testing.nonces:build",
-    ("walletcore.price_sources", "sandbox"): "walletcore.sandbox.prices:build",
-    ("walletcore.venues", "sandbox"): "walletcore.sandbox.venue:build",
-    (CHAINS, "sandbox"): "walletcore.sandbox.chain:PLUGIN",
+}
+
+#: The extra of this distribution that installs each of its adapters, named when one is
+#: missing: `pip install 'walletcore[<extra>]'`.
+EXTRAS: dict[tuple[str, str], str] = {
+    ("walletcore.repos", "sql"): "sql",
+    ("walletcore.nonce_leases", "sql"): "sql",
+    ("walletcore.price_sources", "sandbox"): "sandbox",
+    ("walletcore.venues", "sandbox"): "sandbox",
+    ("walletcore.keystores", "sealed"): "chains",
+    (CHAINS, "sandbox"): "sandbox",
+    (CHAINS, "evm"): "chains",
+    (CHAINS, "solana"): "chains",
+    (CHAINS, "bitcoin"): "chains",
+    (CHAINS, "tron"): "chains",
 }
 
 
 class AdapterNotFound(LookupError):
-    def __init__(self, group: str, name: str, available: list[str]) -> None:
-        super().__init__(
-            f"no adapter {name!r} in {group}; installed: {', '.join(available) or 'none'}"
-            " (is the matching extra installed? e.g. pip install 'walletcore[all]')"
+    """No adapter of that name, or one whose libraries are missing (`cause`)."""
+
+    def __init__(
+        self, group: str, name: str, available: list[str], cause: ImportError | None = None
+    ) -> None:
+        extra = EXTRAS.get((group, name))
+        install = (
+            f"'walletcore[{extra}]'" if extra else "the matching extra, e.g. 'walletcore[all]'"
         )
+        if cause is None:
+            found = f"no adapter {name!r} in {group}; installed: {', '.join(available) or 'none'}"
+        else:
+            found = f"the adapter {name!r} of {group} cannot be loaded ({cause})"
+        super().__init__(f"{found}; install it with: pip install {install}")
 
 
 def available(group: str) -> list[str]:
@@ -62,7 +84,10 @@ def load_object(group: str, name: str) -> object:
     """What the entry point `name` of `group` names (a factory, a plugin object)."""
     for ep in entry_points(group=group):
         if ep.name == name:
-            found: object = ep.load()
+            try:
+                found: object = ep.load()
+            except ImportError as exc:  # an extra's library is not installed
+                raise AdapterNotFound(group, name, available(group), cause=exc) from exc
             return found
     target = _BUILTIN.get((group, name))
     if target is None:

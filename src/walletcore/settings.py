@@ -96,7 +96,12 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = None
 
     # adapters, by entry-point name
-    repo: str = "memory"
+    #: The storage, on every profile and for every entry point (`walletcore serve`, the
+    #: CLI, `create_container()`): `sql`, the SQLite file `home/walletcore.db` unless
+    #: `WALLETCORE_DATABASE_URL` names another database (`walletcore[sql]`). `memory`
+    #: (`walletcore.testing`, one process, lost on exit) is asked for by name: tests, and
+    #: embedders of the core alone (docs/decisions.md, "One default storage").
+    repo: str = "sql"
     prices: str = "sandbox"
     venue: str = "sandbox"
     keystore: str = "sealed"

@@ -7,7 +7,7 @@
   Its key is 64 signed bits of `lease_digest(chain, address, schema)`: the same in every
   process. `lock_timeout` bounds the wait (`AddressBusy`). A process that dies drops its
   connection, and PostgreSQL frees the lock with the session.
-- SQLite: `FlockNonceLeases` (`walletcore.sandbox.nonceleases`), a `flock`ed file per
+- SQLite: `FlockNonceLeases` (`walletcore_sql.filelocks`), a `flock`ed file per
   address in `<database file>-nonce-locks/`: an SQLite write transaction held across
   signing would stall every other write of the storage.
 - Both keep the floor in `nonce_floors`, read under the lease and raised (never lowered)
@@ -27,11 +27,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from walletcore.domain.errors import AddressBusy
 from walletcore.ports.nonces import NonceLease, NonceLeases
-from walletcore.sandbox.nonceleases import WAIT_SECONDS, FlockNonceLeases, FloorStore, lease_digest
 from walletcore.secretfiles import ConfigurationError
 from walletcore.testing.nonces import LocalNonceLeases, checked_nonce
 from walletcore_sql.database import Database
 from walletcore_sql.errors import storage_errors
+from walletcore_sql.filelocks import WAIT_SECONDS, FlockNonceLeases, FloorStore, lease_digest
 from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import nonce_floors
 

@@ -34,10 +34,10 @@ from walletcore.clock import ManualClock
 from walletcore.domain.assets import CATALOG, Asset
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade
 from walletcore.ports import TradeStore, UnitOfWork
-from walletcore.sandbox.prices import SandboxPriceSource
-from walletcore.sandbox.venue import SandboxVenue
 from walletcore.testing import InMemoryStorage, autocommit
 from walletcore_litestar.schemas import TradeView
+from walletcore_sandbox.prices import SandboxPriceSource
+from walletcore_sandbox.venue import SandboxVenue
 
 T = TypeVar("T")
 
@@ -150,7 +150,7 @@ class World:
             if self._prices is None:
                 self._prices = SandboxPriceSource(self.clock)
             self._container = create_container(
-                Settings(home=self.home, **self.env),
+                Settings(home=self.home, **{"repo": "memory", **self.env}),
                 clock=self.clock,
                 storage=self.storage,
                 venue=self.venue,
@@ -502,7 +502,7 @@ def wallet_address(world: World, chain: Any, owner: str = "the user") -> str:
 
 def fund_wallet(world: World, amount: str, asset_text: str, owner: str = "the user") -> None:
     """Sandbox coins from the faucet (`walletcore sandbox fund`)."""
-    from walletcore.sandbox.faucet import fund
+    from walletcore_sandbox.faucet import fund
 
     asset = asset_named(asset_text)
     world.run(

@@ -16,8 +16,8 @@ from walletcore.domain.errors import DomainError
 from walletcore.domain.ids import new_id
 from walletcore.domain.money import format_amount
 from walletcore.domain.trade import Trade
-from walletcore.sandbox.prices import sandbox_unit_price
 from walletcore_litestar.schemas import TradeView
+from walletcore_sandbox.prices import sandbox_unit_price
 
 if TYPE_CHECKING:
     from conftest import World

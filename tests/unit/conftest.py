@@ -15,9 +15,9 @@ from walletcore.clock import ManualClock
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade, TradeStatus
 from walletcore.ports import Clock, Storage, TradeStore, TradeVenue, UnitOfWork
-from walletcore.sandbox.prices import SandboxPriceSource
-from walletcore.sandbox.venue import SandboxVenue
 from walletcore.testing import InMemoryStorage, autocommit
+from walletcore_sandbox.prices import SandboxPriceSource
+from walletcore_sandbox.venue import SandboxVenue
 
 
 class _YieldingTrades:

@@ -12,7 +12,7 @@ from walletcore.clock import ManualClock
 from walletcore.domain.assets import PRICE_FIATS, SYMBOLS, Fiat
 from walletcore.domain.errors import PriceUnavailable
 from walletcore.pricing import PriceTable, RefreshingPriceSource
-from walletcore.sandbox.prices import (
+from walletcore_sandbox.prices import (
     FX_PER_USD,
     SandboxPriceSource,
     sandbox_table,

@@ -24,7 +24,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_defaults_are_the_sandbox_profile(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path)
     assert settings.profile is Profile.SANDBOX
-    assert (settings.repo, settings.prices, settings.venue) == ("memory", "sandbox", "sandbox")
+    assert (settings.repo, settings.prices, settings.venue) == ("sql", "sandbox", "sandbox")
     assert (settings.quote_ttl_seconds, settings.trades_page_size) == (60, 10)
     assert settings.limited_assets == []
     # the spec's "unavailable on some endpoints" assets, 42, 51 and 61
@@ -38,11 +38,23 @@ def test_values_come_from_prefixed_variables(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("WALLETCORE_PROFILE", "production")
     monkeypatch.setenv("WALLETCORE_QUOTE_TTL_SECONDS", "90")
     monkeypatch.setenv("WALLETCORE_TRADES_PAGE_SIZE", "25")
-    monkeypatch.setenv("WALLETCORE_REPO", "sql")
+    monkeypatch.setenv("WALLETCORE_REPO", "memory")
     monkeypatch.setenv("QUOTE_TTL_SECONDS", "5")  # unprefixed: ignored
     settings = Settings()
     assert settings.profile is Profile.PRODUCTION
-    assert (settings.quote_ttl_seconds, settings.trades_page_size, settings.repo) == (90, 25, "sql")
+    assert (settings.quote_ttl_seconds, settings.trades_page_size) == (90, 25)
+    assert settings.repo == "memory"
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+def test_one_default_storage_on_every_profile(
+    monkeypatch: pytest.MonkeyPatch, profile: Profile
+) -> None:
+    """`sql` unless asked otherwise, whoever reads the settings (`walletcore serve`, the CLI,
+    `create_container()`): nothing sets WALLETCORE_REPO behind the user's back."""
+    monkeypatch.setenv("WALLETCORE_PROFILE", profile.value)
+    assert Settings().repo == "sql"
+    assert Settings(repo="memory").repo == "memory"
 
 
 @pytest.mark.parametrize(

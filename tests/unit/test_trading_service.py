@@ -30,7 +30,7 @@ from walletcore.domain.trade import (
     Unknown,
 )
 from walletcore.ports import PriceMap
-from walletcore.sandbox.venue import SandboxVenue
+from walletcore_sandbox.venue import SandboxVenue
 
 from .conftest import Core, CoreFactory, CountingVenue
 

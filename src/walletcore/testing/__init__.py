@@ -2,7 +2,7 @@
 ports, and the contract suites an adapter proves itself with.
 
 Fakes (importable without pytest, no I/O library):
-- `InMemoryStorage` (also the sandbox's `WALLETCORE_REPO=memory`), `autocommit(storage)`
+- `InMemoryStorage` (also `WALLETCORE_REPO=memory`, by name), `autocommit(storage)`
   for seeding and checking state one call at a time;
 - `LocalNonceLeases`: the nonce leases of one process;
 - `ManualClock`: time that moves when told;

@@ -1,5 +1,5 @@
 """The in-memory Storage: the reference implementation of the storage contract
-(`walletcore.testing.contracts.StorageContract`), for tests and the sandbox's `memory`.
+(`walletcore.testing.contracts.StorageContract`), for tests and `WALLETCORE_REPO=memory`.
 
 - A write unit holds one lock (one writer at a time, as SQLite's `BEGIN IMMEDIATE`) and
   stages its changes over the committed tables; they are applied all at once, with no

@@ -27,14 +27,14 @@ from walletcore.domain.assets import Fiat
 from walletcore.domain.errors import DomainError
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, TradeStatus
 from walletcore.ports import PriceMap, PriceSource, TradeVenue
-from walletcore.sandbox.prices import sandbox_unit_price
-from walletcore.sandbox.venue import SandboxVenue
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
 from walletcore.testing import autocommit
+from walletcore_sandbox.prices import sandbox_unit_price
+from walletcore_sandbox.venue import SandboxVenue
 from walletcore_sql.storage import SqlStorage
 
 #: Each run's clock is this much later than the one before: a killed run's send leases

@@ -43,17 +43,17 @@ from walletcore.domain.clients import ApiClient
 from walletcore.domain.ids import new_id
 from walletcore.domain.sends import SendState
 from walletcore.domain.trade import TradeStatus
-from walletcore.sandbox.chain import SandboxGateway
-from walletcore.sandbox.ledger import DATA_FILE as LEDGER_FILE
-from walletcore.sandbox.ledger import LedgerState
-from walletcore.sandbox.prices import SandboxPriceSource
-from walletcore.sandbox.venue import SandboxVenue
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
 from walletcore.testing import autocommit
+from walletcore_sandbox.chain import SandboxGateway
+from walletcore_sandbox.ledger import DATA_FILE as LEDGER_FILE
+from walletcore_sandbox.ledger import SandboxLedger
+from walletcore_sandbox.prices import SandboxPriceSource
+from walletcore_sandbox.venue import SandboxVenue
 
 WORKER = Path(__file__).with_name("crash_worker.py")
 KILLS = 4
@@ -302,8 +302,11 @@ async def _check_sends(
             assert record.is_finished and record.result is not None, (why, record)
             assert record.result.get("txHash") == record.tx_hash, (why, record)
     assert set(signed_entries) == set(hashes), why  # no entry for a transaction never kept
-    ledger = LedgerState.from_json(json.loads((home / LEDGER_FILE).read_text()), home)
-    on_chain = [tx.tx_hash for tx in ledger.txs if tx.sender == sender]
+    reader = SandboxLedger(home / LEDGER_FILE, SystemClock(), lambda *_: False)
+    try:
+        on_chain = [tx.tx_hash for tx in await reader.transactions() if tx.sender == sender]
+    finally:
+        await reader.aclose()
     assert len(on_chain) == len(set(on_chain)), why
     # Everything on the chain is a kept, audited signing: one transaction per request.
     assert set(on_chain) <= set(hashes), (why, on_chain, hashes)

@@ -12,7 +12,6 @@ from evm_support import NOWHERE, chain_gateways
 
 from walletcore.container import check_profile, create_container
 from walletcore.domain.assets import Chain
-from walletcore.sandbox.chain import SandboxGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
 from walletcore_chains.evm.devnet import DevnetEvmGateway
@@ -20,6 +19,7 @@ from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.gateway import SolanaGateway
+from walletcore_sandbox.chain import SandboxGateway
 
 PRODUCTION = {
     "profile": Profile.PRODUCTION,

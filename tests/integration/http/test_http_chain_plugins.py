@@ -17,9 +17,9 @@ from http_support import PASSWORD, Api, assert_error, assert_ok
 from walletcore import plugins
 from walletcore.container import Container, check_profile, create_container
 from walletcore.domain.assets import Chain
-from walletcore.sandbox.chain import SandboxGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
+from walletcore_sandbox.chain import SandboxGateway
 
 try:
     import walletcore_testchain

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,16 +16,15 @@ from litestar.testing import TestClient
 
 from walletcore.container import create_container
 from walletcore.settings import Settings
+from walletcore_cli import main
 from walletcore_litestar import create_app
-from walletcore_litestar.cli import main
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "home"
     monkeypatch.setenv("WALLETCORE_HOME", str(folder))
-    # What `main` would default on the sandbox, set here so monkeypatch undoes it after.
-    monkeypatch.setenv("WALLETCORE_REPO", "sql")
+    monkeypatch.delenv("WALLETCORE_REPO", raising=False)  # the default: sql, SQLite in home
     return folder
 
 
@@ -33,7 +36,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> Any:
 
 def app_on(home: Path) -> Any:
     """A server's app over the same home (its SQLite file, as `walletcore serve`)."""
-    return create_app(create_container(Settings(home=home, repo="sql")))
+    return create_app(create_container(Settings(home=home)))
 
 
 def test_a_client_created_by_the_cli_signs_in_at_once(
@@ -108,15 +111,47 @@ def test_bad_configuration_exits_2(
     assert "configuration error" in capsys.readouterr().err
 
 
-def test_the_sandbox_defaults_to_the_sql_storage(monkeypatch: pytest.MonkeyPatch) -> None:
-    from walletcore_litestar.cli import apply_sandbox_defaults
+def test_the_cli_and_create_container_share_one_default_storage(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No WALLETCORE_REPO anywhere: the CLI writes where `create_container()` (and so each
+    `walletcore serve` worker) reads, the SQLite file under home, and leaves the environment
+    as it found it."""
+    before = dict(os.environ)
+    created = cli(capsys, "clients", "create", "--name", "Acme")
+    assert dict(os.environ) == before
+    assert (home / "walletcore.db").exists()
 
-    env: dict[str, str] = {}
-    apply_sandbox_defaults(env)
-    assert env == {"WALLETCORE_REPO": "sql"}
-    env = {"WALLETCORE_PROFILE": "production"}
-    apply_sandbox_defaults(env)
-    assert "WALLETCORE_REPO" not in env
-    env = {"WALLETCORE_REPO": "memory"}
-    apply_sandbox_defaults(env)
-    assert env["WALLETCORE_REPO"] == "memory"
+    container = create_container()
+    assert container.settings().repo == "sql"
+
+    async def listed() -> list[str]:
+        storage = container.storage()
+        try:
+            return [c.client_id for c in await container.auth().list_clients()]
+        finally:
+            await storage.aclose()
+
+    assert asyncio.run(listed()) == [created["clientId"]]
+
+
+def test_serve_offers_the_servers_of_the_binding() -> None:
+    from walletcore_cli.main import SERVERS
+    from walletcore_litestar.server import SERVERS as BINDING_SERVERS
+
+    assert SERVERS == BINDING_SERVERS
+
+
+def test_a_command_other_than_serve_does_not_import_the_http_stack(home: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from walletcore_cli import main\n"
+        "code = main(['clients', 'list'])\n"
+        "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'litestar', "
+        "'granian', 'uvicorn', 'walletcore_litestar'}), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr

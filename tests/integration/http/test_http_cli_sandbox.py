@@ -12,8 +12,8 @@ from litestar.testing import TestClient
 
 from walletcore.container import create_container
 from walletcore.settings import Settings
+from walletcore_cli import main
 from walletcore_litestar import create_app
-from walletcore_litestar.cli import main
 
 RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
 
@@ -22,7 +22,7 @@ RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "home"
     monkeypatch.setenv("WALLETCORE_HOME", str(folder))
-    monkeypatch.setenv("WALLETCORE_REPO", "sql")  # the sandbox default: SQLite under home
+    monkeypatch.delenv("WALLETCORE_REPO", raising=False)  # the default: sql, SQLite in home
     return folder
 
 

@@ -13,11 +13,11 @@ from http_support import PASSWORD, Api, assert_error, assert_ok, sign_in
 
 from walletcore.container import Container, check_profile, create_container
 from walletcore.domain.assets import Chain, FeePayer, asset_by_id
-from walletcore.sandbox.chain import SandboxGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
+from walletcore_sandbox.chain import SandboxGateway
 
 RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
 

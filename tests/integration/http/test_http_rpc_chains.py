@@ -33,8 +33,8 @@ from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.gateway import SolanaGateway
 from walletcore_chains.testing.evm_rpc_node import EvmRpcNode
 from walletcore_chains.testing.solana_rpc_node import RpcTestNode
+from walletcore_cli import main as walletcore_cli
 from walletcore_litestar import create_app
-from walletcore_litestar.cli import main as walletcore_cli
 from walletcore_sql.engine import sqlite_url
 from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import nonce_floors

@@ -14,8 +14,8 @@ from walletcore.clock import ManualClock
 from walletcore.container import Container
 from walletcore.domain.assets import Chain, FeePayer, asset_by_id, native_asset
 from walletcore.domain.ids import new_id
-from walletcore.sandbox.faucet import fund
 from walletcore.testing import autocommit
+from walletcore_sandbox.faucet import fund
 
 OUTSIDE = {
     Chain.BITCOIN: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",

@@ -10,12 +10,12 @@ from decimal import Decimal
 from walletcore.domain.assets import Fiat
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome
 from walletcore.ports import Clock, PriceMap, PriceSource, Storage, TradeVenue
-from walletcore.sandbox.prices import sandbox_unit_price
-from walletcore.sandbox.venue import SandboxVenue
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
+from walletcore_sandbox.prices import sandbox_unit_price
+from walletcore_sandbox.venue import SandboxVenue
 from walletcore_sql.storage import SqlStorage
 
 

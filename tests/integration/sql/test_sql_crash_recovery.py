@@ -16,10 +16,10 @@ from walletcore.clock import SystemClock
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.ids import new_id
 from walletcore.domain.trade import TradeStatus
-from walletcore.sandbox.venue import SandboxVenue
 from walletcore.services.context import Caller
 from walletcore.settings import Settings
 from walletcore.testing import autocommit
+from walletcore_sandbox.venue import SandboxVenue
 
 CHILD = Path(__file__).with_name("crash_child.py")
 

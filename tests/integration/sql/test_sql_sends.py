@@ -16,14 +16,14 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.errors import IdempotencyConflict
 from walletcore.domain.sends import SendState
 from walletcore.ports import SignedTransfer
-from walletcore.sandbox.chain import SandboxGateway
-from walletcore.sandbox.faucet import fund
 from walletcore.services.context import Caller
 from walletcore.services.send_record import SendReceipt
 from walletcore.settings import Settings
 from walletcore.testing import autocommit
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
+from walletcore_sandbox.chain import SandboxGateway
+from walletcore_sandbox.faucet import fund
 from walletcore_sql.storage import SqlStorage
 
 PROCESSES = 5
@@ -104,8 +104,8 @@ async def test_twenty_concurrent_retries_of_one_send_broadcast_once(
     assert len(receipts) + len(conflicts) == RETRIES, results
     assert conflicts and len({r.tx_hash for r in receipts}) == 1
     # Counted at the ledger: one transfer left the wallet, broadcast once.
-    ledger = servers[0].gateways()[Chain.ETHEREUM]._ledger.state
-    assert [t.tx_hash for t in ledger.txs if t.sender == sender] == [receipts[0].tx_hash]
+    ledger = await servers[0].gateways()[Chain.ETHEREUM]._ledger.transactions()
+    assert [t.tx_hash for t in ledger if t.sender == sender] == [receipts[0].tx_hash]
     assert broadcasts == [receipts[0].tx_hash]
     record = await autocommit(storages[0]).sends.get(issued.client.client_id, "dup")
     assert record is not None and record.state is SendState.FINISHED

@@ -19,14 +19,14 @@ from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import BroadcastTimeout
 from walletcore.ports import ChainGateway, SignedTransfer
-from walletcore.sandbox.chain import SandboxGateway
-from walletcore.sandbox.faucet import fund
 from walletcore.services.context import Caller
 from walletcore.services.send_record import SendReceipt
 from walletcore.settings import Settings
 from walletcore.testing import InMemoryStorage, autocommit
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
+from walletcore_sandbox.chain import SandboxGateway
+from walletcore_sandbox.faucet import fund
 
 #: Argon2id at its cheapest: these tests are about wallet operations, not the KDF cost.
 FAST_KDF = KdfParams(opslimit=1, memlimit=64 * 1024)

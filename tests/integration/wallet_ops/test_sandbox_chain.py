@@ -1,5 +1,5 @@
 """The sandbox chains: real signatures checked by the ledger, hashes in each chain's form,
-one ledger file shared by every process, the faucet."""
+one ledger database shared by every process, the faucet."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from walletcore.domain.assets import Chain, asset_by_id, native_asset
 from walletcore.domain.errors import InvalidRequest, TransferRejected
 from walletcore.domain.wallet import WalletOwner
 from walletcore.ports import SignedTransfer, Transfer
-from walletcore.sandbox.chain import SandboxChainSettings
-from walletcore.sandbox.faucet import fund
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
+from walletcore_sandbox.chain import SandboxChainSettings
+from walletcore_sandbox.faucet import fund
+from walletcore_sandbox.ledger import DATA_FILE
 
 HASH_FORMS = {
     Chain.BITCOIN: r"[0-9a-f]{64}",
@@ -124,7 +125,7 @@ async def test_the_ledger_is_shared_by_every_process_on_the_home(
         "balance": "2.5",
     }
     assert await server.balance(client, user, 6) == "2.5"
-    assert (Path(settings.home) / "sandbox-chain.json").exists()
+    assert (Path(settings.home) / DATA_FILE).exists()
 
 
 async def test_a_zero_confirmation_delay_confirms_at_once(

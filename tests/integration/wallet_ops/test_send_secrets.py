@@ -3,9 +3,11 @@ or the sandbox ledger, whatever a send goes through."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from ops_support import ELSEWHERE, PASSWORD, Ops
 
 from walletcore.domain.assets import Chain, FeePayer, native_asset
 from walletcore.domain.errors import DomainError
+from walletcore_sandbox.ledger import DATA_FILE
 
 WRONG = "battery horse correct"
 
@@ -55,7 +58,8 @@ async def test_no_secret_leaks_from_any_send(ops: Ops, caplog: pytest.LogCapture
     texts += [repr(e) for e in await ops.db.audit.newest(limit=1000)]
     for record in ops.storage._tables.sends.values():  # the stored records themselves
         texts += [repr(record), json.dumps(record.result), (record.raw_tx or b"").decode()]
-    texts.append((Path(ops.container.settings().home) / "sandbox-chain.json").read_text())
+    with contextlib.closing(sqlite3.connect(Path(ops.container.settings().home) / DATA_FILE)) as db:
+        texts.append("\n".join(db.iterdump()))  # every row of the ledger, as SQL text
     hashed = [hashlib.sha256(p.encode()).hexdigest() for p in (PASSWORD, WRONG)]
     for secret in (mnemonic, PASSWORD, WRONG, *hashed):
         assert all(secret not in text for text in texts), secret

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from walletcore import plugins
 from walletcore.domain.assets import Chain
-from walletcore.sandbox.chain import SandboxChainSettings
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.plugin import SolanaSettings
+from walletcore_sandbox.chain import SandboxChainSettings
 
 USDT = "0x52908400098527886E0F7030069857D2E4169EE7"
 

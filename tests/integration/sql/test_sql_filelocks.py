@@ -15,7 +15,7 @@ from typing import ClassVar
 import pytest
 
 from walletcore.domain.errors import AddressBusy
-from walletcore.sandbox.nonceleases import FlockNonceLeases, FloorStore
+from walletcore_sql.filelocks import FlockNonceLeases, FloorStore
 
 CHAIN = "eip155:1"
 ALICE = "0x52908400098527886e0f7030069857d2e4169ee7"
@@ -98,7 +98,7 @@ async def test_lock_files_are_private(tmp_path: Path) -> None:
 HOLDER = """
 import asyncio, sys
 from pathlib import Path
-from walletcore.sandbox.nonceleases import FlockNonceLeases
+from walletcore_sql.filelocks import FlockNonceLeases
 
 
 class NoFloors:

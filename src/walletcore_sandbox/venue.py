@@ -30,7 +30,7 @@ from walletcore.domain.trade import (
     derive_figures,
 )
 from walletcore.ports import TradeVenue
-from walletcore.sandbox.prices import sandbox_unit_price
+from walletcore_sandbox.prices import sandbox_unit_price
 
 REJECT = Decimal(502)
 TIMEOUT = Decimal(504)

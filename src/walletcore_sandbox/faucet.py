@@ -9,9 +9,9 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.money import format_balance
 from walletcore.ports import ChainGateway
-from walletcore.sandbox.chain import SandboxGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore.services.send_plan import read_amount, read_asset
+from walletcore_sandbox.chain import SandboxGateway
 
 
 async def fund(

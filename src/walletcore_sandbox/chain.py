@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import base58
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -52,12 +53,11 @@ from walletcore.ports import (
     Transfer,
     UnsignedTransfer,
 )
-from walletcore.sandbox.ledger import DATA_FILE, LedgerTx, SandboxLedger, row_of
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile
+from walletcore_sandbox.ledger import DATA_FILE, LedgerTx, SandboxLedger, row_of
 
 EVM_CHAINS = frozenset({Chain.ETHEREUM, Chain.BSC, Chain.POLYGON})
-_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,18 +113,16 @@ class SandboxGateway(ChainGateway):
         return self._validator(self.chain, address)
 
     async def balance(self, address: str, asset: Asset) -> int:
-        state = self._ledger.state
-        if self.chain is Chain.BITCOIN and not state.knows(self.chain, address):
+        if self.chain is Chain.BITCOIN and not await self._ledger.knows(self.chain, address):
             raise AddressUnknown()
-        return state.balance(self.chain, address, asset.id, self._ledger.now())
+        return await self._ledger.balance(self.chain, address, asset.id)
 
     async def history(self, address: str, asset: Asset, limit: int) -> list[TxRow]:
-        rows = self._ledger.state.rows(self.chain, address, asset.id, self._ledger.now())
-        return rows[:limit]
+        return await self._ledger.history(self.chain, address, asset.id, limit)
 
     async def lookup(self, address: str, asset: Asset, tx_hash: str) -> TxRow:
         wanted = tx_hash if self.chain is Chain.SOLANA else tx_hash.lower()  # hex: any case
-        tx = self._ledger.state.by_hash.get(wanted)
+        tx = await self._ledger.find(wanted)
         if tx is None or tx.chain is not self.chain or tx.asset_id != asset.id:
             raise TransactionNotFound()
         if address not in (tx.sender, tx.recipient):
@@ -148,20 +146,19 @@ class SandboxGateway(ChainGateway):
         if chain in EVM_CHAINS:
             gas = f.evm_native_gas if asset.is_native else f.evm_token_gas
             return FeeQuote(gas * GAS_PRICE[chain])
-        state = self._ledger.state
         if chain is Chain.TRON:
             if asset.is_native:
                 bandwidth = f.tron_native_bandwidth
                 return FeeQuote(bandwidth * f.tron_sun_per_bandwidth, bandwidth=bandwidth)
             bandwidth = f.tron_token_bandwidth
-            holder = state.has_received(chain, recipient, asset.id)
+            holder = await self._ledger.has_received(chain, recipient, asset.id)
             energy = f.tron_energy_holder if holder else f.tron_energy_new_holder
             units = bandwidth * f.tron_sun_per_bandwidth + energy * f.tron_sun_per_energy
             return FeeQuote(units, bandwidth=bandwidth, energy=energy)
         if chain is not Chain.SOLANA:
             return FeeQuote(f.other_native_units)
         lamports = f.sol_lamports_per_signature * (2 if sponsored else 1)
-        if not asset.is_native and not state.has_received(chain, recipient, asset.id):
+        if not asset.is_native and not await self._ledger.has_received(chain, recipient, asset.id):
             lamports += f.sol_token_account_rent
         return FeeQuote(lamports)
 
@@ -230,6 +227,15 @@ class SandboxGateway(ChainGateway):
     async def release(self, unsigned: UnsignedTransfer) -> None:
         """Nothing to give back: a sandbox transfer reserves nothing."""
 
+    # -- lifecycle ----------------------------------------------------------------------
+    async def start(self) -> None:
+        """Nothing to start: the ledger opens its database on first use."""
+
+    async def aclose(self) -> None:
+        """Close the ledger's connection (shared by the container's sandbox gateways; the
+        next call opens it again)."""
+        await self._ledger.aclose()
+
     # -- the sandbox faucet -------------------------------------------------------------
     async def fund(self, address: str, asset: Asset, units: int) -> int:
         """Credit `units` of `asset` to `address` (confirmed at once); the new balance."""
@@ -263,13 +269,7 @@ def _canonical(value: Any) -> bytes:
 
 def b58encode(data: bytes) -> str:
     """Base58 (Bitcoin alphabet), for SOLANA transaction signatures."""
-    number = int.from_bytes(data, "big")
-    out = []
-    while number:
-        number, rem = divmod(number, 58)
-        out.append(_B58[rem])
-    zeros = len(data) - len(data.lstrip(b"\0"))
-    return "1" * zeros + "".join(reversed(out))
+    return base58.b58encode(data).decode("ascii")
 
 
 class SandboxChainSettings(BaseSettings):
@@ -284,7 +284,7 @@ class SandboxChainSettings(BaseSettings):
 
 def _ledger_gateway(context: GatewayContext[SandboxChainSettings]) -> SandboxGateway:
     """One chain's gateway on the ledger every sandbox chain of the container shares, in
-    `WALLETCORE_HOME/sandbox-chain.json`; signatures are checked with each chain's own
+    `WALLETCORE_HOME/sandbox-chain.db`; signatures are checked with each chain's own
     verifier, and the payload signed follows the chain's curve."""
     if context.core.profile is not Profile.SANDBOX:
         raise ConfigurationError(

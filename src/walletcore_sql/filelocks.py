@@ -1,31 +1,30 @@
-"""Nonce leases (`walletcore.ports.NonceLeases`) shared by the processes of one machine.
+"""Nonce leases (`walletcore.ports.NonceLeases`) shared by the processes of one machine:
+the SQL storage's on an SQLite file (`walletcore_sql.nonces`), floors in its table.
 
-`FlockNonceLeases`: the SQL storage on an SQLite file, floors in its table. An exclusive OS
-lock (`filelock`'s `AsyncFileLock`: `flock` on Unix) on one lock file per (chain,
-address), tried without blocking and polled on the event loop, never in a thread; the
-floors read and raised in short transactions of their own (a write lock held across
-signing would stall the storage's other writes). A process that dies closes its
-descriptors, and the kernel drops its locks with them. Waiters are not served in order
-across processes (PostgreSQL's advisory locks are). The leases of one process:
+`FlockNonceLeases`: an exclusive OS lock (`filelock`'s `AsyncFileLock`: `flock` on Unix) on
+one lock file per (chain, address), tried without blocking and polled on the event loop,
+never in a thread; the floors read and raised in short transactions of their own (a write
+lock held across signing would stall the storage's other writes). A process that dies
+closes its descriptors, and the kernel drops its locks with them. Waiters are not served in
+order across processes (PostgreSQL's advisory locks are). The leases of one process:
 `walletcore.testing.nonces.LocalNonceLeases`.
 
-`filelock` comes with the extras that use these leases (`walletcore[sql]`); it is imported
-when a `FlockNonceLeases` is built, so the core itself does not need it.
+filelock 4 or newer (`walletcore[sql]`), for `fallback_to_soft=False`: never an existence
+marker, which would outlive a killed holder.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
+
+from filelock import AsyncFileLock, Timeout
 
 from walletcore.domain.errors import AddressBusy
 from walletcore.ports.nonces import NonceLease, NonceLeases
 from walletcore.secretfiles import private_folder
 from walletcore.testing.nonces import HeldLease
-
-if TYPE_CHECKING:
-    from filelock import AsyncFileLock, Timeout
 
 #: Seconds an `acquire` waits for a lease another holder keeps, before `AddressBusy`. A
 #: holder keeps it from `prepare` to `broadcast` (a sponsored EVM transfer waits for its
@@ -66,17 +65,9 @@ class FlockNonceLeases(NonceLeases):
     when it is collected (filelock's finalizer), without raising its floor."""
 
     def __init__(self, directory: Path, floors: FloorStore, *, wait: float = WAIT_SECONDS) -> None:
-        try:
-            from filelock import AsyncFileLock, Timeout
-        except ImportError as exc:  # pragma: no cover - the extras bring it
-            raise ImportError(
-                "FlockNonceLeases needs filelock: pip install 'walletcore[sql]'"
-            ) from exc
         self.directory = Path(directory)
         self._floors = floors
         self._wait = max(0.0, wait)  # filelock waits forever on a negative timeout
-        self._lock_type: type[AsyncFileLock] = AsyncFileLock
-        self._busy: type[Timeout] = Timeout
 
     def __repr__(self) -> str:
         return f"FlockNonceLeases({str(self.directory)!r})"
@@ -88,7 +79,7 @@ class FlockNonceLeases(NonceLeases):
         private_folder(self.directory)
         # One lock object per lease: each opens its own descriptor, so two leases of one
         # process exclude each other as two processes' do.
-        lock = self._lock_type(
+        lock = AsyncFileLock(
             self.lock_path(chain, address),
             mode=0o600,
             timeout=self._wait,
@@ -98,7 +89,7 @@ class FlockNonceLeases(NonceLeases):
         )
         try:
             await lock.acquire()
-        except self._busy:
+        except Timeout:
             raise AddressBusy() from None
         try:
             floor = await self._floors.read(chain, address)

@@ -11,8 +11,8 @@ import pytest
 from walletcore.domain.assets import Fiat
 from walletcore.domain.errors import OrderRejected, VenueTimeout
 from walletcore.domain.trade import Accepted, Fill, FixedLeg, Order, Rejected, Side
-from walletcore.sandbox.prices import sandbox_unit_price
-from walletcore.sandbox.venue import SandboxVenue
+from walletcore_sandbox.prices import sandbox_unit_price
+from walletcore_sandbox.venue import SandboxVenue
 
 APPROVED = datetime(2026, 1, 1, 12, 1, 15, tzinfo=UTC)
 

@@ -1,0 +1,153 @@
+"""The sandbox ledger's database: a private SQLite file shared by processes, whose write
+transactions never let two processes spend the same coins, and that refuses a file it did
+not create."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import stat
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from walletcore.clock import ManualClock
+from walletcore.domain.assets import Chain
+from walletcore.domain.errors import InsufficientFunds
+from walletcore_sandbox.ledger import DATA_FILE, LedgerError, LedgerTx, SandboxLedger
+
+ALICE = "0x52908400098527886E0F7030069857D2E4169EE7"
+BOB = "0x8ba1f109551bD432803012645Ac136ddd64DBA72"
+SIGNED = {ALICE: b"signature"}
+
+
+def ledger_at(path: Path, clock: ManualClock, confirm_seconds: float = 3.0) -> SandboxLedger:
+    return SandboxLedger(path, clock, lambda *_: True, confirm_seconds=confirm_seconds)
+
+
+def transfer(tx_hash: str, amount: int, fee: int = 0) -> LedgerTx:
+    now = ManualClock().now()
+    return LedgerTx(tx_hash, Chain.ETHEREUM, 2, ALICE, BOB, amount, fee, ALICE, now, now)
+
+
+async def test_the_file_is_private_and_written_ahead(tmp_path: Path, clock: ManualClock) -> None:
+    path = tmp_path / "home" / DATA_FILE
+    ledger = ledger_at(path, clock)
+    assert not path.exists()  # nothing is opened before the first call
+    await ledger.credit(Chain.ETHEREUM, ALICE, 2, 5, "f" * 64)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    await ledger.aclose()
+
+
+async def test_amounts_beyond_64_bits_and_the_rules_of_balances(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    ledger = ledger_at(tmp_path / DATA_FILE, clock)
+    thousand_eth = 1000 * 10**18  # more than SQLite's integers hold
+    assert await ledger.credit(Chain.ETHEREUM, ALICE, 2, thousand_eth, "a" * 64) == thousand_eth
+    assert await ledger.accept(transfer("0x1", 10**20, fee=21_000), b"p", SIGNED)
+    assert not await ledger.accept(transfer("0x1", 10**20, fee=21_000), b"p", SIGNED)  # known
+    # the amount and its fee leave at once; the recipient has it once it is confirmed
+    assert await ledger.balance(Chain.ETHEREUM, ALICE, 2) == thousand_eth - 10**20 - 21_000
+    assert await ledger.balance(Chain.ETHEREUM, BOB, 2) == 0
+    assert [r.status for r in await ledger.history(Chain.ETHEREUM, BOB, 2, 10)] == ["pending"]
+    clock.advance(3)
+    assert await ledger.balance(Chain.ETHEREUM, BOB, 2) == 10**20
+    rows = await ledger.history(Chain.ETHEREUM, ALICE, 2, 10)
+    assert [(r.type, r.status) for r in rows] == [("send", "success"), ("receive", "success")]
+    assert await ledger.history(Chain.ETHEREUM, ALICE, 2, 1) == rows[:1]
+    assert await ledger.knows(Chain.ETHEREUM, BOB) and not await ledger.knows(Chain.BSC, BOB)
+    assert await ledger.has_received(Chain.ETHEREUM, BOB, 2)
+    assert not await ledger.has_received(Chain.ETHEREUM, BOB, 21)
+    found = await ledger.find("0x1")
+    assert found is not None and found.amount_units == 10**20
+    assert found.confirm_at - found.accepted_at == timedelta(seconds=3)
+    assert [t.tx_hash for t in await ledger.transactions()] == ["a" * 64, "0x1"]
+    with pytest.raises(InsufficientFunds):
+        await ledger.accept(transfer("0x2", thousand_eth), b"p", SIGNED)
+    assert await ledger.find("0x2") is None  # nothing stored
+    await ledger.aclose()
+    # closed, then opened again on the next call; another ledger object sees the same
+    assert await ledger.find("0x1") == found
+    other = ledger_at(tmp_path / DATA_FILE, clock)
+    assert await other.transactions() == await ledger.transactions()
+    await other.aclose()
+    await ledger.aclose()
+
+
+SPENDER = """
+import asyncio, sys
+from pathlib import Path
+from walletcore.clock import SystemClock
+from walletcore.domain.assets import Chain
+from walletcore.domain.errors import InsufficientFunds
+from walletcore_sandbox.ledger import LedgerTx, SandboxLedger
+
+ALICE, BOB = sys.argv[2], sys.argv[3]
+
+
+async def main(path, tx_hash):
+    ledger = SandboxLedger(path, SystemClock(), lambda *_: True)
+    now = SystemClock().now()
+    tx = LedgerTx(tx_hash, Chain.ETHEREUM, 2, ALICE, BOB, 600, 0, ALICE, now, now)
+    try:
+        await ledger.accept(tx, b"p", {ALICE: b"s"})
+        print("SPENT")
+    except InsufficientFunds:
+        print("REFUSED")
+
+asyncio.run(main(Path(sys.argv[1]), sys.argv[4]))
+"""
+
+
+async def test_processes_never_spend_the_same_coins_twice(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """Each of several processes spends 600 of Alice's 1000 at once: one succeeds."""
+    path = tmp_path / DATA_FILE
+    ledger = ledger_at(path, clock)
+    await ledger.credit(Chain.ETHEREUM, ALICE, 2, 1000, "c" * 64)
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            SPENDER,
+            str(path),
+            ALICE,
+            BOB,
+            f"0x{n:064x}",
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for n in range(6)
+    ]
+    outcomes = sorted([(await child.communicate())[0].decode().strip() for child in children])
+    assert outcomes == ["REFUSED"] * 5 + ["SPENT"], outcomes
+    assert await ledger.balance(Chain.ETHEREUM, ALICE, 2) == 400
+    await ledger.aclose()
+
+
+async def test_a_file_that_is_not_a_ledger_is_refused(tmp_path: Path, clock: ManualClock) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database at all, just some bytes" * 100)
+    with pytest.raises(LedgerError, match="not a walletcore sandbox ledger"):
+        await ledger_at(garbage, clock).balance(Chain.ETHEREUM, ALICE, 2)
+
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE notes (text TEXT)")
+    with pytest.raises(LedgerError, match="not a walletcore sandbox ledger"):
+        await ledger_at(foreign, clock).balance(Chain.ETHEREUM, ALICE, 2)
+
+    newer = tmp_path / DATA_FILE
+    ledger = ledger_at(newer, clock)
+    await ledger.balance(Chain.ETHEREUM, ALICE, 2)
+    await ledger.aclose()
+    with sqlite3.connect(newer) as db:
+        db.execute("PRAGMA user_version = 99")
+    with pytest.raises(LedgerError, match="layout version 99"):
+        await ledger_at(newer, clock).balance(Chain.ETHEREUM, ALICE, 2)
