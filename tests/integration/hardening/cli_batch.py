@@ -1,7 +1,7 @@
 """Run several `walletcore` CLI commands in one interpreter (one start-up instead of one per
 command): `python cli_batch.py '[["clients", "create", "--name", "A"], ...]'`.
 
-Each command goes through `walletcore_litestar.cli.main`, exactly as the console script
+Each command goes through `walletcore_cli.main`, exactly as the console script
 does, in this process's environment (WALLETCORE_*). Prints the JSON list of each command's
 stdout; stops at the first command that fails (exit status 1, its stderr already shown).
 """
@@ -13,7 +13,7 @@ import io
 import json
 import sys
 
-from walletcore_litestar.cli import main
+from walletcore_cli import main
 
 
 def run(commands: list[list[str]]) -> int:

@@ -142,7 +142,7 @@ class Server:
     # -- the CLI ------------------------------------------------------------------------
     def cli_batch(self, commands: Iterable[list[str]]) -> list[Any]:
         """Several CLI commands in one interpreter (`cli_batch.py`): one start-up instead
-        of one per command. The same `walletcore_litestar.cli.main` as the console script."""
+        of one per command. The same `walletcore_cli.main` as the console script."""
         commands = list(commands)
         done = subprocess.run(
             [sys.executable, str(HERE / "cli_batch.py"), json.dumps(commands)],

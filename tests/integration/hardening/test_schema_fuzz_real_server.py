@@ -1,4 +1,4 @@
-"""Schemathesis against the real server process on PostgreSQL (issue 12).
+"""Schemathesis against the real server process on PostgreSQL (issues 12 and 13).
 
 The schema is the one the running server serves (`/schema/openapi.json`, loaded with
 `schemathesis.openapi.from_url`), and every generated case goes over real HTTP to
@@ -6,9 +6,12 @@ The schema is the one the running server serves (`/schema/openapi.json`, loaded 
 database): the JSON reader, the middleware and the SQL repo are the production ones.
 
 Every operation runs schemathesis's phases (explicit examples, coverage, then fuzzing in
-positive and negative modes), derandomized, with every check on except
-`positive_data_acceptance` (schema-valid input can still break a business rule: an unknown
-user is a 404; a later issue turns it on). `not_a_server_error` accepts 503 besides 2xx-4xx:
+positive and negative modes), derandomized, with every check on. `positive_data_acceptance`
+(issue 13) is judged as in the in-process run (tests/integration/http/
+test_http_schema_fuzz.py), by the one shared `accepted_unless_a_business_rule`
+(tests/schema_business_rules.py): schema-valid input is accepted, or refused by one of the
+`BUSINESS_RULES` a schema cannot state, each with its reason (an unknown user is a 404,
+acceptance as in schemathesis' default). `not_a_server_error` accepts 503 besides 2xx-4xx:
 the contract's documented answer of the platform endpoints for the assets flagged on them
 (42, 51, 61); a 500 is always a failure, and every status must be documented
 (`status_code_conformance`).
@@ -30,6 +33,7 @@ import pytest
 import schemathesis
 from hardening_support import Client, Server, add_client
 from hypothesis import HealthCheck, settings
+from schema_business_rules import accepted_unless_a_business_rule
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 pytestmark = pytest.mark.postgres
@@ -41,8 +45,12 @@ MAX_EXAMPLES = 200
 CREATE_EXAMPLES = 15
 #: At least this many cases must have run (a guard against a silently empty run).
 MIN_CASES = 5_000
+#: ... and this many of them schema-valid (positive mode: `positive_data_acceptance` judges
+#: them), about half.
+MIN_POSITIVE_CASES = 2_000
 
 RUN: Counter[str] = Counter()
+POSITIVE: Counter[str] = Counter()
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +91,14 @@ def run_case(case: Any, pg_server: Server, fuzz_client: Client) -> None:
     if case.path != "/auth":
         headers["Authorization"] = f"Bearer {fuzz_client.token(pg_server.base)}"
     RUN[case.operation.label] += 1
+    if case.meta is not None and case.meta.generation.mode.is_positive:
+        POSITIVE[case.operation.label] += 1
     case.call_and_validate(
         base_url=pg_server.base,
         headers=headers,
+        # schemathesis's own check, with the refusals of `BUSINESS_RULES` excused
         excluded_checks=[positive_data_acceptance],
+        additional_checks=[accepted_unless_a_business_rule],
         timeout=60,
     )
 
@@ -104,9 +116,13 @@ def test_create_over_real_http(case: Any, pg_server: Server, fuzz_client: Client
 
 
 def test_the_fuzzing_ran_enough_cases(pg_server: Server) -> None:
-    total = sum(RUN.values())
-    summary = ", ".join(f"{label}: {n}" for label, n in sorted(RUN.items()))
-    print(f"\nschemathesis cases against the real server: {total} ({summary})")
+    total, positive = sum(RUN.values()), sum(POSITIVE.values())
+    summary = ", ".join(f"{label}: {n} ({POSITIVE[label]} +)" for label, n in sorted(RUN.items()))
+    print(
+        f"\nschemathesis cases against the real server: {total}, {positive} schema-valid "
+        f"(+) ({summary})"
+    )
     assert len(RUN) == 25, sorted(RUN)
     assert total >= MIN_CASES, summary
+    assert positive >= MIN_POSITIVE_CASES, summary
     assert pg_server.alive() and pg_server.restarts == 0 and pg_server.answers()
