@@ -77,13 +77,14 @@ async def drop_stale_schemas_async(url: str) -> list[str]:
             names = [str(n) for n in result.scalars()]
     finally:
         await engine.dispose()
-    stale = [n for n in names if not _alive(int(n.split("_")[1]))]
+    stale = [n for n in names if not process_alive(int(n.split("_")[1]))]
     for name in stale:
         await drop_schema_async(url, name)
     return stale
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this machine still runs (a test run's owner, say)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -28,6 +28,8 @@ from typing import Any
 
 import httpx
 
+from walletcore_sql.testing import process_alive
+
 BIN = Path(sys.executable).parent
 HERE = Path(__file__).resolve().parent
 #: The file the sandbox profile generates under WALLETCORE_HOME for the token signing key
@@ -623,22 +625,12 @@ async def _admin(statements: list[str]) -> list[str]:
         await conn.close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def create_database() -> tuple[str, str]:
     """A fresh database `wch_<pid>_<hex>` on the test server (WALLETCORE_TEST_DATABASE_URL or
     postgres@127.0.0.1:5432); first drops those of runs that died without cleaning up.
     Returns (its asyncpg URL for WALLETCORE_DATABASE_URL, its name)."""
     existing = asyncio.run(_admin([]))
-    stale = [n for n in existing if (m := _DB_NAME.match(n)) and not _alive(int(m.group(1)))]
+    stale = [n for n in existing if (m := _DB_NAME.match(n)) and not process_alive(int(m.group(1)))]
     name = f"wch_{os.getpid()}_{secrets.token_hex(4)}"
     asyncio.run(
         _admin(
