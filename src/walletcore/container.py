@@ -91,7 +91,14 @@ class Container(containers.DeclarativeContainer):
     auditor = providers.Singleton(Auditor, storage, clock)
     asset_policy = providers.Singleton(AssetPolicy, settings)
 
-    auth = providers.Singleton(AuthService, storage, clock, token_signer, auditor)
+    auth = providers.Singleton(
+        AuthService,
+        storage,
+        clock,
+        token_signer,
+        auditor,
+        client_cache_seconds=settings.provided.client_cache_seconds,
+    )
     market = providers.Singleton(MarketService, prices, asset_policy)
     trading = providers.Singleton(
         TradingService,

@@ -115,6 +115,10 @@ class Settings(BaseSettings):
     gateways: dict[Chain, str] = Field(default_factory=dict)
 
     quote_ttl_seconds: int = Field(default=60, ge=1, le=3600)
+    #: How long a process trusts the api client it read to check a bearer token. Disabling
+    #: or rotating a client stops its tokens at once in the process that did it, and
+    #: within this many seconds in every other one (0: read the client on every request).
+    client_cache_seconds: float = Field(default=1.0, ge=0, le=60)
     price_refresh_seconds: float = Field(default=60.0, gt=0)
     trades_page_size: int = Field(default=10, ge=1, le=100)
     #: Page size of `/transactions` and `/platform/transactions` (newest first).

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from walletcore.secretfiles import private_file
@@ -22,6 +22,10 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: Execution option that makes an SQLite transaction take the write lock at BEGIN.
 SQLITE_WRITE = "walletcore_sqlite_write"
 DEFAULT_SQLITE_NAME = "walletcore.db"
+#: PostgreSQL connections a process keeps open, and how many more it may open at a peak:
+#: sized above the requests a worker serves at once, so units of work do not queue for a
+#: connection nor open and close one each (server default max_connections is 100).
+PG_POOL_SIZE, PG_POOL_OVERFLOW = 24, 8
 
 
 def database_url(settings: Any) -> str:
@@ -64,13 +68,20 @@ def make_engine(url: str | URL, *, schema: str | None = None, **options: Any) ->
     connect_args: dict[str, Any] = {}
     if schema is not None:
         connect_args["server_settings"] = {"search_path": schema}
-    options.setdefault("pool_pre_ping", True)
-    options.setdefault("pool_size", 10)
-    options.setdefault("max_overflow", 20)
+    # No ping before each checkout (it cost a round trip per unit of work): a connection
+    # the server dropped fails its statement with a disconnect error, SQLAlchemy then
+    # invalidates the whole pool, and the request answers 503 (retry) - the optimistic
+    # handling SQLAlchemy documents for asyncpg. Connections are recycled after an hour, so
+    # idle ones do not outlive a firewall's or pgbouncer's timeout.
+    options.setdefault("pool_pre_ping", False)
+    options.setdefault("pool_size", PG_POOL_SIZE)
+    options.setdefault("max_overflow", PG_POOL_OVERFLOW)
+    options.setdefault("pool_recycle", 3600)
+    options.setdefault("pool_timeout", 10)
     return create_async_engine(parsed, connect_args=connect_args, **options)
 
 
-def _sqlite_engine(url: URL, **options: Any) -> AsyncEngine:
+def _private_sqlite_files(url: URL) -> None:
     database = url.database or ""
     if database and database != ":memory:" and not database.startswith("file:"):
         # SQLite gives its -wal and -shm files the database file's mode: create it 0600
@@ -80,24 +91,56 @@ def _sqlite_engine(url: URL, **options: Any) -> AsyncEngine:
             companion = path.with_name(path.name + suffix)
             if companion.exists():
                 private_file(companion)
-    engine = create_async_engine(url, **options)
 
-    @event.listens_for(engine.sync_engine, "connect")
+
+def _sqlite_events(engine: Engine, *, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> None:
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # The driver must not issue BEGIN itself (it would defer it and skip it before DDL).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute("PRAGMA synchronous = FULL")
         finally:
             cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get(SQLITE_WRITE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _sqlite_engine(url: URL, **options: Any) -> AsyncEngine:
+    _private_sqlite_files(url)
+    engine = create_async_engine(url, **options)
+    _sqlite_events(engine.sync_engine)
+    return engine
+
+
+def sqlite_inline_engine(url: str | URL) -> Engine:
+    """A blocking (pysqlite) engine on the SQLite file of `url`, for statements run on the
+    event loop's own thread (`walletcore_sql.database`).
+
+    Its connections never wait for a lock (busy timeout 0: a locked database raises at
+    once, and the caller waits for it in a worker thread), may move between threads
+    (never used by two at once), and never checkpoint the WAL on commit (the caller does,
+    off the loop). The pool has no upper bound: a checkout never blocks the loop.
+    """
+    parsed = make_url(url).set(drivername="sqlite+pysqlite")
+    _private_sqlite_files(parsed)
+    engine = create_engine(
+        parsed,
+        connect_args={"check_same_thread": False},
+        pool_size=4,
+        max_overflow=-1,
+    )
+    _sqlite_events(engine, busy_timeout_ms=0)
+
+    @event.listens_for(engine, "connect")
+    def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
 
     return engine

@@ -12,8 +12,10 @@ use the `*_async` ones. `settings_url(settings)` is the URL the storage would us
 from __future__ import annotations
 
 import asyncio
+import threading
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,10 +26,16 @@ from alembic.script import ScriptDirectory
 from alembic.script.revision import RevisionError
 from alembic.util.exc import CommandError
 from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from walletcore_sql.engine import SQLITE_WRITE, database_url, make_engine, redacted
+from walletcore_sql.engine import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    SQLITE_WRITE,
+    database_url,
+    make_engine,
+    redacted,
+)
 from walletcore_sql.errors import SchemaNotMigrated, SchemaOutdated, SchemaTooNew, storage_errors
 
 T = TypeVar("T")
@@ -102,6 +110,38 @@ async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> str:
                     return await conn.run_sync(_upgrade_sync, revision, redacted(engine.url))
 
 
+def upgrade_sync(engine: Engine, revision: str = "head") -> str:
+    """`upgrade_engine` on a blocking engine (SQLite, from a worker thread): one
+    transaction that waits for the write lock (`BEGIN IMMEDIATE`, busy timeout)."""
+    with _SYNC_LOCK, storage_errors(), engine.connect() as conn, _waiting_for_locks(conn):
+        conn = conn.execution_options(**{SQLITE_WRITE: True})
+        with conn.begin():
+            return _upgrade_sync(conn, revision, redacted(engine.url))
+
+
+def check_schema_sync(engine: Engine) -> None:
+    """`check_schema_engine` on a blocking engine (SQLite, from a worker thread)."""
+    with storage_errors(), engine.connect() as conn, _waiting_for_locks(conn):
+        found = _current_sync(conn)
+        conn.rollback()
+    _check(found, redacted(engine.url))
+
+
+@contextmanager
+def _waiting_for_locks(conn: Connection) -> Iterator[None]:
+    """SQLite: wait for another writer's lock (the inline engine's connections do not)."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    raw = conn.connection.driver_connection
+    before = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+    raw.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {int(before)}")
+
+
 async def current_engine(engine: AsyncEngine) -> str | None:
     with storage_errors():
         async with engine.connect() as conn:
@@ -118,6 +158,10 @@ async def check_schema_engine(engine: AsyncEngine) -> None:
 _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
     weakref.WeakKeyDictionary()
 )
+
+
+#: Alembic keeps its running migration in module globals: blocking migrations take turns.
+_SYNC_LOCK = threading.Lock()
 
 
 def _process_lock() -> asyncio.Lock:

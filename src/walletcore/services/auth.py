@@ -6,6 +6,11 @@ Rules:
   client, alike and in the same time.
 - A token lasts 15 minutes; an absent, malformed, forged or lapsed token, or one issued
   before the client's key was rotated or the client disabled, is `401 Missing or expired token`.
+- Checking a token reads the api client at most once per `client_cache_seconds` (default
+  1 s) per process, not once per request. So a disable or a rotation stops the client's
+  tokens at once in the process that made it, and within that bound in every other process
+  (another worker, a server after `walletcore clients disable`). `/auth` always reads the
+  client fresh: a rotated key never opens a new token.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -32,6 +38,8 @@ from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.tokens import TokenClaims, TokenSigner
 
 TOKEN_LIFETIME = timedelta(minutes=15)
+#: Api clients a process keeps for token checks (the oldest goes first beyond it).
+CLIENT_CACHE_SIZE = 4096
 API_KEY_PREFIX = "wck_"
 _DUMMY_HASH = hashlib.sha256(b"walletcore: no such client").hexdigest()
 
@@ -63,12 +71,25 @@ class IssuedKey:
 
 class AuthService:
     def __init__(
-        self, storage: Storage, clock: Clock, signer: TokenSigner, auditor: Auditor
+        self,
+        storage: Storage,
+        clock: Clock,
+        signer: TokenSigner,
+        auditor: Auditor,
+        *,
+        client_cache_seconds: float = 1.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._storage = storage
         self._clock = clock
         self._signer = signer
         self._auditor = auditor
+        self._cache_seconds = max(0.0, float(client_cache_seconds))
+        self._monotonic = monotonic
+        #: client id -> (read at, by `monotonic`; the client as read, None when unknown)
+        self._cache: dict[str, tuple[float, ApiClient | None]] = {}
+        #: Bumped by every change of a client here: a read begun before it is not kept.
+        self._changes = 0
 
     # -- /auth ------------------------------------------------------------------------
     async def authenticate(
@@ -100,7 +121,7 @@ class AuthService:
         claims = self._signer.verify(token.strip())
         if claims is None or utc(self._clock.now()) >= claims.expires_at:
             raise MissingOrExpiredToken()
-        client = await self._client(claims.client_id)
+        client = await self._checked_client(claims.client_id)
         if client is None or client.disabled:
             raise MissingOrExpiredToken()
         if not hmac.compare_digest(str(client.key_generation), str(claims.generation)):
@@ -179,11 +200,31 @@ class AuthService:
             await unit.clients.update(updated)
             await unit.audit.append(entry)
         note.carried(entry)
+        self._changes += 1
+        self._cache.pop(client_id, None)  # this process: at once
         return updated
 
     async def _client(self, client_id: str) -> ApiClient | None:
         async with self._storage.read() as unit:
             return await unit.clients.get(client_id)
+
+    async def _checked_client(self, client_id: str) -> ApiClient | None:
+        """The client behind a valid token's id: read at most once per cache period. Only
+        ids of tokens this service signed get here, so the cache holds real ids."""
+        if self._cache_seconds <= 0:
+            return await self._client(client_id)
+        now = self._monotonic()
+        cached = self._cache.get(client_id)
+        if cached is not None and now - cached[0] < self._cache_seconds:
+            return cached[1]
+        changes = self._changes
+        client = await self._client(client_id)
+        if changes != self._changes:  # a change here raced this read: use it, keep none
+            return client
+        if len(self._cache) >= CLIENT_CACHE_SIZE and client_id not in self._cache:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[client_id] = (now, client)
+        return client
 
 
 def _audit_id(client_id: str) -> str | None:

@@ -204,19 +204,27 @@ async def test_approve_accepted_is_approved_then_completed(api: Api, user_id: st
     assert assert_ok(await api.post("/trade", ids))["status"] == "completed"
 
 
-async def test_approve_of_an_asset_no_longer_enabled_is_403(
-    api: Api, user_id: str, container: Container
-) -> None:
-    trade = await quote(api, user_id)
-    import dataclasses
+class TestClientChangedBehindTheService:
+    """The client is changed in storage directly (as another process would): with the
+    client cache off, the next request sees it."""
 
-    client = await autocommit(container.storage()).clients.get(api.client_id)
-    assert client is not None
-    await autocommit(container.storage()).clients.update(
-        dataclasses.replace(client, enabled_assets=(2,))
-    )
-    ids = {"userId": user_id, "tradeId": trade["tradeId"]}
-    assert_error(await api.post("/trade/approve", ids), 403)
+    @pytest.fixture
+    def settings_overrides(self) -> dict[str, Any]:
+        return {"client_cache_seconds": 0}
+
+    async def test_approve_of_an_asset_no_longer_enabled_is_403(
+        self, api: Api, user_id: str, container: Container
+    ) -> None:
+        trade = await quote(api, user_id)
+        import dataclasses
+
+        client = await autocommit(container.storage()).clients.get(api.client_id)
+        assert client is not None
+        await autocommit(container.storage()).clients.update(
+            dataclasses.replace(client, enabled_assets=(2,))
+        )
+        ids = {"userId": user_id, "tradeId": trade["tradeId"]}
+        assert_error(await api.post("/trade/approve", ids), 403)
 
 
 async def test_approve_of_someone_elses_trade_is_404(api: Api, user_id: str) -> None:

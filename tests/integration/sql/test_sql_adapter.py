@@ -3,6 +3,9 @@ audit log, driver errors turned into port-level errors, SQLite's concurrency set
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -77,14 +80,48 @@ async def test_an_unreachable_database_is_a_503() -> None:
     await storage.aclose()
 
 
-async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_database: Db) -> None:
+async def test_sqlite_runs_in_wal_mode_and_never_waits_on_the_loop(sqlite_database: Db) -> None:
+    """Statements run on the loop's thread, so its connections wait for no lock (busy
+    timeout 0) and checkpoint nothing on commit; a lock is waited for off the loop."""
     storage = sqlite_database.storage(migrate=True)
     try:
         async with storage.database.transaction() as conn:
             mode = (await conn.execute(text("PRAGMA journal_mode"))).scalar_one()
             timeout = (await conn.execute(text("PRAGMA busy_timeout"))).scalar_one()
             keys = (await conn.execute(text("PRAGMA foreign_keys"))).scalar_one()
-        assert (mode, keys) == ("wal", 1) and timeout >= 5000
+            sync = (await conn.execute(text("PRAGMA synchronous"))).scalar_one()
+            checkpoint = (await conn.execute(text("PRAGMA wal_autocheckpoint"))).scalar_one()
+        assert (mode, keys, timeout, sync, checkpoint) == ("wal", 1, 0, 2, 0)
+    finally:
+        await storage.aclose()
+
+
+async def test_a_sqlite_writer_waits_for_another_process_lock_off_the_loop(
+    sqlite_database: Db,
+) -> None:
+    """Another connection (as another process would) holds the write lock for 0.4 s: the
+    write unit waits for it and then commits, and the loop serves reads meanwhile."""
+    storage = sqlite_database.storage(migrate=True)
+    try:
+        await storage.start()
+        path = storage.database.url.split("///", 1)[1]
+        holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")
+        released = asyncio.get_running_loop().call_later(0.4, holder.execute, "COMMIT")
+        client = ApiClient(client_id=new_id(), name="waits", key_hash="00" * 32)
+        started = time.monotonic()
+        write = asyncio.create_task(autocommit(storage).clients.add(client))
+        reads = 0
+        while not write.done():
+            assert await autocommit(storage).clients.get(client.client_id) is None
+            reads += 1
+            await asyncio.sleep(0.01)
+        await write
+        assert time.monotonic() - started >= 0.35
+        assert reads >= 10  # the loop went on while the writer waited
+        assert await autocommit(storage).clients.get(client.client_id) == client
+        released.cancel()
+        holder.close()
     finally:
         await storage.aclose()
 
