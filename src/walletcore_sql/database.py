@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -62,6 +63,8 @@ LEASE_POOL_SIZE, LEASE_POOL_OVERFLOW = 2, 48
 #: Commits after which a WAL checkpoint is started in a worker thread (SQLite's own
 #: automatic checkpoint, switched off on the inline connections, runs after ~1000 pages).
 CHECKPOINT_EVERY = 200
+#: SQLite connections kept open for read units between uses.
+IDLE_READERS = 4
 
 
 class InlineConnection:
@@ -81,6 +84,46 @@ class InlineConnection:
         return self.sync.execute(statement, parameters)
 
 
+class LazyTransaction:
+    """A PostgreSQL write unit's connection that begins its transaction at its first
+    statement, or never: a unit whose only statement is `execute_alone` (one statement,
+    atomic on its own) costs that one round trip, without BEGIN and COMMIT."""
+
+    __slots__ = ("_alone", "_conn", "_transaction")
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self._conn = conn
+        self._transaction: Any = None
+        self._alone = False
+
+    @property
+    def dialect(self) -> Any:
+        return self._conn.dialect
+
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        if self._alone:
+            raise RuntimeError("a unit's statement alone was sent: nothing may follow it")
+        if self._transaction is None:
+            self._transaction = await self._conn.begin()
+        return await self._conn.execute(statement, parameters)
+
+    async def execute_alone(self, statement: Any, parameters: Any = None) -> Any:
+        """The last statement of the unit: autocommitted when it is the only one."""
+        if self._transaction is not None:
+            return await self.execute(statement, parameters)
+        self._alone = True
+        conn = await self._conn.execution_options(isolation_level="AUTOCOMMIT")
+        return await conn.execute(statement, parameters)
+
+    async def commit(self) -> None:
+        if self._transaction is not None:
+            await self._transaction.commit()
+
+    async def rollback(self) -> None:
+        if self._transaction is not None and self._transaction.is_active:
+            await self._transaction.rollback()
+
+
 class SqliteInline:
     """SQLite on the event loop's thread (module rules): one engine per `Database`."""
 
@@ -88,33 +131,73 @@ class SqliteInline:
         self.engine: Engine = sqlite_inline_engine(url)
         self._commits = 0
         self._checkpoint: asyncio.Future[None] | None = None
+        #: Connections kept open between units (a pool checkout per unit cost more than
+        #: a read): the writer's, and idle readers'.
+        self._writer: Connection | None = None
+        self._readers: list[Connection] = []
 
     @asynccontextmanager
     async def transaction(
         self, write: bool, write_lock: asyncio.Lock
     ) -> AsyncIterator[InlineConnection]:
         if not write:
-            with storage_errors(), self.engine.connect() as conn, conn.begin():
-                yield InlineConnection(conn)
+            with storage_errors():
+                conn = self._readers.pop() if self._readers else self.engine.connect()
+            try:
+                with storage_errors(), conn.begin():
+                    yield InlineConnection(conn)
+            finally:
+                self._idle(conn)
             return
         async with write_lock:
-            with storage_errors(), self.engine.connect() as conn:
-                conn = conn.execution_options(**{SQLITE_WRITE: True})
-                transaction = await self._begin_immediate(conn)
-                with transaction:
-                    yield InlineConnection(conn)
+            with storage_errors():
+                conn = self._writer or self.engine.connect().execution_options(
+                    **{SQLITE_WRITE: True}
+                )
+            self._writer = None
+            try:
+                with storage_errors():
+                    transaction = await self._begin_immediate(conn)
+                    with transaction:
+                        yield InlineConnection(conn)
+            finally:
+                if self._usable(conn):
+                    self._writer = conn
+                else:
+                    conn.close()
         self._committed()
+
+    def _idle(self, conn: Connection) -> None:
+        if len(self._readers) < IDLE_READERS and self._usable(conn):
+            self._readers.append(conn)
+        else:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    @staticmethod
+    def _usable(conn: Connection) -> bool:
+        """Fit to keep for the next unit: valid, and its transaction ended (a unit that
+        raised was rolled back by its `begin()` block)."""
+        return not conn.invalidated and not conn.closed and not conn.in_transaction()
 
     async def _begin_immediate(self, conn: Connection) -> Any:
         """BEGIN IMMEDIATE now if the write lock is free, else wait for it off the loop."""
         try:
             return conn.begin()
-        except sa_exc.OperationalError as exc:
-            if "locked" not in str(exc.orig) and "busy" not in str(exc.orig):
+        except (sa_exc.OperationalError, sqlite3.OperationalError) as exc:
+            reason = str(getattr(exc, "orig", None) or exc)
+            if "locked" not in reason and "busy" not in reason:
                 raise
-            if conn.in_transaction():  # pragma: no cover - BEGIN failed: nothing began
-                conn.rollback()
-        return await asyncio.to_thread(_begin_waiting, conn)
+        waiting = asyncio.ensure_future(asyncio.to_thread(_begin_waiting, conn))
+        try:
+            return await asyncio.shield(waiting)
+        except asyncio.CancelledError:
+            # The thread has the connection until it returns: wait for it, then let go
+            # of a lock it may have taken meanwhile.
+            await asyncio.wait([waiting])
+            if not waiting.cancelled() and waiting.exception() is None:
+                waiting.result().rollback()
+            raise
 
     def _committed(self) -> None:
         self._commits += 1
@@ -137,6 +220,11 @@ class SqliteInline:
         if self._checkpoint is not None:
             with contextlib.suppress(Exception):
                 await self._checkpoint
+        for conn in [*self._readers, *([self._writer] if self._writer else [])]:
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._readers.clear()
+        self._writer = None
         self.engine.dispose()
 
     def upgrade(self) -> Any:
@@ -224,8 +312,13 @@ class Database:
                     conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
                     yield conn
                     return
-                async with conn.begin():
-                    yield conn
+                lazy = LazyTransaction(conn)
+                try:
+                    yield lazy
+                except BaseException:
+                    await lazy.rollback()
+                    raise
+                await lazy.commit()
 
     async def lease_connection(self) -> AsyncConnection:
         """A PostgreSQL connection for one nonce lease, from the leases' own pool; the

@@ -137,10 +137,21 @@ def sqlite_inline_engine(url: str | URL) -> Engine:
         pool_size=4,
         max_overflow=-1,
     )
-    _sqlite_events(engine, busy_timeout_ms=0)
 
     @event.listens_for(engine, "connect")
-    def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # BEGIN is ours (below), never the driver's
+        dbapi_connection.execute("PRAGMA busy_timeout = 0")
+        dbapi_connection.execute("PRAGMA journal_mode = WAL")
+        dbapi_connection.execute("PRAGMA foreign_keys = ON")
+        dbapi_connection.execute("PRAGMA synchronous = FULL")
         dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # Straight to the driver: the same statement as `_sqlite_events`, without the cost
+        # of a SQLAlchemy execution.
+        write = conn.get_execution_options().get(SQLITE_WRITE, False)
+        conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -35,6 +36,7 @@ _TRANSIENT: tuple[type[BaseException], ...] = (
     sa_exc.TimeoutError,  # no pooled connection in time
     OSError,  # connection refused or reset before the driver wrapped it
     asyncio.TimeoutError,
+    sqlite3.OperationalError,  # locked, busy, disk I/O: raised by BEGIN, sent unwrapped
 )
 
 
@@ -52,5 +54,5 @@ def storage_errors() -> Iterator[None]:
         raise StorageError() from exc
     except _TRANSIENT as exc:
         raise StorageUnavailable() from exc
-    except sa_exc.SQLAlchemyError as exc:
+    except (sa_exc.SQLAlchemyError, sqlite3.Error) as exc:
         raise StorageError() from exc

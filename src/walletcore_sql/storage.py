@@ -48,7 +48,9 @@ class SqlStorage(Storage, Lifecycle):
     @asynccontextmanager
     async def write(self) -> AsyncIterator[UnitOfWork]:
         async with self.database.transaction(write=True) as conn:
-            yield SqlUnit(self.database, conn, writable=True)
+            unit = SqlUnit(self.database, conn, writable=True)
+            yield unit
+            await unit.finish()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:

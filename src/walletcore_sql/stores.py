@@ -9,6 +9,9 @@ Rules:
   (`FOR UPDATE`) and lets `SendRecord.claim` decide; `advance` is a compare-and-set on
   (state, attempt).
 - A write method in a read unit raises `RuntimeError` before any statement.
+- Statements are built once, at import, with named bind parameters, and executed with the
+  values as parameters: SQLAlchemy then reuses the compiled form without rebuilding the
+  statement or its cache key per call (that cost more than SQLite ran the statement).
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Table, bindparam, insert, select, update
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
@@ -38,31 +40,267 @@ from walletcore_sql.database import Database
 from walletcore_sql.tables import api_clients, audit_log, sends, trades, users, wallets
 
 
-class SqlUnit(UnitOfWork):
-    """The stores over one connection in one transaction."""
+def _b(name: str) -> Any:
+    return bindparam(f"b_{name}")
 
-    def __init__(self, database: Database, conn: AsyncConnection, *, writable: bool) -> None:
+
+# -- statements, built once ----------------------------------------------------------------
+_CLIENT_GET = select(api_clients).where(api_clients.c.client_id == _b("client_id"))
+_CLIENT_ALL = select(api_clients).order_by(
+    api_clients.c.created_at.asc().nulls_first(), api_clients.c.client_id
+)
+_USER_INSERT = users.insert()
+_WALLET_INSERT = wallets.insert()
+_USER_BY_REQUEST = select(users.c.user_id).where(
+    users.c.client_id == _b("client_id"), users.c.request_id == _b("request_id")
+)
+_USER_GET = select(users).where(
+    users.c.client_id == _b("client_id"), users.c.user_id == _b("user_id")
+)
+_WALLET_GET_USER = select(wallets).where(
+    wallets.c.client_id == _b("client_id"),
+    wallets.c.owner == _b("owner"),
+    wallets.c.user_id == _b("user_id"),
+)
+_WALLET_GET_PLATFORM = select(wallets).where(
+    wallets.c.client_id == _b("client_id"),
+    wallets.c.owner == _b("owner"),
+    wallets.c.user_id.is_(None),
+)
+_TRADE_GET = select(trades).where(
+    trades.c.trade_id == _b("trade_id"),
+    trades.c.client_id == _b("client_id"),
+    trades.c.user_id == _b("user_id"),
+)
+_TRADE_SWAP = update(trades).where(
+    trades.c.trade_id == _b("trade_id"), trades.c.status == _b("expected")
+)
+_AUDIT_COLUMNS = (
+    "at",
+    "client_id",
+    "action",
+    "request_id",
+    "outcome",
+    "user_id",
+    "target",
+    "detail",
+)
+_TRADE_SWAP_AUDITED = insert(audit_log).from_select(
+    list(_AUDIT_COLUMNS),
+    select(
+        *[
+            bindparam(f"a_{name}", type_=audit_log.c[name].type).label(name)
+            for name in _AUDIT_COLUMNS
+        ]
+    ).select_from(
+        _TRADE_SWAP.values(
+            {
+                column.name: bindparam(f"s_{column.name}", type_=column.type)
+                for column in trades.c
+                if column.name != "trade_id"
+            }
+        )
+        .returning(trades.c.trade_id)
+        .cte("swapped")
+    ),
+)
+_TRADE_LAPSED = select(trades).where(
+    trades.c.client_id == _b("client_id"),
+    trades.c.user_id == _b("user_id"),
+    trades.c.status == TradeStatus.OPEN.value,
+    trades.c.quote_expires_at <= _b("now"),
+)
+
+
+def _trade_page(by_side: bool, by_status: bool) -> Any:
+    query = select(trades).where(
+        trades.c.client_id == _b("client_id"), trades.c.user_id == _b("user_id")
+    )
+    if by_side:
+        query = query.where(trades.c.side == _b("side"))
+    if by_status:
+        query = query.where(trades.c.status == _b("status"))
+    order = (trades.c.created_at.desc(), trades.c.trade_id.desc())
+    return query.order_by(*order).limit(_b("limit"))
+
+
+_TRADE_PAGES = {(side, status): _trade_page(side, status) for side in (0, 1) for status in (0, 1)}
+_SEND_KEY = (sends.c.client_id == _b("client_id"), sends.c.request_id == _b("request_id"))
+_SEND_GET = select(sends).where(*_SEND_KEY)
+_SEND_LOCK = _SEND_GET.with_for_update()
+_SEND_CLAIM = (
+    update(sends)
+    .where(*_SEND_KEY, sends.c.attempt == _b("expected_attempt"))
+    .values(attempt=_b("attempt"), locked_until=_b("locked_until"), updated_at=_b("updated_at"))
+)
+_SEND_MUTABLE = ("state", "locked_until", "tx_hash", "raw_tx", "result", "updated_at")
+_SEND_ADVANCE = update(sends).where(
+    *_SEND_KEY,
+    sends.c.state == _b("expected_state"),
+    sends.c.attempt == _b("expected_attempt"),
+)
+_AUDIT_NEWEST = select(audit_log).order_by(audit_log.c.entry_id.desc()).limit(_b("limit"))
+
+#: The plain INSERT of each table whose inserts a unit may defer.
+_INSERTS = {table.name: table.insert() for table in (trades, audit_log)}
+
+#: Dialect-specific statements (upserts), built on first use per dialect.
+_UPSERTS: dict[tuple[str, str], Any] = {}
+
+
+def _upsert(database: Database, name: str) -> Any:
+    key = ("sqlite" if database.is_sqlite else "postgresql", name)
+    statement = _UPSERTS.get(key)
+    if statement is None:
+        statement = _UPSERTS[key] = _build_upsert(database, name)
+    return statement
+
+
+def _build_upsert(database: Database, name: str) -> Any:
+    if name == "client_insert":
+        return database.insert(api_clients).on_conflict_do_nothing()
+    if name == "client_upsert":
+        insert = database.insert(api_clients)
+        columns = [c.name for c in api_clients.c if c.name != "client_id"]
+        return insert.on_conflict_do_update(
+            index_elements=[api_clients.c.client_id],
+            set_={c: insert.excluded[c] for c in columns},
+        )
+    if name == "user_insert":
+        return database.insert(users).on_conflict_do_nothing()
+    if name == "wallet_insert":
+        return database.insert(wallets).on_conflict_do_nothing()
+    if name in ("wallet_upsert_user", "wallet_upsert_platform"):
+        insert = database.insert(wallets)
+        user_wallet = name == "wallet_upsert_user"
+        owner = WalletOwner.USER if user_wallet else WalletOwner.PLATFORM
+        return insert.on_conflict_do_update(
+            index_elements=["client_id", "user_id"] if user_wallet else ["client_id"],
+            index_where=wallets.c.owner == owner.value,
+            set_={
+                k: insert.excluded[k] for k in ("sealed", "addresses", "created_at", "updated_at")
+            },
+        )
+    if name == "send_insert":
+        return database.insert(sends).on_conflict_do_nothing()
+    raise KeyError(name)  # pragma: no cover - a typo in this module
+
+
+class SqlUnit(UnitOfWork):
+    """The stores over one connection in one transaction.
+
+    PostgreSQL write units defer the inserts that answer nothing (`trades.add`,
+    `audit.append`): they are sent together, as one statement, before the next statement
+    of the unit or when it ends (`flush`). A unit that wrote only those (a quote and its
+    entry) is then one autocommitted statement: no BEGIN, no COMMIT round trips.
+    """
+
+    def __init__(self, database: Database, conn: Any, *, writable: bool) -> None:
         self.database = database
         self.conn = conn
         self.writable = writable
+        self.deferring = writable and not database.is_sqlite
+        self._pending: list[tuple[Table, dict[str, Any]]] = []
         self.clients: ClientStore = SqlClients(self)
         self.wallets: WalletStore = SqlWallets(self)
         self.trades: TradeStore = SqlTrades(self)
         self.sends: SendStore = SqlSends(self)
         self.audit: AuditStore = SqlAudit(self)
 
-    def writer(self) -> AsyncConnection:
+    def writer(self) -> Any:
         """The connection, for a write; `RuntimeError` in a read unit."""
         if not self.writable:
             raise RuntimeError("a read unit cannot write; use storage.write()")
         return self.conn
 
-    def insert(self, table: Any) -> Any:
-        return self.database.insert(table)
+    def upsert(self, name: str) -> Any:
+        return _upsert(self.database, name)
 
-    async def one(self, query: Any) -> Any:
-        result = await self.conn.execute(query)
+    async def run(self, statement: Any, params: dict[str, Any]) -> Any:
+        """Execute one statement of the unit, after the inserts deferred before it."""
+        if self._pending:
+            await self.flush()
+        return await self.conn.execute(statement, params)
+
+    async def insert(self, table: Table, values: dict[str, Any]) -> None:
+        """An insert that answers nothing: deferred on PostgreSQL, run now on SQLite."""
+        conn = self.writer()
+        if self.deferring:
+            self._pending.append((table, values))
+        else:
+            await conn.execute(_INSERTS[table.name], values)
+
+    async def flush(self) -> None:
+        """Send the deferred inserts: one statement, autocommitted when it is all the unit
+        wrote (`conn.execute_alone`)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        statement, params = _combined(pending)
+        if statement is None:  # a table twice: one statement each, in order
+            for table, values in pending:
+                await self.conn.execute(_INSERTS[table.name], values)
+            return
+        await self.conn.execute(statement, params)
+
+    async def finish(self) -> None:
+        """At the end of a clean write unit: the deferred inserts, alone if nothing else
+        was sent (a single statement is atomic on its own)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        statement, params = _combined(pending)
+        if statement is not None and hasattr(self.conn, "execute_alone"):
+            await self.conn.execute_alone(statement, params)
+            return
+        self._pending = pending
+        await self.flush()
+
+    async def one(self, query: Any, params: dict[str, Any]) -> Any:
+        result = await self.run(query, params)
         return result.mappings().one_or_none()
+
+    async def all(self, query: Any, params: dict[str, Any]) -> Any:
+        result = await self.run(query, params)
+        return result.mappings().all()
+
+
+#: (table, its columns) of each deferred insert -> the one statement that makes them all.
+_COMBINED: dict[tuple[tuple[str, tuple[str, ...]], ...], Any] = {}
+
+
+def _combined(pending: list[tuple[Table, dict[str, Any]]]) -> tuple[Any, dict[str, Any]]:
+    """One PostgreSQL statement for several inserts (data-modifying CTEs), built once per
+    shape; (None, {}) when a table comes twice (the order of its rows would be lost)."""
+    if len(pending) == 1:
+        table, values = pending[0]
+        return _INSERTS[table.name], values
+    names = [table.name for table, _ in pending]
+    if len(set(names)) != len(names):
+        return None, {}
+    shape = tuple((table.name, tuple(sorted(values))) for table, values in pending)
+    statement = _COMBINED.get(shape)
+    if statement is None:
+        statement = _COMBINED[shape] = _build_combined(pending)
+    params = {
+        f"p{n}_{key}": value
+        for n, (_, values) in enumerate(pending)
+        for key, value in values.items()
+    }
+    return statement, params
+
+
+def _build_combined(pending: list[tuple[Table, dict[str, Any]]]) -> Any:
+    def insert_of(n: int, table: Table, keys: Any) -> Any:
+        return insert(table).values(
+            {key: bindparam(f"p{n}_{key}", type_=table.c[key].type) for key in sorted(keys)}
+        )
+
+    *first, last = list(enumerate(pending))
+    statement = insert_of(last[0], last[1][0], last[1][1])
+    for n, (table, values) in first:
+        statement = statement.add_cte(insert_of(n, table, values).cte(f"w{n}"))
+    return statement
 
 
 class SqlClients(ClientStore):
@@ -70,31 +308,21 @@ class SqlClients(ClientStore):
         self._unit = unit
 
     async def add(self, client: ApiClient) -> None:
-        conn = self._unit.writer()
-        statement = self._unit.insert(api_clients).values(rows.client_values(client))
-        if (await conn.execute(statement.on_conflict_do_nothing())).rowcount != 1:
+        self._unit.writer()
+        statement = self._unit.upsert("client_insert")
+        if (await self._unit.run(statement, rows.client_values(client))).rowcount != 1:
             raise InvalidRequest("api client exists already")
 
     async def get(self, client_id: str) -> ApiClient | None:
-        row = await self._unit.one(select(api_clients).where(api_clients.c.client_id == client_id))
+        row = await self._unit.one(_CLIENT_GET, {"b_client_id": client_id})
         return None if row is None else rows.client_from(row)
 
     async def all(self) -> list[ApiClient]:
-        query = select(api_clients).order_by(
-            api_clients.c.created_at.asc().nulls_first(), api_clients.c.client_id
-        )
-        result = await self._unit.conn.execute(query)
-        return [rows.client_from(r) for r in result.mappings()]
+        return [rows.client_from(r) for r in await self._unit.all(_CLIENT_ALL, {})]
 
     async def update(self, client: ApiClient) -> None:
-        conn = self._unit.writer()
-        values = rows.client_values(client)
-        statement = self._unit.insert(api_clients).values(values)
-        statement = statement.on_conflict_do_update(
-            index_elements=[api_clients.c.client_id],
-            set_={k: v for k, v in values.items() if k != "client_id"},
-        )
-        await conn.execute(statement)
+        self._unit.writer()
+        await self._unit.run(self._unit.upsert("client_upsert"), rows.client_values(client))
 
 
 class SqlWallets(WalletStore):
@@ -104,58 +332,47 @@ class SqlWallets(WalletStore):
     async def add_user(
         self, user: User, wallet: WalletRecord, *, request_id: str | None = None
     ) -> bool:
-        conn = self._unit.writer()
+        self._unit.writer()
         values = rows.user_values(user, request_id)
         if request_id is None:
-            await conn.execute(users.insert().values(values))
+            await self._unit.run(_USER_INSERT, values)
         else:
             # The unique (client_id, request_id) index decides a race between two /create
             # calls with one X-Request-Id: the second inserts nothing.
-            insert = self._unit.insert(users).values(values).on_conflict_do_nothing()
-            if (await conn.execute(insert)).rowcount != 1:
+            if (await self._unit.run(self._unit.upsert("user_insert"), values)).rowcount != 1:
                 return False
-        await conn.execute(wallets.insert().values(rows.wallet_values(wallet)))
+        await self._unit.run(_WALLET_INSERT, rows.wallet_values(wallet))
         return True
 
     async def created_by_request(self, client_id: str, request_id: str) -> str | None:
-        query = select(users.c.user_id).where(
-            users.c.client_id == client_id, users.c.request_id == request_id
-        )
-        found = (await self._unit.conn.execute(query)).scalar_one_or_none()
+        params = {"b_client_id": client_id, "b_request_id": request_id}
+        found = (await self._unit.run(_USER_BY_REQUEST, params)).scalar_one_or_none()
         return None if found is None else str(found)
 
     async def get_user(self, client_id: str, user_id: str) -> User | None:
-        query = select(users).where(users.c.client_id == client_id, users.c.user_id == user_id)
-        row = await self._unit.one(query)
+        row = await self._unit.one(_USER_GET, {"b_client_id": client_id, "b_user_id": user_id})
         return None if row is None else rows.user_from(row)
 
     async def add(self, wallet: WalletRecord) -> bool:
-        conn = self._unit.writer()
-        statement = self._unit.insert(wallets).values(rows.wallet_values(wallet))
-        return bool((await conn.execute(statement.on_conflict_do_nothing())).rowcount == 1)
+        self._unit.writer()
+        statement = self._unit.upsert("wallet_insert")
+        return bool((await self._unit.run(statement, rows.wallet_values(wallet))).rowcount == 1)
 
     async def get(
         self, client_id: str, owner: WalletOwner, user_id: str | None
     ) -> WalletRecord | None:
-        query = select(wallets).where(
-            wallets.c.client_id == client_id,
-            wallets.c.owner == owner.value,
-            wallets.c.user_id.is_(None) if user_id is None else wallets.c.user_id == user_id,
-        )
-        row = await self._unit.one(query)
+        params = {"b_client_id": client_id, "b_owner": owner.value}
+        if user_id is None:
+            row = await self._unit.one(_WALLET_GET_PLATFORM, params)
+        else:
+            row = await self._unit.one(_WALLET_GET_USER, {**params, "b_user_id": user_id})
         return None if row is None else rows.wallet_from(row)
 
     async def update(self, wallet: WalletRecord) -> None:
-        conn = self._unit.writer()
-        values = rows.wallet_values(wallet)
+        self._unit.writer()
         user_wallet = wallet.owner is WalletOwner.USER
-        statement = self._unit.insert(wallets).values(values)
-        statement = statement.on_conflict_do_update(
-            index_elements=["client_id", "user_id"] if user_wallet else ["client_id"],
-            index_where=wallets.c.owner == wallet.owner.value,
-            set_={k: values[k] for k in ("sealed", "addresses", "created_at", "updated_at")},
-        )
-        await conn.execute(statement)
+        name = "wallet_upsert_user" if user_wallet else "wallet_upsert_platform"
+        await self._unit.run(self._unit.upsert(name), rows.wallet_values(wallet))
 
 
 class SqlTrades(TradeStore):
@@ -163,15 +380,11 @@ class SqlTrades(TradeStore):
         self._unit = unit
 
     async def add(self, trade: Trade) -> None:
-        await self._unit.writer().execute(trades.insert().values(rows.trade_values(trade)))
+        await self._unit.insert(trades, rows.trade_values(trade))
 
     async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
-        query = select(trades).where(
-            trades.c.trade_id == trade_id,
-            trades.c.client_id == client_id,
-            trades.c.user_id == user_id,
-        )
-        row = await self._unit.one(query)
+        params = {"b_trade_id": trade_id, "b_client_id": client_id, "b_user_id": user_id}
+        row = await self._unit.one(_TRADE_GET, params)
         return None if row is None else rows.trade_from(row)
 
     async def page(
@@ -183,38 +396,43 @@ class SqlTrades(TradeStore):
         status: TradeStatus | None,
         limit: int,
     ) -> list[Trade]:
-        query = select(trades).where(trades.c.client_id == client_id, trades.c.user_id == user_id)
+        params: dict[str, Any] = {
+            "b_client_id": client_id,
+            "b_user_id": user_id,
+            "b_limit": max(limit, 0),
+        }
         if side is not None:
-            query = query.where(trades.c.side == side.value)
+            params["b_side"] = side.value
         if status is not None:
-            query = query.where(trades.c.status == status.value)
-        query = query.order_by(trades.c.created_at.desc(), trades.c.trade_id.desc())
-        result = await self._unit.conn.execute(query.limit(max(limit, 0)))
-        return [rows.trade_from(r) for r in result.mappings()]
+            params["b_status"] = status.value
+        query = _TRADE_PAGES[(int(side is not None), int(status is not None))]
+        return [rows.trade_from(r) for r in await self._unit.all(query, params)]
 
-    async def swap(self, expected: TradeStatus, trade: Trade) -> bool:
-        conn = self._unit.writer()
+    async def swap(
+        self, expected: TradeStatus, trade: Trade, *, entry: AuditEntry | None = None
+    ) -> bool:
+        self._unit.writer()
         values = rows.trade_values(trade)
         del values["trade_id"]
-        statement = (
-            update(trades)
-            .where(trades.c.trade_id == trade.trade_id, trades.c.status == expected.value)
-            .values(values)
-        )
-        return bool((await conn.execute(statement)).rowcount == 1)
+        values["b_trade_id"] = trade.trade_id
+        values["b_expected"] = expected.value
+        if entry is None or self._unit.database.is_sqlite:
+            swapped = (await self._unit.run(_TRADE_SWAP, values)).rowcount == 1
+            if swapped and entry is not None:
+                await self._unit.audit.append(entry)
+            return bool(swapped)
+        # PostgreSQL: the compare-and-set and its entry in one statement; the entry's
+        # INSERT selects from the UPDATE's row, so it adds a row only when that matched.
+        params = {
+            (key if key.startswith("b_") else f"s_{key}"): value for key, value in values.items()
+        }
+        for key, value in rows.audit_values(entry).items():
+            params[f"a_{key}"] = value
+        return bool((await self._unit.run(_TRADE_SWAP_AUDITED, params)).rowcount == 1)
 
     async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:
-        query = select(trades).where(
-            trades.c.client_id == client_id,
-            trades.c.user_id == user_id,
-            trades.c.status == TradeStatus.OPEN.value,
-            trades.c.quote_expires_at <= now,
-        )
-        result = await self._unit.conn.execute(query)
-        return [rows.trade_from(r) for r in result.mappings()]
-
-
-_SEND_MUTABLE = ("state", "locked_until", "tx_hash", "raw_tx", "result", "updated_at")
+        params = {"b_client_id": client_id, "b_user_id": user_id, "b_now": now}
+        return [rows.trade_from(r) for r in await self._unit.all(_TRADE_LAPSED, params)]
 
 
 class SqlSends(SendStore):
@@ -230,51 +448,48 @@ class SqlSends(SendStore):
         *,
         lease: timedelta = SEND_LEASE,
     ) -> SendRecord:
-        conn = self._unit.writer()
+        self._unit.writer()
         fresh = SendRecord.start(client_id, request_id, fingerprint, now, lease)
-        key = (sends.c.client_id == client_id, sends.c.request_id == request_id)
-        insert = self._unit.insert(sends).values(rows.send_values(fresh)).on_conflict_do_nothing()
-        if (await conn.execute(insert)).rowcount == 1:
+        key = {"b_client_id": client_id, "b_request_id": request_id}
+        statement = self._unit.upsert("send_insert")
+        if (await self._unit.run(statement, rows.send_values(fresh))).rowcount == 1:
             return fresh
         # Another request made it first: lock the row and let the domain decide.
-        row = await self._unit.one(select(sends).where(*key).with_for_update())
+        row = await self._unit.one(_SEND_LOCK, key)
         if row is None:  # pragma: no cover - rows are never deleted
             raise InvalidRequest("X-Request-Id record vanished; retry")
         stored = rows.send_from(row)
         claimed = stored.claim(fingerprint, now, lease)  # raises the 409 and 422 rows
         if claimed is not stored:
-            await conn.execute(
-                update(sends)
-                .where(*key, sends.c.attempt == stored.attempt)
-                .values(
-                    attempt=claimed.attempt,
-                    locked_until=claimed.locked_until,
-                    updated_at=claimed.updated_at,
-                )
+            await self._unit.run(
+                _SEND_CLAIM,
+                {
+                    **key,
+                    "b_expected_attempt": stored.attempt,
+                    "b_attempt": claimed.attempt,
+                    "b_locked_until": claimed.locked_until,
+                    "b_updated_at": claimed.updated_at,
+                },
             )
         return claimed
 
     async def advance(self, current: SendRecord, new: SendRecord) -> bool:
         current.require_successor(new)
-        conn = self._unit.writer()
+        self._unit.writer()
         values = rows.send_values(new)
-        statement = (
-            update(sends)
-            .where(
-                sends.c.client_id == current.client_id,
-                sends.c.request_id == current.request_id,
-                sends.c.state == current.state.value,
-                sends.c.attempt == current.attempt,
-            )
-            .values({k: values[k] for k in _SEND_MUTABLE})
+        params = {k: values[k] for k in _SEND_MUTABLE}
+        params.update(
+            b_client_id=current.client_id,
+            b_request_id=current.request_id,
+            b_expected_state=current.state.value,
+            b_expected_attempt=current.attempt,
         )
-        return bool((await conn.execute(statement)).rowcount == 1)
+        return bool((await self._unit.run(_SEND_ADVANCE, params)).rowcount == 1)
 
     async def get(self, client_id: str, request_id: str) -> SendRecord | None:
-        query = select(sends).where(
-            sends.c.client_id == client_id, sends.c.request_id == request_id
+        row = await self._unit.one(
+            _SEND_GET, {"b_client_id": client_id, "b_request_id": request_id}
         )
-        row = await self._unit.one(query)
         return None if row is None else rows.send_from(row)
 
 
@@ -283,12 +498,11 @@ class SqlAudit(AuditStore):
         self._unit = unit
 
     async def append(self, entry: AuditEntry) -> None:
-        await self._unit.writer().execute(audit_log.insert().values(rows.audit_values(entry)))
+        await self._unit.insert(audit_log, rows.audit_values(entry))
 
     async def newest(self, limit: int = 100) -> list[AuditEntry]:
-        query = select(audit_log).order_by(audit_log.c.entry_id.desc()).limit(max(limit, 0))
-        result = await self._unit.conn.execute(query)
-        return [rows.audit_from(r) for r in result.mappings()]
+        found = await self._unit.all(_AUDIT_NEWEST, {"b_limit": max(limit, 0)})
+        return [rows.audit_from(r) for r in found]
 
 
 __all__ = ["SqlUnit"]

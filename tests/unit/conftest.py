@@ -12,6 +12,7 @@ import pytest
 
 from walletcore import Caller, Container, Settings, create_container
 from walletcore.clock import ManualClock
+from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade, TradeStatus
 from walletcore.ports import Clock, Storage, TradeStore, TradeVenue, UnitOfWork
@@ -35,9 +36,11 @@ class _YieldingTrades:
         await asyncio.sleep(0)
         return trade
 
-    async def swap(self, expected: TradeStatus, trade: Trade) -> bool:
+    async def swap(
+        self, expected: TradeStatus, trade: Trade, *, entry: AuditEntry | None = None
+    ) -> bool:
         self._swaps.append(expected)
-        return await self._inner.swap(expected, trade)
+        return await self._inner.swap(expected, trade, entry=entry)
 
 
 class YieldingStorage(InMemoryStorage):

@@ -35,7 +35,9 @@ class ChainSigner(Protocol):
         """Sign `payload`.
 
         - BITCOIN, ETHEREUM, BSC, POLYGON, TRON: `payload` is a 32-byte digest (sighash,
-          transaction hash); the answer is 65 bytes `r || s || recovery id`, low-S.
+          transaction hash); the answer is 65 bytes `r || s || recovery id`, low-S. BITCOIN
+          may pass several digests back to back (one per coin the signer spends): the
+          answer is one 65-byte signature per digest, in order.
         - SOLANA: `payload` is the message; the answer is the 64-byte ed25519 signature.
         """
         ...

@@ -1,8 +1,8 @@
 """Ports of storage: five small stores, one per reason to change, under one unit of work.
 
     async with storage.write() as unit:          # one transaction
-        if await unit.trades.swap(TradeStatus.OPEN, executing):
-            await unit.audit.append(entry)       # the change and its entry, together
+        await unit.trades.swap(TradeStatus.OPEN, executing, entry=entry)
+        # the change and its entry together, or neither
     # clean exit: committed; an exception: rolled back, nothing written
 
 Rules every adapter keeps (`walletcore.testing.contracts.StorageContract` checks them):
@@ -111,10 +111,15 @@ class TradeStore(Protocol):
         """Newest first (by creation, then trade id), at most `limit`."""
         ...
 
-    async def swap(self, expected: TradeStatus, trade: Trade) -> bool:
-        """Replace the stored trade with `trade` if its status is still `expected`.
+    async def swap(
+        self, expected: TradeStatus, trade: Trade, *, entry: AuditEntry | None = None
+    ) -> bool:
+        """Replace the stored trade with `trade` if its status is still `expected`, and
+        then (only then) append `entry` to the audit log in the same unit.
 
-        A loser (False) writes nothing and costs one conditional write.
+        A loser (False) writes nothing and costs one conditional write. Passing the move's
+        entry here rather than to `audit.append` after it lets an adapter make both one
+        statement (the SQL one does on PostgreSQL).
         """
         ...
 

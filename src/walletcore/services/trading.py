@@ -201,9 +201,8 @@ class TradingService:
         """open -> executing with the `trade.approve` entry: the one approval that wins."""
         entry = note.entry()
         async with self._storage.write() as unit:
-            if not await unit.trades.swap(TradeStatus.OPEN, executing):
+            if not await unit.trades.swap(TradeStatus.OPEN, executing, entry=entry):
                 return False
-            await unit.audit.append(entry)
         note.carried(entry)
         return True
 
@@ -255,10 +254,8 @@ class TradingService:
     ) -> bool:
         """The compare-and-set `current.status` -> `new` in `unit`, with the entry of the
         move when it applied."""
-        if not await unit.trades.swap(current.status, new):
-            return False
-        await unit.audit.append(self._move_entry(caller, current, new, action))
-        return True
+        entry = self._move_entry(caller, current, new, action)
+        return await unit.trades.swap(current.status, new, entry=entry)
 
     def _move_entry(self, caller: Caller, current: Trade, new: Trade, action: str) -> AuditEntry:
         move = f"{current.status.value} -> {new.status.value}"
@@ -322,9 +319,7 @@ class TradingService:
                     return cancelled  # cancelled already: audited as `replay`
                 entry = note.entry()
                 async with self._storage.write() as unit:
-                    swapped = await unit.trades.swap(trade.status, cancelled)
-                    if swapped:
-                        await unit.audit.append(entry)
+                    swapped = await unit.trades.swap(trade.status, cancelled, entry=entry)
                 if swapped:
                     note.carried(entry)
                     return cancelled

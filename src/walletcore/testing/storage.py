@@ -163,11 +163,15 @@ class _Trades(TradeStore):
         mine.sort(key=lambda t: (t.created_at, t.trade_id), reverse=True)
         return mine[: max(limit, 0)]
 
-    async def swap(self, expected: TradeStatus, trade: Trade) -> bool:
+    async def swap(
+        self, expected: TradeStatus, trade: Trade, *, entry: AuditEntry | None = None
+    ) -> bool:
         tables = self._unit.check_writable()
         stored = tables.trades.get(trade.trade_id)
         if stored is None or stored.status is not expected:
             return False
+        if entry is not None:
+            await self._unit.audit.append(entry)  # refuses an entry no store could keep
         tables.trades[trade.trade_id] = trade
         return True
 

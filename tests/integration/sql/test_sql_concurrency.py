@@ -16,6 +16,7 @@ from sql_helpers import CountingVenue, Db
 from sqlalchemy import func, select
 
 from walletcore.clock import ManualClock
+from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import IdempotencyConflict, TradeNotApprovable, TradeNotCancellable
 from walletcore.domain.ids import new_id
@@ -196,8 +197,10 @@ def _count_swaps(storage: SqlStorage, attempts: list[bool]) -> None:
         async with real() as unit:
             swap_of_unit = unit.trades.swap
 
-            async def swap(expected: TradeStatus, trade: Trade) -> bool:
-                won = await swap_of_unit(expected, trade)
+            async def swap(
+                expected: TradeStatus, trade: Trade, *, entry: AuditEntry | None = None
+            ) -> bool:
+                won = await swap_of_unit(expected, trade, entry=entry)
                 attempts.append(won)
                 return won
 

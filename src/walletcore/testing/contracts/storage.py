@@ -779,6 +779,50 @@ class StorageContract:
             await unit.audit.append(entry("trade.cancel"))
         assert [e.action for e in await db.audit.newest()] == ["trade.cancel"]
 
+    async def test_a_swap_carries_its_entry_only_when_it_applies(
+        self, storage: Storage, client_id: str, user_id: str
+    ) -> None:
+        """`swap(..., entry=e)`: the winner stores the trade and `e` together; a loser
+        writes neither; an entry no store could keep fails the swap's unit."""
+        db = autocommit(storage)
+        t = trade(client_id, user_id)
+        await db.trades.add(t)
+        bad = AuditEntry(T0, None, None, "req-a", "ok")  # type: ignore[arg-type]  # NOT NULL
+        with pytest.raises(Exception):  # noqa: B017 - each store refuses it its own way
+            async with storage.write() as unit:
+                await unit.trades.swap(TradeStatus.OPEN, t.cancel(T0), entry=bad)
+        assert await db.trades.get(client_id, user_id, t.trade_id) == t
+
+        async def approve(n: int) -> bool:
+            executing = t.start_approval(T0 + timedelta(seconds=n))
+            async with storage.write() as unit:
+                await asyncio.sleep(0)
+                done = await unit.trades.swap(
+                    TradeStatus.OPEN, executing, entry=entry(f"approve-{n}", target=t.trade_id)
+                )
+                return bool(done)
+
+        won = await asyncio.gather(*(approve(n) for n in range(8)))
+        assert sum(won) == 1
+        winner = won.index(True)
+        stored = await db.trades.get(client_id, user_id, t.trade_id)
+        assert stored == t.start_approval(T0 + timedelta(seconds=winner))
+        assert await db.audit.newest() == [entry(f"approve-{winner}", target=t.trade_id)]
+        # Several swaps with entries in one unit keep their order, and see each other.
+        cancelled = [trade(client_id, user_id) for _ in range(3)]
+        for other in cancelled:
+            await db.trades.add(other)
+        async with storage.write() as unit:
+            for n, other in enumerate(cancelled):
+                assert await unit.trades.swap(
+                    TradeStatus.OPEN, other.cancel(T0), entry=entry(f"cancel-{n}")
+                )
+                found = await unit.trades.get(client_id, user_id, other.trade_id)
+                assert found is not None and found.status is TradeStatus.CANCELLED
+            await unit.audit.append(entry("after"))
+        newest = await db.audit.newest(limit=4)
+        assert [e.action for e in reversed(newest)] == ["cancel-0", "cancel-1", "cancel-2", "after"]
+
     async def test_standalone_and_carried_entries_keep_one_order(
         self, storage: Storage, client_id: str, user_id: str
     ) -> None:
