@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from walletcore.chainplugins import KeyDerivation
 from walletcore.domain.assets import Chain
@@ -109,14 +110,21 @@ def derive_addresses(
 ) -> dict[Chain, str]:
     """One address per chain in `chains`, in the order given. Chains on one curve and path
     (the EVM chains) share one key, derived once."""
+    _check_seed(seed)
     table = keys if keys is not None else derivations()
     publics: dict[tuple[str, str], bytes] = {}
     addresses: dict[Chain, str] = {}
+    master: Any = None  # the BIP32 master key, made once for every secp256k1 path
     for chain in chains:
         derivation = _derivation(chain, table)
         where = (derivation.curve, derivation.path)
         if where not in publics:
-            key = derive_private_key(seed, derivation)
+            if derivation.curve == "ed25519":
+                key = derive_private_key(seed, derivation)
+            else:
+                if master is None:
+                    master = bclib.keys().HDKey.from_seed(seed, network="bitcoin")
+                key = bytearray(master.key_for_path(derivation.path).private_byte)
             try:
                 publics[where] = curves.public_key(derivation.curve, key)
             finally:

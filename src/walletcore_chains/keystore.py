@@ -83,10 +83,18 @@ class ChainKey(ChainSigner):
         return signature
 
     def _sign(self, payload: bytes) -> bytes:
-        """On the chain's curve: ed25519 over the message, or secp256k1 over a 32-byte
+        """On the chain's curve: ed25519 over the message, or secp256k1 over each 32-byte
         digest (`r || s || recovery id`, low-S, as Bitcoin's policy and EIP-2 require)."""
-        if self._keys.curve == "secp256k1" and len(payload) != 32:
-            raise ValueError(f"{self.chain} signs a 32-byte digest")
+        if self._keys.curve == "secp256k1":
+            # one digest, or several (a BITCOIN transaction spending several coins of this
+            # key has one per coin): one 65-byte signature each, in order. The chain's
+            # verifier below must accept the batch, else nothing is handed out.
+            if not payload or len(payload) % 32:
+                raise ValueError(f"{self.chain} signs 32-byte digests")
+            return b"".join(
+                curves.sign("secp256k1", self._secret, payload[i : i + 32])
+                for i in range(0, len(payload), 32)
+            )
         return curves.sign(self._keys.curve, self._secret, payload)
 
     def wipe(self) -> None:
@@ -169,21 +177,19 @@ class SealedKeyStore(KeyStore):
         seed = bytearray(hd.seed_from_mnemonic(mnemonic))
         try:
             addresses = hd.derive_addresses(bytes(seed), chains, keys)
-            if password is None:
-                sealed = sealing.seal_with_master_key(seed, self._master_key)
-            else:
-                sealed = sealing.seal_with_password(seed, password, self._kdf)
             # Open what we sealed before anyone is shown an address: a record that does not
-            # give the seed back would lose every coin sent to the wallet.
-            try:
-                reopened = self._open(sealed, password)
-            except WrongWalletPassword:  # the password we just used: a sealing fault
-                raise SealedRecordError("the new sealed record did not open") from None
-            try:
-                if not hmac.compare_digest(bytes(reopened), bytes(seed)):
-                    raise SealedRecordError("the sealed record did not open to its seed")
-            finally:
-                hd.wipe(reopened)
+            # give the seed back would lose every coin sent to the wallet. Under a password
+            # that check reuses the one Argon2id run (`seal_with_password_checked`).
+            if password is not None:
+                sealed = sealing.seal_with_password_checked(seed, password, self._kdf)
+            else:
+                sealed = sealing.seal_with_master_key(seed, self._master_key)
+                reopened = self._open(sealed, None)
+                try:
+                    if not hmac.compare_digest(bytes(reopened), bytes(seed)):
+                        raise SealedRecordError("the sealed record did not open to its seed")
+                finally:
+                    hd.wipe(reopened)
         finally:
             hd.wipe(seed)
         return NewWallet(sealed, addresses, mnemonic if password is not None else None)

@@ -20,6 +20,7 @@ defaults later leaves older records readable.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 import struct
 import unicodedata
@@ -80,6 +81,37 @@ def seal_with_password(seed: bytes | bytearray, password: str, params: KdfParams
     salt = secrets.token_bytes(16)
     header = _HEADER.pack(VERSION, SCHEME_PASSWORD, params.opslimit, params.memlimit // 1024, salt)
     return _seal(seed, _argon2id(password, salt, params), header)
+
+
+def seal_with_password_checked(seed: bytes | bytearray, password: str, params: KdfParams) -> bytes:
+    """`seal_with_password`, then the record opened again and compared with `seed`, with
+    one Argon2id run, not two: the record is parsed back as `open_with_password` would,
+    its salt and parameters must be the ones the key was derived from (so that function,
+    deterministic, would derive the same key), and the box must open to the seed.
+    `SealedRecordError` otherwise: nothing may be shown of a wallet that would not open.
+    """
+    salt = secrets.token_bytes(16)
+    header = _HEADER.pack(VERSION, SCHEME_PASSWORD, params.opslimit, params.memlimit // 1024, salt)
+    secret = _argon2id(password, salt, params)
+    record = _seal(seed, secret, header)
+    parsed_header, scheme, parsed_params, parsed_salt = _parse(record)
+    if (scheme, parsed_params, parsed_salt, parsed_header) != (
+        SCHEME_PASSWORD,
+        params,
+        salt,
+        header,
+    ):
+        raise SealedRecordError("the new sealed record does not read back as it was sealed")
+    reopened = _open(record, secret, parsed_header)
+    if reopened is None:
+        raise SealedRecordError("the new sealed record did not open")
+    try:
+        if not hmac.compare_digest(bytes(reopened), bytes(seed)):
+            raise SealedRecordError("the sealed record did not open to its seed")
+    finally:
+        for i in range(len(reopened)):
+            reopened[i] = 0
+    return record
 
 
 def seal_with_master_key(seed: bytes | bytearray, master_key: bytes) -> bytes:

@@ -345,13 +345,31 @@ async def test_a_library_failure_leaves_without_its_message(
 async def test_creation_fails_if_the_new_record_does_not_open(
     keystore: SealedKeyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_seal = sealing.seal_with_password
+    real_seal = sealing._seal
 
-    def faulty(seed: Any, password: str, params: KdfParams) -> bytes:
-        record = bytearray(real_seal(seed, password, params))
+    def faulty(seed: Any, secret: bytes, header: bytes) -> bytes:
+        record = bytearray(real_seal(seed, secret, header))
         record[-1] ^= 1  # a fault between sealing and storing
         return bytes(record)
 
-    monkeypatch.setattr(sealing, "seal_with_password", faulty)
+    monkeypatch.setattr(sealing, "_seal", faulty)
     with pytest.raises(SealedRecordError, match="did not open"):
         await keystore.create_wallet(PASSWORD, ALL)
+
+
+async def test_creation_runs_argon2id_once_and_the_record_opens(
+    keystore: SealedKeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: the check that the new record opens reuses the one key derivation."""
+    real = sealing._argon2id
+    runs: list[KdfParams] = []
+
+    def counted(password: str, salt: bytes, params: KdfParams) -> bytes:
+        runs.append(params)
+        return real(password, salt, params)
+
+    monkeypatch.setattr(sealing, "_argon2id", counted)
+    created = await keystore.create_wallet(PASSWORD, ALL)
+    assert len(runs) == 1
+    monkeypatch.setattr(sealing, "_argon2id", real)
+    assert await keystore.derive_addresses(created.sealed, PASSWORD, ALL) == created.addresses
