@@ -149,9 +149,10 @@ def sqlite_inline_engine(url: str | URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        # Straight to the driver: the same statement as `_sqlite_events`, without the cost
-        # of a SQLAlchemy execution.
-        write = conn.get_execution_options().get(SQLITE_WRITE, False)
-        conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        # A write unit takes the write lock at BEGIN; a read unit takes no transaction at
+        # all (each SELECT is atomic on its own, as on PostgreSQL). Straight to the driver:
+        # without the cost of a SQLAlchemy execution.
+        if conn.get_execution_options().get(SQLITE_WRITE, False):
+            conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
 
     return engine

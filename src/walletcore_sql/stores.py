@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import Table, bindparam, insert, select, text, update
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
@@ -107,7 +107,9 @@ _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
 _TRADE_LAPSED = select(trades).where(
     trades.c.client_id == _b("client_id"),
     trades.c.user_id == _b("user_id"),
-    trades.c.status == TradeStatus.OPEN.value,
+    # A literal, not a bound value: the planner proves `ix_trades_open_expiry`'s partial
+    # condition only from the literal (SQLite always, PostgreSQL under a generic plan).
+    text("trades.status = 'open'"),
     trades.c.quote_expires_at <= _b("now"),
 )
 

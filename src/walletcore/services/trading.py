@@ -348,7 +348,8 @@ class TradingService:
         """`/trades`: the user's trades, newest first, one page, optionally filtered.
 
         Lapsed open quotes are stored as expired first; finding none (the usual case) costs
-        no write, and the page comes from the same read unit.
+        no write, and the page comes from the same read unit. Only an empty page checks
+        that the user exists (a trade is always some user's).
         """
         uid = parse_id(user_id, "userId")
         page: dict[str, Any] = {
@@ -358,10 +359,12 @@ class TradingService:
         }
         now = self._clock.now()
         async with self._storage.read() as unit:
-            await _require_user(unit, caller, uid)
             lapsed = await unit.trades.lapsed(caller.client_id, uid, now)
             if not lapsed:
-                return await unit.trades.page(caller.client_id, uid, **page)
+                found = await unit.trades.page(caller.client_id, uid, **page)
+                if not found:  # a user with trades exists; only an empty page asks
+                    await _require_user(unit, caller, uid)
+                return found
         async with self._storage.write() as unit:
             for trade in lapsed:  # one conditional UPDATE each: a quote expired meanwhile
                 await self._swap(unit, caller, trade, trade.expire(now), "trade.expire")

@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from sql_helpers import Db
@@ -180,3 +181,40 @@ async def test_amounts_read_back_without_padding_zeros(storage: SqlStorage) -> N
     assert got is not None
     assert [str(got.quote.crypto_amount), str(got.quote.fiat_amount)] == ["1.5", "100"]
     assert got.quote.price == Decimal("1E-18")
+
+
+def test_every_sqlite_read_of_a_request_searches_an_index(tmp_path: Path) -> None:
+    """SQLite statements run on the event loop's thread (issue 14): none may scan a table
+    that grows with use. The plans of the per-request reads name an index."""
+    from walletcore_sql import migrate, stores
+    from walletcore_sql.engine import sqlite_inline_engine, sqlite_url
+
+    engine = sqlite_inline_engine(sqlite_url(tmp_path / "plans.db"))
+    migrate.upgrade_sync(engine)
+    now = datetime.now(UTC)
+    ids = {"b_client_id": "c" * 24, "b_user_id": "u" * 24}
+    reads = {
+        "client": (stores._CLIENT_GET, {"b_client_id": "c" * 24}),
+        "user": (stores._USER_GET, ids),
+        "wallet": (stores._WALLET_GET_USER, {**ids, "b_owner": "user"}),
+        "trade": (stores._TRADE_GET, {**ids, "b_trade_id": "t" * 24}),
+        "lapsed": (stores._TRADE_LAPSED, {**ids, "b_now": now}),
+        "send": (stores._SEND_GET, {"b_client_id": "c" * 24, "b_request_id": "r"}),
+    }
+    for (side, status), page in stores._TRADE_PAGES.items():
+        params = {**ids, "b_limit": 10, "b_side": "sell", "b_status": "open"}
+        reads[f"page side={side} status={status}"] = (page, params)
+    try:
+        with engine.connect() as conn:
+            raw = conn.connection.dbapi_connection
+            for name, (query, params) in reads.items():
+                compiled = query.compile(dialect=engine.dialect)
+                values = compiled.construct_params(params)
+                bound = tuple(values[k] for k in compiled.positiontup or [])
+                binds = bound if compiled.positional else values
+                plan = " | ".join(
+                    r[3] for r in raw.execute(f"EXPLAIN QUERY PLAN {compiled}", binds)
+                )
+                assert "SEARCH" in plan and "SCAN" not in plan, f"{name}: {plan}"
+    finally:
+        engine.dispose()
