@@ -174,7 +174,7 @@ class SealedKeyStore(KeyStore):
         self, password: str | None, chains: tuple[Chain, ...], keys: hd.Derivations
     ) -> NewWallet:
         mnemonic = hd.new_mnemonic()
-        seed = bytearray(hd.seed_from_mnemonic(mnemonic))
+        seed = bytearray(hd.seed_of_new_mnemonic(mnemonic))
         try:
             addresses = hd.derive_addresses(bytes(seed), chains, keys)
             # Open what we sealed before anyone is shown an address: a record that does not

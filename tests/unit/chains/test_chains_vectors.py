@@ -252,3 +252,10 @@ def test_paths_are_the_standard_ones() -> None:
 def test_a_seed_must_be_64_bytes() -> None:
     with pytest.raises(ValueError):
         hd.derive_private_key(b"\1" * 32, Chain.ETHEREUM)
+
+
+def test_the_seed_of_a_new_mnemonic_is_its_bip39_seed() -> None:
+    """The /create shortcut (issue 14) gives the seed the full BIP39 path gives."""
+    for _ in range(20):
+        mnemonic = hd.new_mnemonic()
+        assert hd.seed_of_new_mnemonic(mnemonic) == hd.seed_from_mnemonic(mnemonic)
