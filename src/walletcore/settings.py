@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     #: Where the sandbox keeps its files (database, generated secrets).
     home: Path = Path(".walletcore")
     database_url: SecretStr | None = None
+    #: PostgreSQL connections each process keeps (the `sql` repo): at least the requests a
+    #: worker serves at once, or units of work queue for one.
+    db_pool_size: int = Field(default=32, ge=1, le=500)
 
     # adapters, by entry-point name
     #: The storage, on every profile and for every entry point (`walletcore serve`, the

@@ -21,7 +21,7 @@ from walletcore.ports.runtime import Lifecycle
 from walletcore.ports.storage import Storage, UnitOfWork
 from walletcore.secretfiles import ConfigurationError
 from walletcore_sql.database import Database
-from walletcore_sql.engine import database_url, redacted
+from walletcore_sql.engine import database_url, is_sqlite, redacted
 from walletcore_sql.stores import SqlUnit
 
 
@@ -71,7 +71,10 @@ def build(*, settings: Any, clock: Any = None, **_: Any) -> SqlStorage:
             "WALLETCORE_DATABASE_URL is required on the production profile "
             "(e.g. postgresql+asyncpg://user@host/db)"
         )
-    return SqlStorage(database_url(settings), migrate=not production)
+    pool_size = getattr(settings, "db_pool_size", None)
+    options = {"pool_size": int(pool_size)} if pool_size else {}
+    url = database_url(settings)
+    return SqlStorage(url, migrate=not production, **({} if is_sqlite(url) else options))
 
 
 __all__ = ["SqlStorage", "build"]
