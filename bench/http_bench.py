@@ -1,181 +1,322 @@
 #!/usr/bin/env python3
-"""HTTP benchmark: the real `walletcore serve` against a bare Litestar app, same ASGI server.
+"""HTTP benchmark: `walletcore serve` (default `sql` repo) as ratios to a bare Litestar app.
 
-    .venv/bin/python bench/http_bench.py [--server granian|uvicorn|both] [--seconds 5]
-        [--rounds 3] [--connections 32] [--workers 1] [--loadgen wrk|python]
-    BENCH_LOG_LEVEL=warning ...   # the real server without its per-request log line
+    .venv/bin/python bench/http_bench.py                  # full run (1M trades), ~10-15 min
+    .venv/bin/python bench/http_bench.py --quick          # a few seconds a figure, 20k trades
+    .venv/bin/python bench/http_bench.py --db sqlite --workers 1 --trades 100000 \
+        --endpoints prices,trades --seconds 5 --rounds 3
+    options: --pg-url postgresql://postgres@127.0.0.1:5432/postgres (where to create the
+    throwaway database), --connections 32, --loadgen wrk|python, --log-level info,
+    --create-samples 5, --write-seconds 8, --no-write-path
 
-What it does, all on loopback and bounded in time:
-1. a fresh sandbox home (temp dir): `walletcore clients create` (the CLI), then
-   `walletcore serve` on a free port, and a bare Litestar app answering a constant JSON
-   body on `POST /const`, served by the same ASGI server with the same worker count;
-2. `/auth` once for a token, `/create` + `/sell` once for a trade to poll;
-3. drives `/const` (bare), `/prices`, `/config` and `/trade` (token verified on each)
-   with `wrk` when installed (`apt-get install wrk`), else with the bundled keep-alive
-   raw-socket load generator (`--loadgen python`), each in a second process;
-4. in rounds that interleave the bare app and the real one (drift on a shared machine hits
-   both), prints the medians of requests/s, p50 and p99 per endpoint and of the
-   throughput ratio to the bare app.
+What one run does, all on loopback, bounded in time, cleaned up at the end:
+1. For each database (`--db sqlite,pg`): a temp WALLETCORE_HOME (sandbox profile, repo
+   `sql`); SQLite is the file under it, PostgreSQL a throwaway database
+   `walletcore_bench_<pid>_<hex>` (dropped at the end; those of dead runs are dropped too).
+   The schema is migrated (`walletcore_sql.migrate`), an api client made with the CLI
+   (`walletcore clients create`), then the trades table is filled with `--trades` rows
+   spread over users of ~100 trades each (COPY through asyncpg on PostgreSQL, sqlite3
+   executemany on SQLite; values encoded by the `walletcore_sql.tables` column types and
+   a sample checked through `walletcore_sql.rows.trade_from`). The fill time is printed.
+2. For each worker count (`--workers 1,2`), on that database: `walletcore serve` (granian)
+   and a bare Litestar app on the same granian set-up (same `run()` of
+   `walletcore_litestar.server`, same worker count) with two routes: `/bare` (constant
+   JSON, no auth) and `/bare-auth` (the same constant JSON behind the same check as the
+   service's: an EdDSA JWT verified with PyJWT on every request, claims and expiry
+   checked; its own Ed25519 key, its token signed the way `TokenSigner.sign` does), and
+   `/bare-cached` (the same check with the signature result remembered per token, as the
+   service's `CachingTokenSigner` does; expiry still checked each request), for reference.
+3. Rounds (`--rounds`) drive each target for `--seconds` with wrk -c32 (or the bundled
+   python load generator): bare-auth, then bare-cached, bare and the service endpoints `/prices`,
+   `/config`, `/trade` (a fresh open quote per round, so it never lapses under the poll),
+   `/trades` (one user with 100 trades) and `/sell` (a new trade row per request, another
+   user), in an order rotated each round. Ratio = endpoint req/s / bare-auth req/s of the
+   same round; medians over rounds are printed (and, for reference, the ratio to
+   bare-cached: the `vs cch` column).
+4. `/create` (a few sequential requests, median) against one Argon2id at the production
+   parameters (`walletcore_chains.sealing.PRODUCTION_KDF`), as a multiple.
+5. The write path in process (`bench/write_path_bench.py`, run as a child): quote + approve
+   through the services against raw asyncpg INSERT + conditional UPDATE, concurrency 32.
+6. One final table like issue 14's: endpoints x (SQLite w1, SQLite w2, PG w1, PG w2).
 
-Target: `/prices` and `/config` at >= 0.5 of the bare app's requests/s.
-It is a program, not a test: figures depend on the machine.
+A program that prints figures, not a test: figures depend on the machine and its load.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import contextlib
 import json
 import os
+import random
 import re
+import secrets
 import shutil
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
-CONST_BODY = {"result": {"ok": True, "value": "constant"}, "requestId": "0" * 24}
+BARE_SEED_ENV = "WALLETCORE_BENCH_BARE_SEED"
+DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+ALL_ENDPOINTS = ("prices", "config", "trade", "trades", "sell")
+#: The issue's goals (ratios to the bare app with auth), printed next to the figures.
+GOALS = {"prices": ">=0.6", "config": ">=0.6", "trade": ">=0.4", "trades": ">=0.3", "sell": ">=0.3"}
+#: A constant body about the size of one trade's envelope (the service's `/trade` answer).
+CONST_BODY = {
+    "result": {
+        "tradeId": "0" * 24,
+        "userId": "1" * 24,
+        "side": "sell",
+        "status": "open",
+        "assetId": 1,
+        "symbol": "BTC",
+        "fiat": "EUR",
+        "cryptoAmount": "0.01",
+        "fiatAmount": "601.234567",
+        "price": "60123.456789",
+        "quote": {
+            "cryptoAmount": "0.01",
+            "fiatAmount": "601.234567",
+            "price": "60123.456789",
+            "expiresAt": "2026-01-01T12:01:30Z",
+        },
+        "createdAt": "2026-01-01T12:00:30Z",
+        "approvedAt": None,
+        "completedAt": None,
+        "reference": None,
+        "failureReason": None,
+    }
+}
 
 
-# -- the bare app (imported by the server worker: `http_bench:bare_app`) --------------------
-def _make_bare_app() -> Any:
-    from litestar import Litestar, post
+# -- the bare app (imported by the granian workers: `http_bench:bare_app_factory`) -----------
+def bare_app_factory() -> Any:
+    import gc
 
-    @post("/const", status_code=200)
-    async def const() -> dict[str, Any]:
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from litestar import Litestar, Request, post
+    from litestar.exceptions import NotAuthorizedException
+
+    public = Ed25519PrivateKey.from_private_bytes(
+        bytes.fromhex(os.environ[BARE_SEED_ENV])
+    ).public_key()
+    # As walletcore.services.tokens: EdDSA only, these claims required, expiry checked by
+    # the caller against its clock (PyJWT's own time checks off).
+    options: Any = {
+        "verify_signature": True,
+        "verify_exp": False,
+        "verify_iat": False,
+        "verify_nbf": False,
+        "require": ["sub", "gen", "iat", "exp", "jti"],
+    }
+
+    def refuse() -> None:
+        raise NotAuthorizedException("Missing or expired token")
+
+    def bearer(request: Request[Any, Any, Any]) -> str:
+        header = None
+        for key, value in request.scope["headers"]:  # the raw scope, as the service reads it
+            if key == b"authorization":
+                header = value.decode("latin-1")
+                break
+        if not header:
+            refuse()
+        scheme, _, token = header.strip().partition(" ")  # type: ignore[union-attr]
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token or len(token) > 1024:
+            refuse()
+        return token
+
+    def verify(token: str) -> tuple[str, datetime]:
+        """PyJWT's EdDSA check and the claims' types (walletcore.services.tokens._claims)."""
+        try:
+            payload = jwt.decode(token, public, algorithms=["EdDSA"], options=options)
+        except jwt.PyJWTError:
+            refuse()
+        sub, jti, gen, iat, exp = (payload[k] for k in ("sub", "jti", "gen", "iat", "exp"))
+        if not (isinstance(sub, str) and isinstance(jti, str)):
+            refuse()
+        if not all(type(v) is int for v in (gen, iat, exp)):
+            refuse()
+        return sub, datetime.fromtimestamp(exp, UTC)
+
+    async def check_token(request: Request[Any, Any, Any]) -> None:
+        """The service's `require_token` without the database: header, PyJWT, expiry."""
+        sub, expires = verify(bearer(request))
+        if datetime.now(UTC) >= expires:
+            refuse()
+        request.scope["state"]["bench_client"] = sub
+
+    verified: dict[str, tuple[str, datetime]] = {}
+
+    async def check_token_cached(request: Request[Any, Any, Any]) -> None:
+        """As `check_token`, with the signature check remembered per token string (as the
+        service's `CachingTokenSigner` does); expiry still checked on every request."""
+        token = bearer(request)
+        claims = verified.get(token)
+        if claims is None:
+            claims = verify(token)
+            if len(verified) >= 4096:
+                verified.pop(next(iter(verified)))
+            verified[token] = claims
+        if datetime.now(UTC) >= claims[1]:
+            refuse()
+        request.scope["state"]["bench_client"] = claims[0]
+
+    @post("/bare", status_code=200)
+    async def bare() -> dict[str, Any]:
         return CONST_BODY
 
-    return Litestar([const], openapi_config=None, logging_config=None)
+    @post("/bare-auth", status_code=200, before_request=check_token)
+    async def bare_auth() -> dict[str, Any]:
+        return CONST_BODY
+
+    @post("/bare-cached", status_code=200, before_request=check_token_cached)
+    async def bare_cached() -> dict[str, Any]:
+        return CONST_BODY
+
+    app = Litestar([bare, bare_auth, bare_cached], openapi_config=None, logging_config=None)
+    gc.collect()
+    gc.freeze()
+    return app
 
 
-if os.environ.get("WALLETCORE_BENCH_BARE") == "1":
-    bare_app = _make_bare_app()
+def serve_bare(port: int, workers: int) -> None:
+    """The bare app under the service's own granian set-up (`walletcore_litestar.server.run`
+    with its app factory swapped), so server options (loop, respawn, ...) stay the same."""
+    sys.path.insert(0, str(HERE))
+    try:
+        from walletcore_litestar import server
+    except ImportError:
+        server = None  # type: ignore[assignment]
+    if server is not None and hasattr(server, "APP_FACTORY") and hasattr(server, "run"):
+        server.APP_FACTORY = "http_bench:bare_app_factory"
+        server.run(host="127.0.0.1", port=port, workers=workers, log_level="warning")
+        return
+    from granian import Granian  # pragma: no cover - the service's run() moved
+    from granian.constants import Interfaces
+
+    Granian(
+        "http_bench:bare_app_factory",
+        address="127.0.0.1",
+        port=port,
+        interface=Interfaces.ASGI,
+        workers=workers,
+        factory=True,
+        log_access=False,
+    ).serve()
 
 
-# -- processes -----------------------------------------------------------------------------
+# -- processes and cleanup -----------------------------------------------------------------
+_PROCESSES: list[subprocess.Popen[bytes]] = []
+_CLEANUPS: list[Any] = []
+
+
+def _cleanup() -> None:
+    for process in list(_PROCESSES):
+        stop(process)
+    while _CLEANUPS:
+        with contextlib.suppress(Exception):
+            _CLEANUPS.pop()()
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    _cleanup()
+    sys.exit(128 + signum)
+
+
+def spawn(cmd: list[str], env: dict[str, str], log: Path, cwd: Path | None = None) -> Any:
+    process = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=cwd,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: killed whole at the end
+    )
+    _PROCESSES.append(process)
+    return process
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    with contextlib.suppress(ProcessLookupError):  # workers left behind, if any
+        os.killpg(process.pid, signal.SIGKILL)
+    if process in _PROCESSES:
+        _PROCESSES.remove(process)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def wait_ready(port: int, path: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            post(port, path, {}, None)
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"server on port {port} did not come up")
-
-
-def post(port: int, path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
+def post(
+    port: int, path: str, headers: dict[str, str], body: Any, timeout: float = 60
+) -> tuple[int, Any, int]:
+    """(status, decoded JSON, body bytes)."""
     data = json.dumps(body).encode() if body is not None else b""
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}", data=data, headers=headers, method="POST"
     )
     request.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read()
+            return response.status, json.loads(raw), len(raw)
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"null")
+        raw = exc.read() or b"null"
+        return exc.code, json.loads(raw), len(raw)
 
 
-def start_real(
-    server: str, port: int, workers: int, env: dict[str, str], log: Path
-) -> subprocess.Popen[bytes]:
-    cmd = [
-        str(BIN / "walletcore"),
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--server",
-        server,
-        "--log-level",
-        os.environ.get("BENCH_LOG_LEVEL", "info"),
-    ]
-    return subprocess.Popen(
-        cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
-    )
-
-
-def start_bare(server: str, port: int, workers: int, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "WALLETCORE_BENCH_BARE": "1", "PYTHONPATH": str(HERE)}
-    if server == "granian":
-        cmd = [
-            sys.executable,
-            "-m",
-            "granian",
-            "--interface",
-            "asgi",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--log-level",
-            "warning",
-            "http_bench:bare_app",
-        ]
-    else:
-        cmd = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--no-access-log",
-            "--log-level",
-            "warning",
-            "http_bench:bare_app",
-        ]
-    return subprocess.Popen(
-        cmd,
-        env=env,
-        cwd=HERE,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGINT)
+def wait_ready(port: int, path: str, process: Any, log: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited ({process.returncode}):\n{log.read_text()[-3000:]}")
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            post(port, path, {}, None, timeout=5)
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"server on port {port} did not come up:\n{log.read_text()[-3000:]}")
+
+
+def ok(status: int, answer: Any, what: str) -> Any:
+    if status != 200:
+        raise RuntimeError(f"{what}: HTTP {status} {answer}")
+    return answer["result"]
 
 
 # -- load generation -----------------------------------------------------------------------
 def run_wrk(
-    port: int,
-    path: str,
-    headers: dict[str, str],
-    body: Any,
-    seconds: float,
-    connections: int,
+    port: int, path: str, headers: dict[str, str], body: Any, seconds: int, connections: int,
     workdir: Path,
 ) -> dict[str, float]:
     script = workdir / "post.lua"
@@ -187,59 +328,35 @@ def run_wrk(
     lines += [f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items()]
     script.write_text("\n".join(lines) + "\n")
     out = subprocess.run(
-        [
-            "wrk",
-            "-t1",
-            f"-c{connections}",
-            f"-d{seconds:.0f}s",
-            "--latency",
-            "--timeout",
-            "5s",
-            "-s",
-            str(script),
-            f"http://127.0.0.1:{port}{path}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=seconds + 30,
-        check=True,
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s",
+         "-s", str(script), f"http://127.0.0.1:{port}{path}"],
+        capture_output=True, text=True, timeout=seconds + 60, check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-    errors = re.search(r"Socket errors:.*", out)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     return {
         "rps": rps,
         "p50": _wrk_ms(re.search(r"\s50%\s+([\d.]+\w+)", out).group(1)),  # type: ignore[union-attr]
         "p99": _wrk_ms(re.search(r"\s99%\s+([\d.]+\w+)", out).group(1)),  # type: ignore[union-attr]
         "bad": float(non2xx.group(1)) if non2xx else 0.0,
-        "socket_errors": 1.0 if errors else 0.0,
+        "socket_errors": float(sum(int(g) for g in errors.groups())) if errors else 0.0,
     }
 
 
 def _wrk_ms(text: str) -> float:
     value, unit = re.match(r"([\d.]+)(\w+)", text).groups()  # type: ignore[union-attr]
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
 def run_python_loadgen(
-    port: int, path: str, headers: dict[str, str], body: Any, seconds: float, connections: int
+    port: int, path: str, headers: dict[str, str], body: Any, seconds: int, connections: int
 ) -> dict[str, float]:
-    spec = json.dumps(
-        {
-            "port": port,
-            "path": path,
-            "headers": headers,
-            "body": body,
-            "seconds": seconds,
-            "connections": connections,
-        }
-    )
+    spec = json.dumps({"port": port, "path": path, "headers": headers, "body": body,
+                       "seconds": seconds, "connections": connections})
     out = subprocess.run(
         [sys.executable, __file__, "--loadgen-child", spec],
-        capture_output=True,
-        text=True,
-        timeout=seconds + 30,
-        check=True,
+        capture_output=True, text=True, timeout=seconds + 60, check=True,
     ).stdout
     return json.loads(out)
 
@@ -284,137 +401,579 @@ async def _loadgen(spec: dict[str, Any]) -> dict[str, float]:
     return {
         "rps": len(latencies) / elapsed,
         "p50": statistics.median(latencies) * 1000,
-        "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+        "p99": latencies[max(0, int(len(latencies) * 0.99) - 1)] * 1000,
         "bad": float(bad),
         "socket_errors": 0.0,
     }
 
 
-# -- the run ---------------------------------------------------------------------------------
-def bench_server(server: str, args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
-    home = workdir / f"home-{server}"
-    env = {
-        **os.environ,
-        "WALLETCORE_HOME": str(home),
-        "WALLETCORE_PROFILE": "sandbox",
-        "WALLETCORE_REPO": "sql",  # the default: SQLite under the home
-    }
-    for name in (
-        "WALLETCORE_DATABASE_URL",
-        "WALLETCORE_TOKEN_SIGNING_KEY",
-        "WALLETCORE_MASTER_KEY",
-    ):
-        env.pop(name, None)
-    created = subprocess.run(
-        [str(BIN / "walletcore"), "clients", "create", "--name", "bench"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
+# -- PostgreSQL: the throwaway database ------------------------------------------------------
+def pg_urls(admin_url: str, name: str) -> tuple[str, str]:
+    """(SQLAlchemy URL, asyncpg DSN) of database `name` on the server of `admin_url`."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(admin_url).set(database=name)
+    return (
+        url.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False),
+        url.set(drivername="postgresql").render_as_string(hide_password=False),
     )
-    credentials = json.loads(created.stdout)
 
-    real_port, bare_port = free_port(), free_port()
-    real = start_real(server, real_port, args.workers, env, workdir / f"real-{server}.log")
-    bare = start_bare(server, bare_port, args.workers, workdir / f"bare-{server}.log")
+
+def admin_dsn(admin_url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(admin_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def pg_create_database(admin_url: str, prefix: str) -> str | None:
+    """A new database `<prefix>_<pid>_<hex>` (stale ones of dead runs dropped), or None when
+    the server is unreachable."""
+    import asyncpg
+
+    from walletcore_sql.testing import process_alive
+
     try:
-        wait_ready(real_port, "/auth")
-        wait_ready(bare_port, "/const")
-        status, answer = post(
-            real_port,
-            "/auth",
-            {"x-client-id": credentials["clientId"], "x-api-key": credentials["apiKey"]},
-            None,
+        conn = await asyncpg.connect(admin_dsn(admin_url), timeout=5)
+    except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
+        print(f"PostgreSQL at {admin_url} unreachable ({exc.__class__.__name__}: {exc})")
+        return None
+    try:
+        names = await conn.fetch(
+            "SELECT datname FROM pg_database WHERE datname ~ $1", f"^{prefix}_[0-9]+_[0-9a-f]+$"
         )
-        assert status == 200, answer
-        auth = {"Authorization": "Bearer " + answer["result"]["token"]}
-        status, answer = post(real_port, "/create", auth, {"password": "bench-password"})
-        assert status == 200, answer
-        user_id = answer["result"]["userId"]
-        status, answer = post(
-            real_port, "/sell", auth, {"userId": user_id, "assetId": 1, "cryptoAmount": "0.01"}
+        for (stale,) in names:
+            if not process_alive(int(stale.split("_")[-2])):
+                await conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
+        name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
+        await conn.execute(f'CREATE DATABASE "{name}"')
+        return name
+    finally:
+        await conn.close()
+
+
+async def pg_drop_database(admin_url: str, name: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(admin_dsn(admin_url), timeout=10)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+# -- the fill: users and N trades -----------------------------------------------------------
+STATUSES = [  # (status, weight) of historic trades
+    ("completed", 60), ("expired", 20), ("cancelled", 8), ("failed", 4),
+    ("open", 4), ("approved", 2), ("executing", 2),
+]
+
+
+def trade_records(
+    client_id: str, list_user: str, others: list[str], count: int, now: datetime, seed: int = 7
+) -> Iterator[tuple[Any, ...]]:
+    """Tuples in `tables.trades` column order, raw Python values (Decimal, aware datetime).
+
+    The first 100 rows (or fewer) belong to `list_user`, the rest to random `others`.
+    Created over the past year, all quotes lapsed (open ones lapsed unapproved, as quotes
+    nobody approved are)."""
+    from walletcore.domain.ids import new_id
+
+    rng = random.Random(seed)
+    statuses, weights = zip(*STATUSES)
+    # A pool of value shapes: the Decimal work is done once, not a million times.
+    shapes = []
+    for _ in range(997):
+        status = rng.choices(statuses, weights)[0]
+        crypto = Decimal(rng.randrange(1, 10**9)).scaleb(-8)
+        price = Decimal(rng.randrange(10**6, 10**8)).scaleb(-2)
+        fiat_amount = crypto * price
+        settled = status in ("completed", "failed", "approved", "executing")
+        done = status == "completed"
+        shapes.append((
+            rng.choice(("buy", "sell")), status, crypto, fiat_amount, price,
+            crypto if settled else None, fiat_amount if settled else None,
+            price if settled else None,
+            crypto if done else None, fiat_amount if done else None, price if done else None,
+            f"SBX-{rng.randrange(10**9)}" if done else None,
+            "sandbox venue rejected" if status == "failed" else None,
+            settled, status in ("completed", "failed", "expired", "cancelled"),
+        ))
+    year = 365 * 24 * 3600
+    minute, five, six = timedelta(seconds=60), timedelta(seconds=5), timedelta(seconds=6)
+    for index in range(count):
+        user = list_user if index < 100 or not others else others[rng.randrange(len(others))]
+        created = now - timedelta(seconds=rng.randrange(60, year), microseconds=rng.randrange(10**6))
+        (side, status, crypto, fiat_amount, price, a_crypto, a_fiat, a_price, e_crypto, e_fiat,
+         e_price, reference, reason, approved, terminal) = shapes[rng.randrange(len(shapes))]
+        yield (
+            new_id(), client_id, user, side, status, 1, "BTC", "EUR", "crypto",
+            crypto, fiat_amount, price, created + minute,
+            a_crypto, a_fiat, a_price, e_crypto, e_fiat, e_price, reference, reason,
+            created, created + five if approved else None,
+            (created + six if approved else created + minute) if terminal else None,
         )
-        assert status == 200, answer
-        trade_body = {"userId": user_id, "tradeId": answer["result"]["tradeId"]}
 
-        targets = [
-            ("bare /const", bare_port, "/const", {}, None),
-            ("/prices", real_port, "/prices", auth, None),
-            ("/config", real_port, "/config", auth, None),
-            ("/trade", real_port, "/trade", auth, trade_body),
-        ]
 
-        def drive(port: int, path: str, headers: dict[str, str], body: Any, secs: float) -> Any:
+def check_rows(columns: list[str], records: list[tuple[Any, ...]]) -> None:
+    """The rows make valid domain trades (`walletcore_sql.rows.trade_from`)."""
+    from walletcore_sql import rows
+
+    for record in records:
+        rows.trade_from(dict(zip(columns, record, strict=True)))
+
+
+def batched(items: Iterator[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:
+    batch: list[tuple[Any, ...]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def fill_sqlite(path: Path, client_id: str, user_ids: list[str], count: int) -> None:
+    """users and trades through sqlite3 executemany, values encoded by the tables' types."""
+    from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
+
+    from walletcore_sql.tables import trades, users
+
+    dialect = SQLiteDialect_aiosqlite()
+    columns = [c.name for c in trades.columns]
+    procs = [c.type.dialect_impl(dialect).bind_processor(dialect) for c in trades.columns]
+    user_procs = [c.type.dialect_impl(dialect).bind_processor(dialect) for c in users.columns]
+
+    def encode(record: tuple[Any, ...], processors: list[Any]) -> tuple[Any, ...]:
+        return tuple(
+            v if p is None or v is None else p(v) for v, p in zip(record, processors, strict=True)
+        )
+
+    now = datetime.now(UTC)
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA synchronous = OFF")
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("BEGIN")
+        db.executemany(
+            f"INSERT INTO users ({', '.join(c.name for c in users.columns)}) VALUES (?, ?, ?, ?)",
+            [encode((client_id, u, now - timedelta(days=400), None), user_procs) for u in user_ids],
+        )
+        db.execute("COMMIT")
+        insert = f"INSERT INTO trades ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        checked = False
+        for batch in batched(trade_records(client_id, user_ids[0], user_ids[1:], count, now), 50_000):
+            if not checked:
+                check_rows(columns, batch[:2000])
+                checked = True
+            db.execute("BEGIN")
+            db.executemany(insert, [encode(r, procs) for r in batch])
+            db.execute("COMMIT")
+        db.execute("ANALYZE")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        db.close()
+
+
+async def fill_pg(dsn: str, client_id: str, user_ids: list[str], count: int) -> None:
+    """users and trades through COPY (asyncpg `copy_records_to_table`)."""
+    import asyncpg
+
+    from walletcore_sql.tables import trades, users
+
+    columns = [c.name for c in trades.columns]
+    now = datetime.now(UTC)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.copy_records_to_table(
+            "users",
+            records=[(client_id, u, now - timedelta(days=400), None) for u in user_ids],
+            columns=[c.name for c in users.columns],
+        )
+        checked = False
+        for batch in batched(trade_records(client_id, user_ids[0], user_ids[1:], count, now), 50_000):
+            if not checked:
+                check_rows(columns, batch[:2000])
+                checked = True
+            await conn.copy_records_to_table("trades", records=batch, columns=columns)
+        await conn.execute("ANALYZE users; ANALYZE trades")
+    finally:
+        await conn.close()
+
+
+# -- one database: prepare, then serve it at each worker count -------------------------------
+class Database:
+    def __init__(self, kind: str, workdir: Path, args: argparse.Namespace) -> None:
+        self.kind = kind
+        self.label = {"sqlite": "SQLite", "pg": "PG"}[kind]
+        self.home = workdir / f"home-{kind}"
+        self.home.mkdir(mode=0o700)
+        self.args = args
+        self.env = {
+            **os.environ,
+            "WALLETCORE_HOME": str(self.home),
+            "WALLETCORE_PROFILE": "sandbox",
+            "WALLETCORE_REPO": "sql",
+            "BCL_DATA_DIR": str(workdir / "bcl"),
+        }
+        for name in ("WALLETCORE_DATABASE_URL", "WALLETCORE_TOKEN_SIGNING_KEY",
+                     "WALLETCORE_MASTER_KEY", "WALLETCORE_QUOTE_TTL_SECONDS"):
+            self.env.pop(name, None)
+        self.pg_name: str | None = None
+        self.dsn = ""
+
+    def prepare(self) -> bool:
+        from walletcore_sql import migrate
+        from walletcore_sql.engine import sqlite_url
+
+        if self.kind == "pg":
+            name = asyncio.run(pg_create_database(self.args.pg_url, "walletcore_bench"))
+            if name is None:
+                return False
+            self.pg_name = name
+            admin = self.args.pg_url
+            _CLEANUPS.append(lambda: asyncio.run(pg_drop_database(admin, name)))
+            url, self.dsn = pg_urls(self.args.pg_url, name)
+            self.env["WALLETCORE_DATABASE_URL"] = url
+            where = f"database {name}"
+        else:
+            url = sqlite_url(self.home / "walletcore.db")
+            where = str(self.home / "walletcore.db")
+        migrate.upgrade(url)
+        created = subprocess.run(
+            [str(BIN / "walletcore"), "clients", "create", "--name", "bench"],
+            env=self.env, capture_output=True, text=True, check=True,
+        )
+        self.client_id = json.loads(created.stdout)["clientId"]
+        self.api_key = json.loads(created.stdout)["apiKey"]
+
+        from walletcore.domain.ids import new_id
+
+        count = self.args.trades
+        self.user_ids = [new_id() for _ in range(max(3, count // 100))]
+        # users[0]: /trades (the first 100 rows); users[1]: /trade polls; users[2]: /sell
+        started = time.perf_counter()
+        if self.kind == "pg":
+            asyncio.run(fill_pg(self.dsn, self.client_id, self.user_ids, count))
+        else:
+            fill_sqlite(self.home / "walletcore.db", self.client_id, self.user_ids, count)
+        took = time.perf_counter() - started
+        self.fill_seconds = took
+        print(
+            f"[{self.label}] {where}: filled {count:,} trades over {len(self.user_ids):,} users "
+            f"in {took:.1f} s ({count / took if took else 0:,.0f} rows/s)", flush=True,
+        )
+        return True
+
+
+def bench_config(
+    db: Database, workers: int, args: argparse.Namespace, workdir: Path, bare_seed: bytes,
+    bare_token: str, measure_create: bool,
+) -> dict[str, Any]:
+    real_port, bare_port = free_port(), free_port()
+    tag = f"{db.kind}-w{workers}"
+    real_log, bare_log = workdir / f"real-{tag}.log", workdir / f"bare-{tag}.log"
+    real = spawn(
+        [str(BIN / "walletcore"), "serve", "--host", "127.0.0.1", "--port", str(real_port),
+         "--workers", str(workers), "--server", "granian", "--log-level", args.log_level],
+        db.env, real_log,
+    )
+    bare_env = {**os.environ, BARE_SEED_ENV: bare_seed.hex(), "PYTHONPATH": str(HERE)}
+    bare = spawn(
+        [sys.executable, __file__, "--serve-bare", str(bare_port), str(workers)],
+        bare_env, bare_log, cwd=HERE,
+    )
+    try:
+        wait_ready(bare_port, "/bare", bare, bare_log)
+        wait_ready(real_port, "/auth", real, real_log)
+        token = ok(*post(real_port, "/auth", {"x-client-id": db.client_id,
+                                              "x-api-key": db.api_key}, None)[:2], "/auth")["token"]
+        auth = {"Authorization": f"Bearer {token}"}
+        list_user, poll_user, sell_user = db.user_ids[:3]
+        sell_body = {"userId": sell_user, "assetId": 1, "cryptoAmount": "0.01"}
+
+        def fresh_trade() -> dict[str, str]:
+            trade = ok(*post(real_port, "/sell", auth,
+                             {"userId": poll_user, "assetId": 1, "cryptoAmount": "0.01"})[:2],
+                       "/sell")
+            return {"userId": poll_user, "tradeId": trade["tradeId"]}
+
+        bodies: dict[str, Any] = {
+            "prices": None, "config": None, "trade": fresh_trade(),
+            "trades": {"userId": list_user}, "sell": sell_body,
+        }
+        sizes: dict[str, int] = {}
+        for name in args.endpoints:
+            status, answer, size = post(real_port, f"/{name}", auth, bodies[name])
+            ok(status, answer, f"/{name}")
+            sizes[name] = size
+            if name == "trades":
+                sizes["trades_count"] = len(answer["result"].get("trades", answer["result"])) \
+                    if isinstance(answer["result"], dict) else len(answer["result"])
+        sizes["bare"] = sizes["bare-auth"] = sizes["bare-cached"] = post(
+            bare_port, "/bare", {}, None)[2]
+        bare_auth = {"Authorization": f"Bearer {bare_token}"}
+        for path in ("/bare-auth", "/bare-cached"):
+            ok(*post(bare_port, path, bare_auth, None)[:2], path)
+            status, _, _ = post(bare_port, path, {"Authorization": "Bearer x.y.z"}, None)
+            if status != 401:
+                raise RuntimeError(f"the bare app let a bad token through {path} ({status})")
+
+        def drive(target: str, seconds: int) -> dict[str, float]:
+            if target.startswith("bare"):
+                port, path, headers, body = (
+                    bare_port, f"/{target}", bare_auth if target != "bare" else {}, None
+                )
+            else:
+                if target == "trade":
+                    bodies["trade"] = fresh_trade()
+                port, path, headers, body = real_port, f"/{target}", auth, bodies[target]
             if args.loadgen == "wrk":
-                return run_wrk(port, path, headers, body, secs, args.connections, workdir)
-            return run_python_loadgen(port, path, headers, body, secs, args.connections)
+                return run_wrk(port, path, headers, body, seconds, args.connections, workdir)
+            return run_python_loadgen(port, path, headers, body, seconds, args.connections)
 
-        for _, port, path, headers, body in targets:
-            drive(port, path, headers, body, 1)  # warm-up
-        # Rounds interleave the bare app and the real one, so drift on a shared machine
-        # hits both; each ratio is taken within its round, and medians are reported.
-        rounds: dict[str, list[dict[str, float]]] = {t[0]: [] for t in targets}
-        for _ in range(args.rounds):
-            bare_rps = 0.0
-            for label, port, path, headers, body in targets:
-                result = drive(port, path, headers, body, args.seconds)
-                bare_rps = bare_rps or result["rps"]
-                rounds[label].append({**result, "ratio": result["rps"] / bare_rps})
-        rows: list[dict[str, Any]] = []
-        for label, results in rounds.items():
-            row: dict[str, Any] = {"server": server, "endpoint": label}
-            for key in ("rps", "p50", "p99", "ratio"):
-                row[key] = statistics.median(r[key] for r in results)
-            row["bad"] = sum(r["bad"] for r in results)
-            row["ratios"] = [round(r["ratio"], 2) for r in results]
-            rows.append(row)
-        return rows
+        endpoints = list(args.endpoints)
+        targets = ["bare-auth", "bare-cached", "bare", *endpoints]
+        for target in targets:
+            drive(target, 1)  # warm-up: connections, caches, prepared statements
+        results: dict[str, list[dict[str, float]]] = {t: [] for t in targets}
+        for round_no in range(args.rounds):
+            # bare-auth first (the denominator), the rest in an order rotated every round
+            order = targets[1:]
+            shift = round_no % len(order)
+            order = order[shift:] + order[:shift]
+            base = drive("bare-auth", args.seconds)
+            results["bare-auth"].append({**base, "ratio": 1.0})
+            for target in order:
+                result = drive(target, args.seconds)
+                results[target].append({**result, "ratio": result["rps"] / base["rps"]})
+            cached = results["bare-cached"][-1]["rps"]
+            for target in targets:
+                results[target][-1]["vs_cached"] = results[target][-1]["rps"] / cached
+            print(f"  [{db.label} w{workers}] round {round_no + 1}/{args.rounds}: " + "  ".join(
+                f"{t} {results[t][-1]['ratio']:.2f}" for t in targets[1:]
+            ), flush=True)
+        rows: dict[str, dict[str, Any]] = {}
+        for target, runs in results.items():
+            rows[target] = {
+                **{k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99", "ratio", "vs_cached")},
+                "bad": sum(r["bad"] for r in runs),
+                "socket_errors": sum(r["socket_errors"] for r in runs),
+                "ratios": [round(r["ratio"], 3) for r in runs],
+                "bytes": sizes.get(target, 0),
+            }
+        out: dict[str, Any] = {"rows": rows, "trades_listed": sizes.get("trades_count")}
+        if measure_create:
+            out["create"] = measure_create_latency(real_port, auth, args.create_samples)
+        return out
     finally:
         stop(real)
         stop(bare)
+
+
+def measure_create_latency(port: int, auth: dict[str, str], samples: int) -> list[float]:
+    post(port, "/create", auth, {"password": "bench password, warm-up"})  # first-use costs
+    times = []
+    for index in range(samples):
+        started = time.perf_counter()
+        ok(*post(port, "/create", auth, {"password": f"bench password {index}"})[:2], "/create")
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def argon2_seconds(samples: int = 3) -> tuple[float, str]:
+    from nacl.pwhash import argon2id
+
+    from walletcore_chains.sealing import PRODUCTION_KDF
+
+    times = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        argon2id.kdf(32, b"bench password", secrets.token_bytes(16),
+                     opslimit=PRODUCTION_KDF.opslimit, memlimit=PRODUCTION_KDF.memlimit)
+        times.append(time.perf_counter() - started)
+    params = f"opslimit={PRODUCTION_KDF.opslimit}, memlimit={PRODUCTION_KDF.memlimit // 2**20} MiB"
+    return statistics.median(times), params
+
+
+def run_write_path(args: argparse.Namespace) -> dict[str, Any] | None:
+    cmd = [sys.executable, str(HERE / "write_path_bench.py"), "--pg-url", args.pg_url,
+           "--seconds", str(args.write_seconds), "--rounds", str(args.write_rounds), "--json"]
+    print(f"\nwrite path: {' '.join(cmd[1:])}", flush=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    sys.stdout.write("".join(f"  | {line}\n" for line in done.stderr.splitlines()
+                             if not line.startswith("{")))
+    if done.returncode != 0:
+        print(f"  write path failed ({done.returncode}): {done.stdout[-2000:]}")
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# -- output ------------------------------------------------------------------------------------
+def print_tables(
+    configs: dict[tuple[str, int], dict[str, Any]], args: argparse.Namespace,
+    fills: dict[str, float], write: dict[str, Any] | None,
+    create: dict[str, float], argon: tuple[float, str] | None,
+) -> None:
+    print(
+        f"\nloadgen={args.loadgen} -c{args.connections} seconds={args.seconds} rounds={args.rounds} "
+        f"trades={args.trades:,} cpus={os.cpu_count()} log-level={args.log_level} "
+        f"(medians over rounds; ratio = req/s / bare-auth req/s of the same round)"
+    )
+    if fills:
+        print("fill: " + ", ".join(f"{k} {v:.1f} s" for k, v in fills.items()))
+    head = (f"{'db':6} {'w':>1} {'endpoint':11} {'bytes':>6} {'req/s':>8} {'p50 ms':>8} "
+            f"{'p99 ms':>8} {'ratio':>6} {'vs cch':>6} {'non2xx':>6}  per-round ratios")
+    print(head)
+    print("-" * len(head))
+    for (kind, workers), config in configs.items():
+        label = {"sqlite": "SQLite", "pg": "PG"}[kind]
+        for target, row in config["rows"].items():
+            name = target if target.startswith("bare") else f"/{target}"
+            bad = row["bad"] + row["socket_errors"]
+            print(
+                f"{label:6} {workers:>1} {name:11} {row['bytes']:6d} {row['rps']:8.0f} "
+                f"{row['p50']:8.2f} {row['p99']:8.2f} {row['ratio']:6.3f} "
+                f"{row['vs_cached']:6.3f} {bad:6.0f}  "
+                f"{row['ratios']}"
+            )
+        if config.get("trades_listed") is not None:
+            print(f"{'':9}(/trades lists {config['trades_listed']} trades a page)")
+
+    columns = list(configs)
+    titles = [f"{'SQLite' if k == 'sqlite' else 'PG'} w{w}" for k, w in columns]
+    print("\n| endpoint | " + " | ".join(titles) + " | goal |")
+    print("|---|" + "---|" * len(titles) + "---|")
+    print("| bare (no auth) / bare-auth | " + " | ".join(
+        f"{configs[c]['rows']['bare']['ratio']:.2f}" for c in columns) + " | |")
+    print("| bare with token cache / bare-auth | " + " | ".join(
+        f"{configs[c]['rows']['bare-cached']['ratio']:.2f}" for c in columns) + " | |")
+    for endpoint in args.endpoints:
+        cells = []
+        for c in columns:
+            row = configs[c]["rows"][endpoint]
+            flag = "!" if row["bad"] or row["socket_errors"] else ""
+            cells.append(f"{row['ratio']:.2f} / {row['vs_cached']:.2f}{flag}")
+        print(f"| `/{endpoint}` | " + " | ".join(cells) + f" | {GOALS[endpoint]} |")
+    if write is not None:
+        print(
+            f"| quote + approve vs raw asyncpg insert + conditional update (c={write['concurrency']}) "
+            f"| PG: {write['ratio']:.3f} ({write['service_rate']:.0f} vs {write['raw_rate']:.0f} /s; "
+            f"{write['round_trips_per_pair']} round trips a pair vs {write['raw_round_trips']}) | >=0.5 |"
+        )
+    if argon is not None and create:
+        cells = ", ".join(f"{k} {v / argon[0]:.2f}x ({v * 1000:.0f} ms)" for k, v in create.items())
+        print(f"| `/create` vs one Argon2id ({argon[1]}, {argon[0] * 1000:.0f} ms) | {cells} | <=1.3x |")
+    print("(endpoint cells: req/s over the bare app verifying the token on every request / "
+          "over the bare app remembering verified tokens as the service does (the strict one); "
+          "same round, median of rounds)")
+    if any(r["bad"] or r["socket_errors"] for c in configs.values() for r in c["rows"].values()):
+        print("\n! some responses were not 200 or sockets failed: see non2xx above")
+
+
+# -- main --------------------------------------------------------------------------------------
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="1 s runs, 2 rounds, 20k trades, short write path (~3 min)")
+    parser.add_argument("--seconds", type=int, default=None, help="per run (default 4; quick 1)")
+    parser.add_argument("--rounds", type=int, default=None, help="default 3; quick 2")
+    parser.add_argument("--db", default="sqlite,pg", help="sqlite,pg")
+    parser.add_argument("--workers", default="1,2", help="worker counts, e.g. 1,2")
+    parser.add_argument("--trades", type=int, default=None, help="default 1,000,000; quick 20,000")
+    parser.add_argument("--endpoints", default=",".join(ALL_ENDPOINTS))
+    parser.add_argument("--pg-url", default=DEFAULT_PG_URL,
+                        help="a database on the server where the throwaway one is created")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--log-level", default=os.environ.get("BENCH_LOG_LEVEL", "info"),
+                        choices=["debug", "info", "warning", "error"],
+                        help="the service's log level (default info, as deployed)")
+    parser.add_argument("--loadgen", choices=["wrk", "python"],
+                        default="wrk" if shutil.which("wrk") else "python")
+    parser.add_argument("--create-samples", type=int, default=None, help="default 5; quick 3")
+    parser.add_argument("--write-seconds", type=float, default=None, help="default 8; quick 3")
+    parser.add_argument("--write-rounds", type=int, default=None, help="default 2; quick 1")
+    parser.add_argument("--no-write-path", action="store_true")
+    args = parser.parse_args()
+    quick = args.quick
+    args.seconds = max(1, min(args.seconds or (1 if quick else 4), 60))
+    args.rounds = max(1, min(args.rounds or (2 if quick else 3), 10))
+    args.trades = max(0, args.trades if args.trades is not None else (20_000 if quick else 1_000_000))
+    args.create_samples = max(1, args.create_samples or (3 if quick else 5))
+    args.write_seconds = args.write_seconds or (3.0 if quick else 8.0)
+    args.write_rounds = args.write_rounds or (1 if quick else 2)
+    args.connections = max(1, min(args.connections, 256))
+    args.dbs = [d.strip() for d in args.db.split(",") if d.strip()]
+    if not set(args.dbs) <= {"sqlite", "pg"}:
+        parser.error("--db takes sqlite and/or pg")
+    args.worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]
+    args.endpoints = [e.strip().lstrip("/") for e in args.endpoints.split(",") if e.strip()]
+    if not set(args.endpoints) <= set(ALL_ENDPOINTS):
+        parser.error(f"--endpoints takes {','.join(ALL_ENDPOINTS)}")
+    return args
 
 
 def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--loadgen-child":
         print(json.dumps(asyncio.run(_loadgen(json.loads(sys.argv[2])))))
         return 0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", choices=["granian", "uvicorn", "both"], default="granian")
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--loadgen", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python"
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve-bare":
+        serve_bare(int(sys.argv[2]), int(sys.argv[3]))
+        return 0
+    args = parse_args()
+    atexit.register(_cleanup)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from walletcore.domain.ids import new_id
+
+    # The bare app's key and token, signed as TokenSigner.sign does.
+    bare_seed = secrets.token_bytes(32)
+    now = int(time.time())
+    bare_token = jwt.encode(
+        {"sub": new_id(), "gen": 1, "iat": now, "exp": now + 3600, "jti": new_id()},
+        Ed25519PrivateKey.from_private_bytes(bare_seed), algorithm="EdDSA",
     )
-    args = parser.parse_args()
-    args.seconds = max(1.0, min(args.seconds, 60.0))
-    args.connections = max(1, min(args.connections, 256))
-    args.rounds = max(1, min(args.rounds, 10))
-    servers = ["granian", "uvicorn"] if args.server == "both" else [args.server]
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="walletcore-bench-") as tmp:
-        for server in servers:
-            rows += bench_server(server, args, Path(tmp))
-    print(
-        f"\nloadgen={args.loadgen} connections={args.connections} seconds={args.seconds:.0f} "
-        f"rounds={args.rounds} workers={args.workers} cpus={os.cpu_count()} "
-        f"log-level={os.environ.get('BENCH_LOG_LEVEL', 'info')} (medians over rounds)"
-    )
-    print(
-        f"{'server':8} {'endpoint':12} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'vs bare':>8} {'non-200':>8}  per-round ratios"
-    )
-    for row in rows:
-        print(
-            f"{row['server']:8} {row['endpoint']:12} {row['rps']:9.0f} {row['p50']:8.2f} "
-            f"{row['p99']:8.2f} {row['ratio']:8.2f} {row['bad']:8.0f}  {row['ratios']}"
-        )
-    failed = [r for r in rows if r["bad"]]
-    if failed:
-        print("some responses were not 200: see the non-200 column", file=sys.stderr)
-        return 1
-    return 0
+
+    started = time.monotonic()
+    configs: dict[tuple[str, int], dict[str, Any]] = {}
+    fills: dict[str, float] = {}
+    create: dict[str, float] = {}
+    argon: tuple[float, str] | None = None
+    write: dict[str, Any] | None = None
+    tmp = Path(tempfile.mkdtemp(prefix="walletcore-bench-"))
+    _CLEANUPS.insert(0, lambda: shutil.rmtree(tmp, ignore_errors=True))
+    try:
+        for kind in args.dbs:
+            db = Database(kind, tmp, args)
+            if not db.prepare():
+                print(f"[{db.label}] skipped: PostgreSQL unreachable at {args.pg_url}")
+                continue
+            fills[db.label] = db.fill_seconds
+            for index, workers in enumerate(args.worker_counts):
+                print(f"[{db.label} w{workers}] serving ...", flush=True)
+                result = bench_config(db, workers, args, tmp, bare_seed, bare_token,
+                                      measure_create=index == 0)
+                configs[(kind, workers)] = result
+                if "create" in result:
+                    create[f"{db.label} w{workers}"] = statistics.median(result["create"])
+            if db.pg_name:  # done with it: drop it now (the cleanup does it on failure)
+                asyncio.run(pg_drop_database(args.pg_url, db.pg_name))
+            shutil.rmtree(db.home, ignore_errors=True)
+        if create:
+            argon = argon2_seconds()
+        if "pg" in args.dbs and not args.no_write_path:
+            write = run_write_path(args)
+    finally:
+        _cleanup()
+    if configs:
+        print_tables(configs, args, fills, write, create, argon)
+    print(f"\ntotal {time.monotonic() - started:.0f} s")
+    bad = any(r["bad"] or r["socket_errors"] for c in configs.values() for r in c["rows"].values())
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

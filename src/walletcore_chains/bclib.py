@@ -3,7 +3,8 @@
 bitcoinlib reads `BCL_DATA_DIR` when it is imported and writes a config, a log and an empty
 database directory there; unset, that is `~/.bitcoinlib`. We set it to a folder inside
 `WALLETCORE_HOME` (or a private temporary folder) first, and use only its key, address,
-mnemonic and encoding functions: never its `Wallet`, which stores private keys unencrypted.
+transaction, mnemonic and encoding classes: never its `Wallet`, which stores private keys
+unencrypted, and never `Transaction.sign` (the KeyStore signs; see bitcoin/txcodec.py).
 """
 
 from __future__ import annotations
@@ -67,6 +68,13 @@ def encoding() -> ModuleType:
     """`bitcoinlib.encoding` (bech32 / bech32m), imported on first use with the data directory
     pinned."""
     return _load("bitcoinlib.encoding")
+
+
+def transactions() -> ModuleType:
+    """`bitcoinlib.transactions` (its `Transaction` class only: built, hashed, serialised;
+    never signed with a key of its own), imported on first use with the data directory
+    pinned."""
+    return _load("bitcoinlib.transactions")
 
 
 def mnemonic() -> ModuleType:

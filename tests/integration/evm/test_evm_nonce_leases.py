@@ -21,6 +21,7 @@ from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.evm.nonces import NonceBook
+from walletcore_chains.bitcoin import BitcoinSettings
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.plugin import SolanaSettings
 from walletcore_sql.engine import sqlite_url
@@ -120,6 +121,7 @@ def test_the_container_hands_its_nonce_leases_to_the_rpc_gateways(tmp_path: Path
         chain_settings={
             "evm": EvmSettings(**NOWHERE),
             "solana": SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana"),
+            "bitcoin": BitcoinSettings(bitcoin_esplora_url="http://127.0.0.1:1/esplora"),
         },
     )
     eth = container.gateways()[Chain.ETHEREUM]
@@ -146,6 +148,7 @@ def test_only_gateways_that_reserve_nonces_open_the_leases(tmp_path: Path) -> No
         chain_settings={
             "evm": EvmSettings(**NOWHERE),
             "solana": SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana"),
+            "bitcoin": BitcoinSettings(bitcoin_esplora_url="http://127.0.0.1:1/esplora"),
         },
     )
     container.nonce_leases.override(providers.Callable(NoLeases()))

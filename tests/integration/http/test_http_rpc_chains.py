@@ -76,6 +76,9 @@ class Nodes:
             "WALLETCORE_REPO": "sql",
             "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
             "WALLETCORE_CHAINS": "rpc",
+            # BITCOIN's rpc gateway has its own end-to-end test on a regtest bitcoind
+            # (tests/integration/bitcoin/test_bitcoin_http.py): here the ledger stands in
+            "WALLETCORE_CHAIN_BITCOIN": "sandbox",
             "WALLETCORE_NETWORK": "testnet",
             "WALLETCORE_RPC_ETHEREUM": self.evm[Chain.ETHEREUM].url,
             "WALLETCORE_BSC_RPC_URL": self.evm[Chain.BSC].url,
@@ -156,7 +159,7 @@ def test_the_rpc_profile_builds_json_rpc_gateways_from_settings(
     assert not isinstance(gateways[Chain.SOLANA], DevnetSolanaGateway)
     plan = container.chain_plan()
     assert {c: choice.label for c, choice in plan.choices.items()} == {
-        Chain.BITCOIN: "sandbox:sandbox",  # no real gateway yet: the ledger stands in
+        Chain.BITCOIN: "sandbox:sandbox",  # WALLETCORE_CHAIN_BITCOIN=sandbox (see `env`)
         Chain.ETHEREUM: "evm:rpc",
         Chain.BSC: "evm:rpc",
         Chain.TRON: "sandbox:sandbox",

@@ -136,15 +136,18 @@ async def test_a_node_answering_nonsense_is_a_503_never_a_500() -> None:
 
 def build_rpc(tmp_path: Path, solana: SolanaSettings, **core: Any) -> dict[Chain, object]:
     """The gateways of `WALLETCORE_CHAINS=rpc`, with the `solana` plugin's settings (the EVM
-    nodes do not listen)."""
+    nodes and the Bitcoin indexer do not listen)."""
     evm = EvmSettings(
         ethereum_rpc_url="http://127.0.0.1:1/eth",
         bsc_rpc_url="http://127.0.0.1:1/bsc",
         polygon_rpc_url="http://127.0.0.1:1/polygon",
     )
+    from walletcore_chains.bitcoin import BitcoinSettings
+
+    bitcoin = BitcoinSettings(bitcoin_esplora_url="http://127.0.0.1:1/esplora")
     container = create_container(
         Settings(home=tmp_path, chains="rpc", **core),
-        chain_settings={"evm": evm, "solana": solana},
+        chain_settings={"evm": evm, "solana": solana, "bitcoin": bitcoin},
     )
     return container.gateways()
 

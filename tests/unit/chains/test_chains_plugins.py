@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from walletcore import plugins
 from walletcore.domain.assets import Chain
+from walletcore_chains.bitcoin import BitcoinSettings
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.plugin import SolanaSettings
 from walletcore_sandbox.chain import SandboxChainSettings
@@ -44,7 +45,8 @@ def test_every_chain_is_defined_once_by_its_own_plugin() -> None:
     modes = {name: (set(p.gateways), p.settings_model) for name, p in installed.items()}
     assert modes["evm"] == ({"rpc", "devnet"}, EvmSettings)
     assert modes["solana"] == ({"rpc", "devnet"}, SolanaSettings)
-    assert modes["bitcoin"] == modes["tron"] == (set(), None)  # no real gateway yet
+    assert modes["bitcoin"] == ({"rpc"}, BitcoinSettings)
+    assert modes["tron"] == (set(), None)  # no real gateway yet
     assert modes["sandbox"] == ({"sandbox"}, SandboxChainSettings)
     sandbox_only = {
         f"{name}:{mode}"

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""The write path in process: quote + approve through the services against raw asyncpg.
+
+    .venv/bin/python bench/write_path_bench.py [--pg-url postgresql://postgres@127.0.0.1:5432/postgres]
+        [--seconds 8] [--rounds 2] [--concurrency 32] [--pairs 20] [--json]
+
+On a throwaway PostgreSQL database (`walletcore_wpbench_<pid>_<hex>`, migrated, dropped at
+the end), in one process and one event loop (plain asyncio):
+- service: the container as `walletcore serve` builds it (`create_container`, repo `sql`
+  on that database, sandbox prices and venue; storage, prices and venue started), one api
+  client, 32 users; `--concurrency` tasks each loop `trading.sell` (0.01 BTC) then
+  `trading.approve` of that trade (sandbox venue: completed at once) for `--seconds`;
+- raw: an asyncpg pool of `--concurrency` connections, each task holding one and looping
+  one INSERT of a trade-like row (all 24 columns of `trades`, same values) and one
+  `UPDATE trades SET status='executing', ... WHERE trade_id=$1 AND status='open'`;
+- the two alternate for `--rounds` rounds (drift hits both); rates are pairs (iterations)
+  per second, the ratio service/raw per round, medians printed;
+- round trips: `--pairs` sequential sell+approve after the timed rounds, counted as
+  (a) client->server writes on sockets to the PostgreSQL port (each message batch the
+  driver flushes and then waits on: statements, BEGIN/COMMIT, pre-ping, connection start-up
+  incl. the SSL request), by wrapping asyncio's socket transport `write`; and
+  (b) SQLAlchemy events: `before_cursor_execute` (statements), `begin`/`commit`/`rollback`
+  (transactions), pool `checkout` (each one pings when pool_pre_ping is on) and pool
+  `connect` (new connections). The same socket count for one raw iteration is printed too.
+
+Not a test: figures depend on the machine. With --json the last stdout line is the result
+(human lines go to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from http_bench import (  # noqa: E402
+    DEFAULT_PG_URL,
+    pg_create_database,
+    pg_drop_database,
+    pg_urls,
+)
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# -- counting round trips ------------------------------------------------------------------
+class Counters:
+    def __init__(self, pg_port: int) -> None:
+        self.pg_port = pg_port
+        self.writes = 0
+        self.statements = 0
+        self.begins = 0
+        self.commits = 0
+        self.rollbacks = 0
+        self.checkouts = 0
+        self.connects = 0
+        self.patched = False
+
+    def reset(self) -> None:
+        for name in ("writes", "statements", "begins", "commits", "rollbacks", "checkouts",
+                     "connects"):
+            setattr(self, name, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in (
+            "writes", "statements", "begins", "commits", "rollbacks", "checkouts", "connects")}
+
+    def install(self) -> None:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+        from sqlalchemy.pool import Pool
+
+        import asyncio.selector_events as selector_events
+
+        transport = selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
+        original_write = transport.write
+        counters = self
+
+        def write(self: Any, data: Any) -> None:
+            peer = self._extra.get("peername")
+            if peer and peer[1] == counters.pg_port:
+                counters.writes += 1
+            original_write(self, data)
+
+        original_writelines = transport.writelines
+
+        def writelines(self: Any, data: Any) -> None:
+            peer = self._extra.get("peername")
+            if peer and peer[1] == counters.pg_port:
+                counters.writes += 1
+            original_writelines(self, data)
+
+        transport.write = write
+        transport.writelines = writelines
+        self.patched = True
+
+        def bump(name: str) -> Any:
+            def listener(*_: Any, **__: Any) -> None:
+                setattr(self, name, getattr(self, name) + 1)
+
+            return listener
+
+        event.listen(Engine, "before_cursor_execute", bump("statements"))
+        event.listen(Engine, "begin", bump("begins"))
+        event.listen(Engine, "commit", bump("commits"))
+        event.listen(Engine, "rollback", bump("rollbacks"))
+        event.listen(Pool, "checkout", bump("checkouts"))
+        event.listen(Pool, "connect", bump("connects"))
+
+
+# -- the two workloads ---------------------------------------------------------------------
+async def run_for(seconds: float, concurrency: int, step: Any) -> float:
+    """Iterations per second of `step(task_index)` run by `concurrency` tasks."""
+    deadline = time.perf_counter() + seconds
+    done = 0
+    errors: list[BaseException] = []
+
+    async def task(index: int) -> None:
+        nonlocal done
+        while time.perf_counter() < deadline:
+            try:
+                await step(index)
+            except Exception as exc:  # noqa: BLE001 - counted and shown, not fatal
+                errors.append(exc)
+                if len(errors) > 100:
+                    raise
+                continue
+            done += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(task(i) for i in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    if errors:
+        say(f"  {len(errors)} errors, first: {errors[0]!r}")
+    return done / elapsed
+
+
+def trade_like(trade_id: str, client_id: str, user_id: str, now: datetime) -> tuple[Any, ...]:
+    """A row as `/sell` stores it, in `tables.trades` column order."""
+    crypto, price = Decimal("0.01"), Decimal("60123.456789")
+    return (
+        trade_id, client_id, user_id, "sell", "open", 1, "BTC", "USD", "crypto",
+        crypto, crypto * price, price, now + timedelta(seconds=60),
+        None, None, None, None, None, None, None, None, now, None, None,
+    )
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    from walletcore.container import create_container
+    from walletcore.domain.clients import User
+    from walletcore.domain.ids import new_id
+    from walletcore.domain.wallet import WalletOwner, WalletRecord
+    from walletcore.ports import Lifecycle
+    from walletcore.services.context import Caller
+    from walletcore.settings import Settings
+    from walletcore_sql import migrate
+    from walletcore_sql.tables import trades
+
+    name = await pg_create_database(args.pg_url, "walletcore_wpbench")
+    if name is None:
+        raise SystemExit(f"PostgreSQL unreachable at {args.pg_url}")
+    url, dsn = pg_urls(args.pg_url, name)
+    counters = Counters(make_url(url).port or 5432)
+    counters.install()
+    container = None
+    pool = None
+    home = tempfile.TemporaryDirectory(prefix="walletcore-wpbench-")
+    try:
+        await migrate.upgrade_async(url)
+        settings = Settings(
+            home=Path(home.name), repo="sql", database_url=url, prices="sandbox", venue="sandbox"
+        )
+        container = create_container(settings)
+        for provider in (container.storage, container.prices, container.venue):
+            adapter = provider()
+            if isinstance(adapter, Lifecycle):
+                await adapter.start()
+        storage, trading = container.storage(), container.trading()
+        issued = await container.auth().create_client("bench", assets=[1])
+        client = issued.client
+        now = datetime.now(UTC)
+        user_ids = [new_id() for _ in range(args.concurrency)]
+        for uid in user_ids:
+            async with storage.write() as unit:
+                await unit.wallets.add_user(
+                    User(user_id=uid, client_id=client.client_id, created_at=now),
+                    WalletRecord(client_id=client.client_id, owner=WalletOwner.USER, user_id=uid,
+                                 sealed=b"", addresses={}, created_at=now),
+                )
+
+        async def service_step(index: int) -> None:
+            uid = user_ids[index % len(user_ids)]
+            trade = await trading.sell(Caller(client, new_id()), user_id=uid, asset_id=1,
+                                       crypto_amount="0.01")
+            done = await trading.approve(Caller(client, new_id()), user_id=uid,
+                                         trade_id=trade.trade_id)
+            if done.status.value not in ("completed", "approved", "executing"):
+                raise RuntimeError(f"approve ended {done.status.value}")
+
+        columns = [c.name for c in trades.columns]
+        insert_sql = (f"INSERT INTO trades ({', '.join(columns)}) "
+                      f"VALUES ({', '.join(f'${i + 1}' for i in range(len(columns)))})")
+        update_sql = (
+            "UPDATE trades SET status = 'executing', approved_at = $2, "
+            "approved_crypto_amount = $3, approved_fiat_amount = $4, approved_price = $5 "
+            "WHERE trade_id = $1 AND status = 'open'"
+        )
+        pool = await asyncpg.create_pool(dsn, min_size=args.concurrency, max_size=args.concurrency)
+        held: dict[int, Any] = {}
+
+        async def raw_step(index: int) -> None:
+            conn = held.get(index)
+            if conn is None:
+                conn = held[index] = await pool.acquire()
+            at = datetime.now(UTC)
+            tid = new_id()
+            await conn.execute(insert_sql, *trade_like(tid, client.client_id,
+                                                       user_ids[index % len(user_ids)], at))
+            price = Decimal("60123.456789")
+            status = await conn.execute(update_sql, tid, at, Decimal("0.01"),
+                                        Decimal("0.01") * price, price)
+            if status != "UPDATE 1":
+                raise RuntimeError(status)
+
+        say(f"database {name}; concurrency {args.concurrency}; warm-up ...")
+        await run_for(1.0, args.concurrency, service_step)
+        await run_for(1.0, args.concurrency, raw_step)
+        service_rates, raw_rates, ratios = [], [], []
+        for round_no in range(args.rounds):
+            first, second = ("service", "raw") if round_no % 2 == 0 else ("raw", "service")
+            rates = {}
+            for which in (first, second):
+                rates[which] = await run_for(args.seconds, args.concurrency,
+                                             service_step if which == "service" else raw_step)
+            service_rates.append(rates["service"])
+            raw_rates.append(rates["raw"])
+            ratios.append(rates["service"] / rates["raw"])
+            say(f"  round {round_no + 1}: service {rates['service']:.0f} pairs/s, raw "
+                f"{rates['raw']:.0f} /s, ratio {ratios[-1]:.3f}")
+        for conn in held.values():
+            await pool.release(conn)
+        held.clear()
+
+        # Round trips of one sell + approve, sequential, pools warm.
+        counters.reset()
+        for _ in range(args.pairs):
+            await service_step(0)
+        per_pair = {k: v / args.pairs for k, v in counters.snapshot().items()}
+        counters.reset()
+        for _ in range(args.pairs):
+            await raw_step(0)
+        raw_per = {k: v / args.pairs for k, v in counters.snapshot().items()}
+        for conn in held.values():
+            await pool.release(conn)
+        held.clear()
+        engine_notes = []
+        for label, engine in _engines(storage):
+            pool_ = engine.pool
+            engine_notes.append(
+                f"{label}: {type(pool_).__name__} size={getattr(pool_, 'size', lambda: '?')()} "
+                f"overflow={getattr(pool_, '_max_overflow', '?')} pre_ping={getattr(pool_, '_pre_ping', '?')}"
+            )
+        result = {
+            "database": name,
+            "concurrency": args.concurrency,
+            "seconds": args.seconds,
+            "rounds": args.rounds,
+            "service_rate": statistics.median(service_rates),
+            "raw_rate": statistics.median(raw_rates),
+            "ratio": statistics.median(ratios),
+            "ratios": [round(r, 3) for r in ratios],
+            "round_trips_per_pair": round(per_pair["writes"], 1) if counters.patched else None,
+            "raw_round_trips": round(raw_per["writes"], 1) if counters.patched else None,
+            "per_pair": per_pair,
+            "engines": engine_notes,
+        }
+        say(
+            f"quote+approve {result['service_rate']:.0f} pairs/s vs raw insert+update "
+            f"{result['raw_rate']:.0f} /s: ratio {result['ratio']:.3f} (per round {result['ratios']})"
+        )
+        say(
+            f"per sell+approve (sequential, {args.pairs} pairs): {per_pair['writes']:.1f} round "
+            f"trips (socket writes to PG), {per_pair['statements']:.1f} statements, "
+            f"{per_pair['begins']:.1f} BEGIN / {per_pair['commits']:.1f} COMMIT / "
+            f"{per_pair['rollbacks']:.1f} ROLLBACK, {per_pair['checkouts']:.1f} pool checkouts, "
+            f"{per_pair['connects']:.1f} new connections; raw iteration: {raw_per['writes']:.1f}"
+        )
+        for note in engine_notes:
+            say(f"  engine {note}")
+        return result
+    finally:
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), 10)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+                pool.terminate()
+        if container is not None:
+            for provider in (container.venue, container.prices, container.storage):
+                with contextlib.suppress(Exception):
+                    adapter = provider()
+                    if isinstance(adapter, Lifecycle):
+                        await adapter.aclose()
+        await pg_drop_database(args.pg_url, name)
+        home.cleanup()
+
+
+def _engines(storage: Any) -> list[tuple[str, Any]]:
+    """The SQLAlchemy engines the storage holds (found by type: the layout may change)."""
+    from sqlalchemy.engine import Engine
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    found: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    objects = [("storage", storage), ("database", getattr(storage, "database", None))]
+    for label, obj in objects:
+        if obj is None:
+            continue
+        for key, value in list(vars(obj).items()) if hasattr(obj, "__dict__") else []:
+            values = value.values() if isinstance(value, dict) else [value]
+            for item in values:
+                engine = item.sync_engine if isinstance(item, AsyncEngine) else item
+                if isinstance(engine, Engine) and id(engine) not in seen:
+                    seen.add(id(engine))
+                    found.append((f"{label}.{key}", engine))
+    return found
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--pg-url", default=DEFAULT_PG_URL)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--pairs", type=int, default=20, help="sequential pairs counted")
+    parser.add_argument("--json", action="store_true", help="last stdout line: the result")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    with tempfile.TemporaryDirectory(prefix="walletcore-wpbench-bcl-") as bcl:
+        os.environ.setdefault("BCL_DATA_DIR", bcl)
+        with asyncio.Runner() as runner:  # plain asyncio: its socket transport is counted
+            outcome = runner.run(main(arguments))
+    if arguments.json:
+        print(json.dumps(outcome))

@@ -1,0 +1,231 @@
+"""A small Esplora HTTP API for the tests, answering from a regtest `bitcoind` (so the Core
+and Esplora backends see one chain): a stdlib `ThreadingHTTPServer` on 127.0.0.1 (a free
+port) in a thread, used as a context manager; `url` is what `WALLETCORE_BITCOIN_ESPLORA_URL`
+takes.
+
+It indexes through a watch-only wallet of its own (`esplora-index`) on the node, importing
+an address (rescan from genesis: cheap on regtest) the first time it is asked about; the
+answers have Esplora's shapes: `/blocks/tip/height`, `/address/:a`, `/address/:a/utxo`,
+`/address/:a/txs`, `/tx/:txid` (404 `Transaction not found`), `/fee-estimates`, `POST /tx`
+(400 `sendrawtransaction RPC error: {"code":..,"message":..}`, as electrs words it).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+import httpx
+
+WALLET = "esplora-index"
+
+
+def _sats(btc: Any) -> int:
+    return int((Decimal(str(btc)) * 100_000_000).to_integral_value())
+
+
+class EsploraTestServer:
+    def __init__(self, rpc_url: str, rpc_auth: tuple[str, str]) -> None:
+        self._rpc = httpx.Client(base_url=rpc_url, auth=rpc_auth, timeout=120)
+        self._lock = threading.Lock()
+        self._watched: set[str] = set()
+        self._wallet = False
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                owner._serve(self, "GET", b"")
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                owner._serve(self, "POST", self.rfile.read(length))
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._rpc.close()
+
+    # -- the node ----------------------------------------------------------------------
+    def _call(self, method: str, *params: Any, wallet: bool = False) -> Any:
+        path = f"/wallet/{WALLET}" if wallet else "/"
+        body = {"jsonrpc": "1.0", "id": 1, "method": method, "params": list(params)}
+        answer = json.loads(self._rpc.post(path, content=json.dumps(body)).content, parse_float=Decimal)
+        if answer.get("error"):
+            raise _RpcError(answer["error"])
+        return answer["result"]
+
+    def _watch(self, address: str) -> None:
+        with self._lock:
+            if not self._wallet:
+                if WALLET not in self._call("listwallets"):
+                    self._call("createwallet", WALLET, True, True, "", False, True)
+                self._wallet = True
+            if address in self._watched:
+                return
+            desc = self._call("getdescriptorinfo", f"addr({address})")["descriptor"]
+            self._call("importdescriptors", [{"desc": desc, "timestamp": 0}], wallet=True)
+            self._watched.add(address)
+
+    def _tx(self, txid: str) -> dict[str, Any]:
+        raw = self._call("getrawtransaction", txid, 2)
+        tip = int(self._call("getblockcount"))
+        vin = []
+        total_in = 0
+        for v in raw["vin"]:
+            if "coinbase" in v:
+                vin.append({"is_coinbase": True, "txid": "0" * 64, "vout": 4294967295,
+                            "prevout": None, "sequence": v.get("sequence")})
+                continue
+            prevout = v.get("prevout")
+            if prevout is None:
+                parent = self._call("getrawtransaction", v["txid"], 1)
+                prevout = parent["vout"][v["vout"]]
+            value = _sats(prevout["value"])
+            total_in += value
+            vin.append({
+                "txid": v["txid"], "vout": v["vout"], "is_coinbase": False,
+                "sequence": v.get("sequence"),
+                "prevout": {"scriptpubkey_address": prevout["scriptPubKey"].get("address"),
+                            "value": value},
+            })
+        vout = [{"scriptpubkey_address": o["scriptPubKey"].get("address"),
+                 "value": _sats(o["value"])} for o in raw["vout"]]
+        coinbase = any(v.get("is_coinbase") for v in vin)
+        confirmations = int(raw.get("confirmations", 0))
+        status: dict[str, Any] = {"confirmed": confirmations > 0}
+        if confirmations > 0:
+            status.update(block_height=tip - confirmations + 1, block_hash=raw["blockhash"],
+                          block_time=raw["blocktime"])
+        return {"txid": raw["txid"], "version": raw["version"], "locktime": raw["locktime"],
+                "vin": vin, "vout": vout, "size": raw["size"], "weight": raw["weight"],
+                "fee": 0 if coinbase else total_in - sum(o["value"] for o in vout),
+                "status": status}
+
+    def _address_txs(self, address: str) -> list[dict[str, Any]]:
+        self._watch(address)
+        entries = self._call("listtransactions", "*", 100000, 0, True, wallet=True)
+        txids = list(dict.fromkeys(e["txid"] for e in reversed(entries)))
+        out = []
+        for txid in txids:
+            try:
+                tx = self._tx(txid)
+            except _RpcError:
+                continue  # replaced or dropped
+            if any(v.get("prevout") and v["prevout"]["scriptpubkey_address"] == address
+                   for v in tx["vin"]) or any(o["scriptpubkey_address"] == address
+                                               for o in tx["vout"]):
+                out.append(tx)
+        out.sort(key=lambda t: -(t["status"].get("block_height") or 1 << 62))
+        mempool = [t for t in out if not t["status"]["confirmed"]][:50]
+        chain = [t for t in out if t["status"]["confirmed"]][:25]
+        return mempool + chain
+
+    def _utxo(self, address: str) -> list[dict[str, Any]]:
+        self._watch(address)
+        tip = int(self._call("getblockcount"))
+        entries = self._call("listunspent", 0, 9999999, [address], True, wallet=True)
+        out = []
+        for e in entries:
+            confirmations = int(e["confirmations"])
+            status: dict[str, Any] = {"confirmed": confirmations > 0}
+            if confirmations > 0:
+                status["block_height"] = tip - confirmations + 1
+            out.append({"txid": e["txid"], "vout": e["vout"], "value": _sats(e["amount"]),
+                        "status": status})
+        return out
+
+    def _stats(self, address: str) -> dict[str, Any]:
+        txs = self._address_txs(address)
+        confirmed = sum(1 for t in txs if t["status"]["confirmed"])
+        return {"address": address, "chain_stats": {"tx_count": confirmed},
+                "mempool_stats": {"tx_count": len(txs) - confirmed}}
+
+    def _fees(self) -> dict[str, float]:
+        out = {}
+        for target in (1, 2, 3, 6, 12, 25):
+            estimate = self._call("estimatesmartfee", target)
+            if estimate.get("feerate") is not None:
+                out[str(target)] = float(Decimal(str(estimate["feerate"])) * 100_000)
+        return out
+
+    # -- HTTP --------------------------------------------------------------------------
+    def _serve(self, handler: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
+        path = handler.path.split("?")[0].rstrip("/")
+        status, content, kind = 200, "", "application/json"
+        try:
+            parts = path.strip("/").split("/")
+            if method == "POST" and parts == ["tx"]:
+                try:
+                    content, kind = self._call("sendrawtransaction", body.decode().strip()), "text/plain"
+                except _RpcError as exc:
+                    status, kind = 400, "text/plain"
+                    content = "sendrawtransaction RPC error: " + json.dumps(exc.error)
+            elif parts == ["blocks", "tip", "height"]:
+                content, kind = str(self._call("getblockcount")), "text/plain"
+            elif parts == ["fee-estimates"]:
+                content = json.dumps(self._fees())
+            elif len(parts) == 2 and parts[0] == "tx":
+                try:
+                    content = json.dumps(self._tx(parts[1]))
+                except _RpcError:
+                    status, content, kind = 404, "Transaction not found", "text/plain"
+            elif len(parts) >= 2 and parts[0] == "address":
+                address = parts[1]
+                try:
+                    self._call("validateaddress", address)["isvalid"] or _invalid()
+                except _RpcError:
+                    _invalid()
+                if len(parts) == 2:
+                    content = json.dumps(self._stats(address))
+                elif parts[2] == "utxo":
+                    content = json.dumps(self._utxo(address))
+                elif parts[2] == "txs":
+                    content = json.dumps(self._address_txs(address))
+                else:
+                    status, content, kind = 404, "Not found", "text/plain"
+            else:
+                status, content, kind = 404, "Not found", "text/plain"
+        except _Invalid:
+            status, content, kind = 400, "Invalid Bitcoin address", "text/plain"
+        except Exception as exc:  # noqa: BLE001 - a test server: say what broke
+            status, content, kind = 500, type(exc).__name__, "text/plain"
+        data = str(content).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", kind)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+
+class _RpcError(Exception):
+    def __init__(self, error: Any) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _invalid() -> None:
+    raise _Invalid()
+
+
+__all__ = ["EsploraTestServer"]
