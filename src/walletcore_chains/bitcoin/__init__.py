@@ -63,9 +63,7 @@ def validate_address(chain: Chain, address: object) -> str:
     if payload is None:
         raise InvalidRequest("Invalid BITCOIN address: bad base58check encoding or checksum")
     if len(payload) != 21 or payload[0] not in (network.p2pkh, network.p2sh):
-        raise InvalidRequest(
-            f"Invalid BITCOIN address: not a {network.name} P2PKH or P2SH address"
-        )
+        raise InvalidRequest(f"Invalid BITCOIN address: not a {network.name} P2PKH or P2SH address")
     return text
 
 

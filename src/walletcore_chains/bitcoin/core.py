@@ -196,7 +196,9 @@ class CoreBackend:
         height = None
         if confirmations > 0:
             height = await self.tip_height() - confirmations + 1
-        rbf = not coinbase and all(int(v.get("sequence", 0xFFFFFFFF)) < 0xFFFFFFFE for v in raw["vin"])
+        rbf = not coinbase and all(
+            int(v.get("sequence", 0xFFFFFFFF)) < 0xFFFFFFFE for v in raw["vin"]
+        )
         return TxView(
             str(raw["txid"]),
             tuple(inputs),

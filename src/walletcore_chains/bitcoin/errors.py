@@ -17,17 +17,40 @@ from walletcore.domain.errors import (
 from walletcore_chains.bitcoin.backend import BackendUnreachable
 
 #: our own transaction is there already: it counts as sent
-_KNOWN = ("txn-already-in-mempool", "txn-already-known", "already in block chain",
-          "outputs already in utxo set", "transaction already in block chain")
+_KNOWN = (
+    "txn-already-in-mempool",
+    "txn-already-known",
+    "already in block chain",
+    "outputs already in utxo set",
+    "transaction already in block chain",
+)
 #: its coins are spent (by it, if the node knows it; else a double spend)
-_SPENT = ("txn-mempool-conflict", "bad-txns-inputs-missingorspent", "missing-inputs",
-          "missingorspent", "bad-txns-inputs-spent", "insufficient fee, rejecting replacement",
-          "replacement-adds-unconfirmed", "too many potential replacements", "rejecting replacement")
+_SPENT = (
+    "txn-mempool-conflict",
+    "bad-txns-inputs-missingorspent",
+    "missing-inputs",
+    "missingorspent",
+    "bad-txns-inputs-spent",
+    "insufficient fee, rejecting replacement",
+    "replacement-adds-unconfirmed",
+    "too many potential replacements",
+    "rejecting replacement",
+)
 _DUST = ("dust",)
-_LOW_FEE = ("min relay fee not met", "mempool min fee not met", "min fee not met",
-            "insufficient priority", "mempool full")
-_CHAIN = ("too-long-mempool-chain", "too-long-mempool", "exceeds descendant size limit",
-          "exceeds ancestor size limit", "too many unconfirmed")
+_LOW_FEE = (
+    "min relay fee not met",
+    "mempool min fee not met",
+    "min fee not met",
+    "insufficient priority",
+    "mempool full",
+)
+_CHAIN = (
+    "too-long-mempool-chain",
+    "too-long-mempool",
+    "exceeds descendant size limit",
+    "exceeds ancestor size limit",
+    "too many unconfirmed",
+)
 _FUNDS = ("bad-txns-in-belowout", "bad-txns-in-below-out", "insufficient funds")
 _FEE_CAP = ("max-fee-exceeded", "fee exceeds maximum", "absurdly-high-fee")
 

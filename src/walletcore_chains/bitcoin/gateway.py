@@ -160,9 +160,7 @@ class BitcoinGateway(ChainGateway):
         self._unreserve_spent(listed)
         candidates = [u for u in listed if (u.txid, u.vout) not in self._reserved]
         young = [
-            u
-            for u in candidates
-            if u.height is None or tip - u.height + 1 < COINBASE_MATURITY
+            u for u in candidates if u.height is None or tip - u.height + 1 < COINBASE_MATURITY
         ]
         views: dict[str, TxView | None] = {}
         if young:
@@ -392,7 +390,9 @@ class BitcoinGateway(ChainGateway):
             raise TransferRejected("Transfer rejected: malformed transaction") from None
         if txid != signed.tx_hash:
             await self._give_back(turns)
-            raise ServerError("The stored transaction does not match its hash; contact the operator")
+            raise ServerError(
+                "The stored transaction does not match its hash; contact the operator"
+            )
         until = time.monotonic() + RESERVE_SECONDS
         for outpoint in spent:
             self._reserved[outpoint] = until
@@ -450,7 +450,9 @@ class BitcoinGateway(ChainGateway):
             except BackendFailure:
                 pass
             if time.monotonic() >= deadline:
-                log.warning("the Bitcoin backend does not show %s yet; its coins stay reserved", txid)
+                log.warning(
+                    "the Bitcoin backend does not show %s yet; its coins stay reserved", txid
+                )
                 return
             await asyncio.sleep(0.1)
 

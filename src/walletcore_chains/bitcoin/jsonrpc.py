@@ -67,7 +67,9 @@ class JsonRpc:
     def __repr__(self) -> str:
         return "JsonRpc(<url hidden>)"
 
-    async def call(self, method: str, *params: Any, path: str = "", timeout: float | None = None) -> Any:
+    async def call(
+        self, method: str, *params: Any, path: str = "", timeout: float | None = None
+    ) -> Any:
         self._ids += 1
         body = {"jsonrpc": "1.0", "id": self._ids, "method": method, "params": list(params)}
         try:

@@ -89,9 +89,7 @@ NETWORKS: dict[str, BitcoinNetwork] = {
 def network_named(name: str) -> BitcoinNetwork:
     found = NETWORKS.get(name.strip().lower())
     if found is None:
-        raise ConfigurationError(
-            f"{ENV}={name} is not a Bitcoin network ({', '.join(NETWORKS)})"
-        )
+        raise ConfigurationError(f"{ENV}={name} is not a Bitcoin network ({', '.join(NETWORKS)})")
     return found
 
 

@@ -137,7 +137,10 @@ def pay(
         change = picked.total - amount - fee
         outputs: list[tuple[Output, int]] = []
         if change >= CHANGE_DUST:
-            outputs = [(Output(recipient, amount), recipient_script), (Output(sender, change), P2WPKH_SCRIPT)]
+            outputs = [
+                (Output(recipient, amount), recipient_script),
+                (Output(sender, change), P2WPKH_SCRIPT),
+            ]
         else:  # too small to keep: the recipient gets it, the fee stays the quote's
             outputs = [(Output(recipient, amount + change), recipient_script)]
         return _spend(inputs, outputs, fee)
@@ -170,4 +173,4 @@ class SponsorShort(NotEnough):
     """The sponsor's coins cannot pay the fee."""
 
 
-__all__ = ["Output", "SponsorShort", "Spend", "TooSmall", "pay", "quote"]
+__all__ = ["Output", "Spend", "SponsorShort", "TooSmall", "pay", "quote"]

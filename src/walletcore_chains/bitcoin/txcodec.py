@@ -65,7 +65,9 @@ class Body:
         )
 
     @classmethod
-    def of(cls, network: BitcoinNetwork, spend: Spend, locktime: int, turns: dict[str, int]) -> Body:
+    def of(
+        cls, network: BitcoinNetwork, spend: Spend, locktime: int, turns: dict[str, int]
+    ) -> Body:
         return cls(network.name, locktime, spend.inputs, spend.outputs, spend.fee, turns)
 
 
@@ -98,7 +100,9 @@ def _transaction(network: BitcoinNetwork, body: Body, keys: Mapping[str, bytes] 
     return tx
 
 
-def digests(network: BitcoinNetwork, body: Body, keys: Mapping[str, bytes] | None = None) -> list[bytes]:
+def digests(
+    network: BitcoinNetwork, body: Body, keys: Mapping[str, bytes] | None = None
+) -> list[bytes]:
     """The BIP143 digest each input's owner signs (SIGHASH_ALL), in input order."""
     tx = _transaction(network, body, keys)
     return [bytes(tx.signature_hash(i, witness_type="segwit")) for i in range(len(body.inputs))]
@@ -140,7 +144,9 @@ def assemble(
         signature = signatures[owner][n * _SIG : (n + 1) * _SIG]
         r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:64], "big")
         public = keys_module.Key(keys[owner].hex(), network=network.bitcoinlib)
-        tx.inputs[index].signatures = [keys_module.Signature(r, s, message=digest, public_key=public)]
+        tx.inputs[index].signatures = [
+            keys_module.Signature(r, s, message=digest, public_key=public)
+        ]
         tx.inputs[index].update_scripts()
     if not tx.verify():
         raise ValueError("the signed transaction does not verify")

@@ -87,7 +87,7 @@ class Bitcoind:
             try:
                 self.call("getblockchaininfo")
                 break
-            except Exception:  # noqa: BLE001 - still starting
+            except Exception:
                 if self.process.poll() is not None:
                     err = self.process.stderr.read().decode() if self.process.stderr else ""
                     raise RuntimeError(f"bitcoind exited: {err[-500:]}") from None

@@ -66,7 +66,9 @@ class EsploraTestServer:
     def _call(self, method: str, *params: Any, wallet: bool = False) -> Any:
         path = f"/wallet/{WALLET}" if wallet else "/"
         body = {"jsonrpc": "1.0", "id": 1, "method": method, "params": list(params)}
-        answer = json.loads(self._rpc.post(path, content=json.dumps(body)).content, parse_float=Decimal)
+        answer = json.loads(
+            self._rpc.post(path, content=json.dumps(body)).content, parse_float=Decimal
+        )
         if answer.get("error"):
             raise _RpcError(answer["error"])
         return answer["result"]
@@ -90,8 +92,15 @@ class EsploraTestServer:
         total_in = 0
         for v in raw["vin"]:
             if "coinbase" in v:
-                vin.append({"is_coinbase": True, "txid": "0" * 64, "vout": 4294967295,
-                            "prevout": None, "sequence": v.get("sequence")})
+                vin.append(
+                    {
+                        "is_coinbase": True,
+                        "txid": "0" * 64,
+                        "vout": 4294967295,
+                        "prevout": None,
+                        "sequence": v.get("sequence"),
+                    }
+                )
                 continue
             prevout = v.get("prevout")
             if prevout is None:
@@ -99,24 +108,42 @@ class EsploraTestServer:
                 prevout = parent["vout"][v["vout"]]
             value = _sats(prevout["value"])
             total_in += value
-            vin.append({
-                "txid": v["txid"], "vout": v["vout"], "is_coinbase": False,
-                "sequence": v.get("sequence"),
-                "prevout": {"scriptpubkey_address": prevout["scriptPubKey"].get("address"),
-                            "value": value},
-            })
-        vout = [{"scriptpubkey_address": o["scriptPubKey"].get("address"),
-                 "value": _sats(o["value"])} for o in raw["vout"]]
+            vin.append(
+                {
+                    "txid": v["txid"],
+                    "vout": v["vout"],
+                    "is_coinbase": False,
+                    "sequence": v.get("sequence"),
+                    "prevout": {
+                        "scriptpubkey_address": prevout["scriptPubKey"].get("address"),
+                        "value": value,
+                    },
+                }
+            )
+        vout = [
+            {"scriptpubkey_address": o["scriptPubKey"].get("address"), "value": _sats(o["value"])}
+            for o in raw["vout"]
+        ]
         coinbase = any(v.get("is_coinbase") for v in vin)
         confirmations = int(raw.get("confirmations", 0))
         status: dict[str, Any] = {"confirmed": confirmations > 0}
         if confirmations > 0:
-            status.update(block_height=tip - confirmations + 1, block_hash=raw["blockhash"],
-                          block_time=raw["blocktime"])
-        return {"txid": raw["txid"], "version": raw["version"], "locktime": raw["locktime"],
-                "vin": vin, "vout": vout, "size": raw["size"], "weight": raw["weight"],
-                "fee": 0 if coinbase else total_in - sum(o["value"] for o in vout),
-                "status": status}
+            status.update(
+                block_height=tip - confirmations + 1,
+                block_hash=raw["blockhash"],
+                block_time=raw["blocktime"],
+            )
+        return {
+            "txid": raw["txid"],
+            "version": raw["version"],
+            "locktime": raw["locktime"],
+            "vin": vin,
+            "vout": vout,
+            "size": raw["size"],
+            "weight": raw["weight"],
+            "fee": 0 if coinbase else total_in - sum(o["value"] for o in vout),
+            "status": status,
+        }
 
     def _address_txs(self, address: str) -> list[dict[str, Any]]:
         self._watch(address)
@@ -128,9 +155,10 @@ class EsploraTestServer:
                 tx = self._tx(txid)
             except _RpcError:
                 continue  # replaced or dropped
-            if any(v.get("prevout") and v["prevout"]["scriptpubkey_address"] == address
-                   for v in tx["vin"]) or any(o["scriptpubkey_address"] == address
-                                               for o in tx["vout"]):
+            if any(
+                v.get("prevout") and v["prevout"]["scriptpubkey_address"] == address
+                for v in tx["vin"]
+            ) or any(o["scriptpubkey_address"] == address for o in tx["vout"]):
                 out.append(tx)
         out.sort(key=lambda t: -(t["status"].get("block_height") or 1 << 62))
         mempool = [t for t in out if not t["status"]["confirmed"]][:50]
@@ -147,15 +175,24 @@ class EsploraTestServer:
             status: dict[str, Any] = {"confirmed": confirmations > 0}
             if confirmations > 0:
                 status["block_height"] = tip - confirmations + 1
-            out.append({"txid": e["txid"], "vout": e["vout"], "value": _sats(e["amount"]),
-                        "status": status})
+            out.append(
+                {
+                    "txid": e["txid"],
+                    "vout": e["vout"],
+                    "value": _sats(e["amount"]),
+                    "status": status,
+                }
+            )
         return out
 
     def _stats(self, address: str) -> dict[str, Any]:
         txs = self._address_txs(address)
         confirmed = sum(1 for t in txs if t["status"]["confirmed"])
-        return {"address": address, "chain_stats": {"tx_count": confirmed},
-                "mempool_stats": {"tx_count": len(txs) - confirmed}}
+        return {
+            "address": address,
+            "chain_stats": {"tx_count": confirmed},
+            "mempool_stats": {"tx_count": len(txs) - confirmed},
+        }
 
     def _fees(self) -> dict[str, float]:
         out = {}
@@ -173,7 +210,10 @@ class EsploraTestServer:
             parts = path.strip("/").split("/")
             if method == "POST" and parts == ["tx"]:
                 try:
-                    content, kind = self._call("sendrawtransaction", body.decode().strip()), "text/plain"
+                    content, kind = (
+                        self._call("sendrawtransaction", body.decode().strip()),
+                        "text/plain",
+                    )
                 except _RpcError as exc:
                     status, kind = 400, "text/plain"
                     content = "sendrawtransaction RPC error: " + json.dumps(exc.error)

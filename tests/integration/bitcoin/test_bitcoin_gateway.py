@@ -7,10 +7,12 @@ import asyncio
 from decimal import Decimal
 
 import pytest
-from btc_support import BTC, Wallet, make_gateway, send
+from btc_support import BTC, LostAnswer, Wallet, make_gateway, send, signed_transfer
 
 from walletcore.domain.errors import (
     AddressUnknown,
+    BroadcastTimeout,
+    DomainError,
     InsufficientFunds,
     InvalidRequest,
     NodeUnavailable,
@@ -144,7 +146,7 @@ async def test_user_fee_from_the_amount_sends_the_whole_balance(
 ) -> None:
     alice, bob = funded(node, "0.2"), Wallet()
     held = await gateway.balance(alice.address, BTC)
-    txid, quote = await send(gateway, alice, bob.address, held, fee_from_amount=True)
+    _txid, quote = await send(gateway, alice, bob.address, held, fee_from_amount=True)
     node.mine(1)
     assert await gateway.balance(bob.address, BTC) == held - quote.native_units
     assert await gateway.balance(alice.address, BTC) == 0
@@ -195,6 +197,65 @@ async def test_a_double_spend_is_refused_and_nothing_sent(
         await other.aclose()
 
 
+async def test_an_unknown_broadcast_outcome_is_a_504_and_a_retry_resends_the_same_bytes(
+    gateway: BitcoinGateway, node: Bitcoind
+) -> None:
+    alice, bob = funded(node, "0.05"), Wallet()
+    signed, quote = await signed_transfer(gateway, alice, bob.address, 1_000_000)
+    real = gateway.backend
+    lost = LostAnswer(real)  # the first broadcast reaches the node, its answer is lost
+    gateway.backend = lost
+    try:
+        with pytest.raises(BroadcastTimeout) as caught:
+            await gateway.broadcast(signed)
+        assert caught.value.status == 504
+        assert "outcome unknown" in caught.value.message
+        assert "the same signed transaction is sent again" in caught.value.message
+        assert signed.tx_hash in node.call("getrawmempool")  # it did leave
+        # the retry: the same SignedTransfer, the node has it already -> sent, same txid
+        assert await gateway.broadcast(signed) == signed.tx_hash
+    finally:
+        gateway.backend = real
+    assert lost.sent == [signed.raw.hex()] * 2  # the very same bytes, twice; no new tx
+    assert signed.tx_hash in node.call("getrawmempool")
+    node.mine(1)
+    assert await gateway.broadcast(signed) == signed.tx_hash  # again once mined: still sent
+    assert await gateway.balance(bob.address, BTC) == 1_000_000  # exactly once
+    got = await gateway.history(bob.address, BTC, 10)
+    assert [(r.hash, r.type, r.amount_units) for r in got] == [
+        (signed.tx_hash, "receive", 1_000_000)
+    ]
+    assert await gateway.balance(alice.address, BTC) == 5_000_000 - 1_000_000 - quote.native_units
+
+
+async def test_a_node_refusal_is_not_a_504(gateway: BitcoinGateway, node: Bitcoind) -> None:
+    alice, bob, carol = funded(node, "0.05"), Wallet(), Wallet()
+    # a second process that does not share this one's lease or reservations
+    other = make_gateway(gateway.backend.name, _url_of(gateway, node))
+    real = gateway.backend
+    try:
+        one, _ = await signed_transfer(gateway, alice, bob.address, 1_000_000)
+        two, _ = await signed_transfer(other, alice, carol.address, 1_000_000)
+        gateway.backend = LostAnswer(real)
+        with pytest.raises(BroadcastTimeout):  # `one` reached the node; its answer was lost
+            await gateway.broadcast(one)
+        # the node answers `two` (same coins) with a refusal: a 502, never an unknown outcome
+        with pytest.raises(DomainError) as caught:
+            await other.broadcast(two)
+        assert not isinstance(caught.value, BroadcastTimeout)
+        assert isinstance(caught.value, TransferRejected)
+        assert caught.value.status == 502
+        assert "double spend" in caught.value.message
+        assert "nothing was sent" in caught.value.message
+        assert not other._reserved  # refused: its coins are free again in that process
+        mempool = node.call("getrawmempool")
+        assert one.tx_hash in mempool and two.tx_hash not in mempool
+        assert await gateway.broadcast(one) == one.tx_hash  # the retry of `one`: sent
+    finally:
+        gateway.backend = real
+        await other.aclose()
+
+
 async def test_an_unreachable_node_is_a_503(node: Bitcoind) -> None:
     for backend in ("core", "esplora"):
         dead = make_gateway(backend, "http://u:p@127.0.0.1:1")
@@ -205,8 +266,6 @@ async def test_an_unreachable_node_is_a_503(node: Bitcoind) -> None:
             with pytest.raises(NodeUnavailable):
                 await dead.fee(Wallet().address, Wallet().address, BTC, 1000)
             with pytest.raises(NodeUnavailable, match="nothing was sent"):
-                from walletcore.ports import SignedTransfer
-
                 await dead._send(b"\x00", "00" * 32)
         finally:
             await dead.aclose()

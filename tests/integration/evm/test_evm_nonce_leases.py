@@ -18,10 +18,10 @@ from walletcore.ports import NonceLeases
 from walletcore.settings import Settings
 from walletcore.testing import LocalNonceLeases
 from walletcore_chains.addresses import validate_address
+from walletcore_chains.bitcoin import BitcoinSettings
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.evm.nonces import NonceBook
-from walletcore_chains.bitcoin import BitcoinSettings
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.plugin import SolanaSettings
 from walletcore_sql.engine import sqlite_url

@@ -25,7 +25,9 @@ from walletcore_sql.engine import sqlite_url
 def node() -> Iterator[Bitcoind]:
     binary = find_bitcoind()
     if binary is None:
-        pytest.skip("no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND")
+        pytest.skip(
+            "no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND"
+        )
     started = Bitcoind(binary).start()
     started.mine(101)
     try:
@@ -97,7 +99,10 @@ async def test_btc_over_http_end_to_end(api: Api, container: Container, node: Bi
     other = {"userId": bob["userId"], "assetId": 1, "txHash": sent["txHash"]}
     received = assert_ok(await api.post("/txid", other))
     assert (received["type"], received["amount"]) == ("receive", row["amount"])
-    assert assert_ok(await api.post("/balance", {"userId": bob["userId"], "assetId": 1})) == row["amount"]
+    assert (
+        assert_ok(await api.post("/balance", {"userId": bob["userId"], "assetId": 1}))
+        == row["amount"]
+    )
     assert Decimal(
         assert_ok(await api.post("/balance", {"userId": alice["userId"], "assetId": 1}))
     ) == Decimal("0.45")
@@ -112,7 +117,9 @@ async def test_btc_over_http_end_to_end(api: Api, container: Container, node: Bi
     bad = assert_error(await api.post("/fee", mainnet), 400)
     assert "mainnet addresses are not accepted on regtest" in bad["message"]
     dust = assert_error(
-        await api.post("/send", {**body, "amount": "0.00000400", "password": PASSWORD}, X_Request_Id="b3"),
+        await api.post(
+            "/send", {**body, "amount": "0.00000400", "password": PASSWORD}, X_Request_Id="b3"
+        ),
         400,
     )
     assert "dust" in dust["message"] or "network fee" in dust["message"]
