@@ -13,12 +13,12 @@ import time
 os.environ["WALLETCORE_BITCOIN_NETWORK"] = "regtest"
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "integration", "bitcoin"))
 
-from btc_support import Wallet, make_gateway, send  # noqa: E402
+from btc_support import Wallet, make_gateway, send
 
-from walletcore_chains.bitcoin import spend  # noqa: E402
-from walletcore_chains.bitcoin.backend import Utxo  # noqa: E402
-from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind  # noqa: E402
-from walletcore_chains.testing.esplora_server import EsploraTestServer  # noqa: E402
+from walletcore_chains.bitcoin import spend
+from walletcore_chains.bitcoin.backend import Utxo
+from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
+from walletcore_chains.testing.esplora_server import EsploraTestServer
 
 
 def selection_cost(coins: int = 1000, rounds: int = 200) -> tuple[float, float]:

@@ -46,7 +46,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from http_bench import (  # noqa: E402
+from http_bench import (
     DEFAULT_PG_URL,
     pg_create_database,
     pg_drop_database,
@@ -81,11 +81,11 @@ class Counters:
             "writes", "statements", "begins", "commits", "rollbacks", "checkouts", "connects")}
 
     def install(self) -> None:
+        from asyncio import selector_events
+
         from sqlalchemy import event
         from sqlalchemy.engine import Engine
         from sqlalchemy.pool import Pool
-
-        import asyncio.selector_events as selector_events
 
         transport = selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
         original_write = transport.write
@@ -135,7 +135,7 @@ async def run_for(seconds: float, concurrency: int, step: Any) -> float:
         while time.perf_counter() < deadline:
             try:
                 await step(index)
-            except Exception as exc:  # noqa: BLE001 - counted and shown, not fatal
+            except Exception as exc:
                 errors.append(exc)
                 if len(errors) > 100:
                     raise
@@ -310,7 +310,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         if pool is not None:
             try:
                 await asyncio.wait_for(pool.close(), 10)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+            except (TimeoutError, Exception):  # noqa: BLE001
                 pool.terminate()
         if container is not None:
             for provider in (container.venue, container.prices, container.storage):
