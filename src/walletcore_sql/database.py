@@ -217,9 +217,10 @@ class SqliteInline:
             log.warning("SQLite WAL checkpoint failed; retried after more commits")
 
     async def aclose(self) -> None:
-        if self._checkpoint is not None:
+        checkpoint, self._checkpoint = self._checkpoint, None
+        if checkpoint is not None and checkpoint.get_loop() is asyncio.get_running_loop():
             with contextlib.suppress(Exception):
-                await self._checkpoint
+                await checkpoint  # one started on another loop finishes in its thread
         for conn in [*self._readers, *([self._writer] if self._writer else [])]:
             with contextlib.suppress(Exception):
                 conn.close()
