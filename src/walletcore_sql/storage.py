@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.trade import Trade, TradeStatus
 from walletcore.ports.runtime import Lifecycle
 from walletcore.ports.storage import Storage, UnitOfWork
 from walletcore.secretfiles import ConfigurationError
@@ -51,6 +53,15 @@ class SqlStorage(Storage, Lifecycle):
             unit = SqlUnit(self.database, conn, writable=True)
             yield unit
             await unit.finish()
+
+    async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
+        """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
+        (atomic on its own); SQLite: the write unit (statements there cost no round trip)."""
+        async with self.database.transaction(write=True) as conn:
+            unit = SqlUnit(self.database, conn, writable=True)
+            swapped = await unit.trades.swap(expected, trade, entry=entry, alone=True)
+            await unit.finish()
+            return swapped
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:

@@ -218,6 +218,9 @@ class SqlUnit(UnitOfWork):
     def upsert(self, name: str) -> Any:
         return _upsert(self.database, name)
 
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
     async def run(self, statement: Any, params: dict[str, Any]) -> Any:
         """Execute one statement of the unit, after the inserts deferred before it."""
         if self._pending:
@@ -411,8 +414,15 @@ class SqlTrades(TradeStore):
         return [rows.trade_from(r) for r in await self._unit.all(query, params)]
 
     async def swap(
-        self, expected: TradeStatus, trade: Trade, *, entry: AuditEntry | None = None
+        self,
+        expected: TradeStatus,
+        trade: Trade,
+        *,
+        entry: AuditEntry | None = None,
+        alone: bool = False,
     ) -> bool:
+        """`alone` (from `SqlStorage.swap_trade` only): the unit holds nothing else, so on
+        PostgreSQL the one statement runs autocommitted, with no BEGIN and COMMIT."""
         self._unit.writer()
         values = rows.trade_values(trade)
         del values["trade_id"]
@@ -430,7 +440,11 @@ class SqlTrades(TradeStore):
         }
         for key, value in rows.audit_values(entry).items():
             params[f"a_{key}"] = value
-        return bool((await self._unit.run(_TRADE_SWAP_AUDITED, params)).rowcount == 1)
+        if alone and not self._unit.has_pending() and hasattr(self._unit.conn, "execute_alone"):
+            result = await self._unit.conn.execute_alone(_TRADE_SWAP_AUDITED, params)
+        else:
+            result = await self._unit.run(_TRADE_SWAP_AUDITED, params)
+        return bool(result.rowcount == 1)
 
     async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:
         params = {"b_client_id": client_id, "b_user_id": user_id, "b_now": now}

@@ -197,6 +197,16 @@ class Storage(Protocol):
         """`async with storage.read() as unit:` reads of committed state; no writes."""
         ...
 
+    async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
+        """A write unit of its own holding `unit.trades.swap(expected, trade, entry=entry)`,
+        and nothing else: every move of a trade the services make.
+
+        Its own method so an adapter can make it one statement with no transaction around
+        it (the SQL one does on PostgreSQL: one round trip rather than BEGIN, the statement
+        and COMMIT). An adapter without such a shortcut writes exactly that unit.
+        """
+        ...
+
 
 __all__ = [
     "AuditStore",

@@ -21,9 +21,9 @@ A quote lapsing under many pollers: the readers of one process that find it laps
 one expiry write (`_expire`), and a writer that loses the compare-and-set costs one
 conditional UPDATE that matches no row, then one read.
 
-Units of work: reads in a read unit; each compare-and-set with its entry in a write unit
-of its own; never a unit open across a price, venue or network call (approve: a write unit
-open -> executing, the venue call, a write unit for the settlement).
+Units of work: reads in a read unit; each compare-and-set with its entry a write unit of
+its own (`storage.swap_trade`, one statement on PostgreSQL); never a unit open across a
+price, venue or network call (approve: open -> executing, the venue call, the settlement).
 """
 
 from __future__ import annotations
@@ -182,10 +182,9 @@ class TradingService:
                         polled = await self._poll(caller, trade)
                         if polled.status is not TradeStatus.APPROVED:
                             continue
-                        async with self._storage.write() as unit:
-                            expired = trade.expire(now)
-                            lapsed = await self._swap(unit, caller, trade, expired, "trade.expire")
-                        if lapsed:
+                        expired = trade.expire(now)
+                        entry = self._move_entry(caller, trade, expired, "trade.expire")
+                        if await self._storage.swap_trade(trade.status, expired, entry):
                             raise QuoteLapsed()
                         continue
                     if (await self._expire(caller, trade)).status is TradeStatus.EXPIRED:
@@ -200,9 +199,8 @@ class TradingService:
     async def _approve(self, note: AuditNote, executing: Trade) -> bool:
         """open -> executing with the `trade.approve` entry: the one approval that wins."""
         entry = note.entry()
-        async with self._storage.write() as unit:
-            if not await unit.trades.swap(TradeStatus.OPEN, executing, entry=entry):
-                return False
+        if not await self._storage.swap_trade(TradeStatus.OPEN, executing, entry):
+            return False
         note.carried(entry)
         return True
 
@@ -242,10 +240,11 @@ class TradingService:
         self, caller: Caller, current: Trade, new: Trade, action: str = "trade.settle"
     ) -> Trade:
         """Store `new` (with its audit entry) if `current` is still stored; else return
-        what is stored now (read in the same unit)."""
-        async with self._storage.write() as unit:
-            if await self._swap(unit, caller, current, new, action):
-                return new
+        what is stored now (read after the compare-and-set lost)."""
+        entry = self._move_entry(caller, current, new, action)
+        if await self._storage.swap_trade(current.status, new, entry):
+            return new
+        async with self._storage.read() as unit:
             stored = await unit.trades.get(current.client_id, current.user_id, current.trade_id)
         return stored if stored is not None else current
 
@@ -318,9 +317,7 @@ class TradingService:
                 if cancelled is trade:
                     return cancelled  # cancelled already: audited as `replay`
                 entry = note.entry()
-                async with self._storage.write() as unit:
-                    swapped = await unit.trades.swap(trade.status, cancelled, entry=entry)
-                if swapped:
+                if await self._storage.swap_trade(trade.status, cancelled, entry):
                     note.carried(entry)
                     return cancelled
             raise TradeNotFound()  # pragma: no cover - needs three lost races in a row

@@ -265,6 +265,10 @@ class InMemoryStorage(Storage):
     async def read(self) -> AsyncIterator[UnitOfWork]:
         yield _Unit(self._tables, self._audit, writable=False)
 
+    async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
+        async with self.write() as unit:
+            return await unit.trades.swap(expected, trade, entry=entry)
+
     def _writer(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
         if self._lock is None or self._lock[0] is not loop:  # a Lock serves one loop only

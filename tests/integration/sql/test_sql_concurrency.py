@@ -207,17 +207,31 @@ def _count_swaps(storage: SqlStorage, attempts: list[bool]) -> None:
             unit.trades.swap = swap  # type: ignore[method-assign]
             yield unit
 
+    real_swap_trade = storage.swap_trade
+
+    async def swap_trade(expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
+        won = await real_swap_trade(expected, trade, entry)
+        attempts.append(won)
+        return won
+
     storage.write = write  # type: ignore[method-assign]
+    storage.swap_trade = swap_trade  # type: ignore[method-assign]
 
 
 def _count_write_transactions(storage: SqlStorage, writes: list[int]) -> None:
     real = storage.write
+    real_swap_trade = storage.swap_trade
 
     def write() -> Any:
         writes.append(1)
         return real()
 
+    async def swap_trade(expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
+        writes.append(1)
+        return await real_swap_trade(expected, trade, entry)
+
     storage.write = write  # type: ignore[method-assign]
+    storage.swap_trade = swap_trade  # type: ignore[method-assign]
 
 
 async def test_approve_racing_cancel_ends_in_exactly_one(

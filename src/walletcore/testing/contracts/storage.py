@@ -823,6 +823,32 @@ class StorageContract:
         newest = await db.audit.newest(limit=4)
         assert [e.action for e in reversed(newest)] == ["cancel-0", "cancel-1", "cancel-2", "after"]
 
+    async def test_swap_trade_is_a_unit_of_one_compare_and_set(
+        self, storage: Storage, client_id: str, user_id: str
+    ) -> None:
+        """`storage.swap_trade`: the winner stores the trade and its entry, losers write
+        nothing; an entry no store could keep fails it and leaves the trade as it was."""
+        db = autocommit(storage)
+        t = trade(client_id, user_id)
+        await db.trades.add(t)
+        bad = AuditEntry(T0, None, None, "req-a", "ok")  # type: ignore[arg-type]  # NOT NULL
+        with pytest.raises(Exception):  # noqa: B017 - each store refuses it its own way
+            await storage.swap_trade(TradeStatus.OPEN, t.cancel(T0), bad)
+        assert await db.trades.get(client_id, user_id, t.trade_id) == t
+        moves = [t.start_approval(T0 + timedelta(seconds=n)) for n in range(8)]
+        won = await asyncio.gather(
+            *(
+                storage.swap_trade(TradeStatus.OPEN, move, entry(f"approve-{n}"))
+                for n, move in enumerate(moves)
+            )
+        )
+        assert sum(won) == 1
+        winner = won.index(True)
+        assert await db.trades.get(client_id, user_id, t.trade_id) == moves[winner]
+        assert await db.audit.newest() == [entry(f"approve-{winner}")]
+        assert not await storage.swap_trade(TradeStatus.OPEN, t.cancel(T0), entry("late"))
+        assert len(await db.audit.newest()) == 1
+
     async def test_standalone_and_carried_entries_keep_one_order(
         self, storage: Storage, client_id: str, user_id: str
     ) -> None:
