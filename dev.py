@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -31,6 +32,9 @@ TEST_PACKAGES = (ROOT / "tests" / "plugins" / "walletcore_testchain",)
 #: cached here; `walletcore_chains.testing.bitcoind` finds it. Installed from Debian's
 #: development suite (Bitcoin Knots, a Core fork) by the recipe in `install_bitcoind`.
 BITCOIND_DIR = VENV / "bitcoind"
+#: tronweb (npm), the independent check of the TRON gateway's txIDs and signatures
+#: (tests/integration/tron), cached here; the tests find it there.
+TRONWEB_DIR = VENV / "tronweb"
 
 
 def ensure_env(extras: str) -> None:
@@ -104,6 +108,31 @@ mv "$DEST/bitcoin-cli.new" "$DEST/bitcoin-cli"; mv "$DEST/bitcoind.new" "$DEST/b
         )
 
 
+def install_tronweb() -> None:
+    """Put tronweb under `.venv/tronweb` when it is missing (npm, a few seconds, once). A
+    failure is reported, not fatal: the tronweb cross-checks then skip, saying why."""
+    if (TRONWEB_DIR / "node_modules" / "tronweb").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        print("dev.py: no npm; the tronweb cross-checks will skip", file=sys.stderr)
+        return
+    print(f"dev.py: installing tronweb (TRON tests) into {TRONWEB_DIR}", file=sys.stderr)
+    TRONWEB_DIR.mkdir(parents=True, exist_ok=True)
+    command = [
+        npm,
+        "install",
+        "--silent",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        str(TRONWEB_DIR),
+        "tronweb@6",
+    ]
+    if subprocess.run(command, check=False).returncode != 0:
+        print("dev.py: tronweb could not be installed; its cross-checks will skip", file=sys.stderr)
+
+
 def check_resolution() -> None:
     """Refuse a resolver fallback to an ancient tronpy (see pyproject's pins)."""
     code = (
@@ -123,6 +152,7 @@ def main(argv: list[str]) -> int:
     os.chdir(ROOT)
     if command == "test":
         install_bitcoind()
+        install_tronweb()
         # Both cores (pytest-xdist), one test file per worker at a time; `-n 0` runs serially.
         parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else PARALLEL
         args = [str(BIN / "python"), "-m", "pytest", *parallel, *rest]

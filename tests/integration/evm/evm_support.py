@@ -37,15 +37,21 @@ def chain_gateways(
     **core: Any,
 ) -> dict[Chain, Any]:
     """The gateways the container builds for `WALLETCORE_CHAINS=chains`, with the `evm`
-    plugin's settings `evm` (and a Solana node and a Bitcoin Esplora API that do not
-    listen); `overrides`: the container's providers (`nonce_leases=...`)."""
+    plugin's settings `evm` (and a Solana node, a Bitcoin Esplora API and a TRON node
+    that do not listen); `overrides`: the container's providers (`nonce_leases=...`)."""
     from walletcore_chains.bitcoin import BitcoinSettings
+    from walletcore_chains.tron import TronSettings
 
     solana = SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana")
     bitcoin = BitcoinSettings(bitcoin_esplora_url="http://127.0.0.1:1/esplora")
     container = create_container(
         Settings(home=home, chains=chains, **core),
-        chain_settings={"evm": evm, "solana": solana, "bitcoin": bitcoin},
+        chain_settings={
+            "evm": evm,
+            "solana": solana,
+            "bitcoin": bitcoin,
+            "tron": TronSettings(tron_node_url="http://127.0.0.1:1/tron"),
+        },
         **(overrides or {}),
     )
     return container.gateways()

@@ -20,6 +20,7 @@ from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.gateway import SolanaGateway
+from walletcore_chains.tron.gateway import TronGateway
 from walletcore_sandbox.chain import SandboxGateway
 
 PRODUCTION = {
@@ -41,7 +42,7 @@ def test_rpc_builds_evm_gateways_per_network_from_settings(tmp_path: Path) -> No
     eth = gateways[Chain.ETHEREUM]
     assert isinstance(eth, EvmGateway) and eth.config.chain_id == 11155111
     assert isinstance(gateways[Chain.POLYGON], EvmGateway)
-    assert isinstance(gateways[Chain.TRON], SandboxGateway)
+    assert isinstance(gateways[Chain.TRON], TronGateway)
     assert isinstance(gateways[Chain.BITCOIN], BitcoinGateway)
     assert isinstance(gateways[Chain.SOLANA], SolanaGateway)
     mainnet = chain_gateways(tmp_path, EvmSettings(**NOWHERE))[Chain.BSC]
@@ -69,6 +70,8 @@ def test_the_deployers_variables_of_before_the_plugins_still_work(
     # BITCOIN has an rpc gateway since issue 15 (it needs WALLETCORE_BITCOIN_ESPLORA_URL);
     # a deployment of before keeps it on the ledger like this
     monkeypatch.setenv("WALLETCORE_CHAIN_BITCOIN", "sandbox")
+    # and TRON since issue 16 (WALLETCORE_TRON_NODE_URL)
+    monkeypatch.setenv("WALLETCORE_CHAIN_TRON", "sandbox")
     for chain in ("ETHEREUM", "POLYGON", "SOLANA"):
         monkeypatch.setenv(f"WALLETCORE_RPC_{chain}", f"http://127.0.0.1:1/{chain.lower()}")
     with pytest.raises(ConfigurationError, match=r"WALLETCORE_BSC_RPC_URL \(or WALLETCORE_RPC_BSC"):
@@ -98,12 +101,29 @@ def test_one_chain_takes_another_plugin_or_mode(
 
 
 def test_production_refuses_chains_without_a_real_gateway(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="TRON") as caught:
-        chain_gateways(tmp_path, EvmSettings(**NOWHERE), **PRODUCTION)
-    assert str(caught.value) == (
-        "WALLETCORE_CHAINS=rpc has no production gateway for TRON yet; the "
-        "production profile refuses to start on it"
+    # every chain has an rpc gateway since issue 16 (TRON): production plans them all
+    from walletcore_chains.bitcoin import BitcoinSettings
+    from walletcore_chains.solana.plugin import SolanaSettings
+    from walletcore_chains.tron import TronSettings
+
+    container = create_container(
+        Settings(home=tmp_path, chains="rpc", **PRODUCTION),
+        chain_settings={
+            "evm": EvmSettings(**NOWHERE),
+            "solana": SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana"),
+            "bitcoin": BitcoinSettings(bitcoin_esplora_url="http://127.0.0.1:1/esplora"),
+            "tron": TronSettings(tron_node_url="http://127.0.0.1:1/tron"),
+        },
     )
+    plan = container.chain_plan()
+    assert {c: choice.label for c, choice in plan.choices.items()} == {
+        Chain.BITCOIN: "bitcoin:rpc",
+        Chain.ETHEREUM: "evm:rpc",
+        Chain.BSC: "evm:rpc",
+        Chain.TRON: "tron:rpc",
+        Chain.POLYGON: "evm:rpc",
+        Chain.SOLANA: "solana:rpc",
+    }
     with pytest.raises(ConfigurationError, match="BITCOIN, TRON") as caught:
         chain_gateways(tmp_path, EvmSettings(), chains="devnet", **PRODUCTION)
     assert "WALLETCORE_CHAINS=devnet is a sandbox adapter (evm:devnet: ETHEREUM, BSC, " in str(

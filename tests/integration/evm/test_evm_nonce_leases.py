@@ -24,6 +24,7 @@ from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.evm.nonces import NonceBook
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.plugin import SolanaSettings
+from walletcore_chains.tron import TronSettings
 from walletcore_sql.engine import sqlite_url
 from walletcore_sql.nonces import nonce_leases
 from walletcore_sql.storage import SqlStorage
@@ -122,6 +123,7 @@ def test_the_container_hands_its_nonce_leases_to_the_rpc_gateways(tmp_path: Path
             "evm": EvmSettings(**NOWHERE),
             "solana": SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana"),
             "bitcoin": BitcoinSettings(bitcoin_esplora_url="http://127.0.0.1:1/esplora"),
+            "tron": TronSettings(tron_node_url="http://127.0.0.1:1/tron"),
         },
     )
     eth = container.gateways()[Chain.ETHEREUM]
@@ -149,6 +151,7 @@ def test_only_gateways_that_reserve_nonces_open_the_leases(tmp_path: Path) -> No
             "evm": EvmSettings(**NOWHERE),
             "solana": SolanaSettings(solana_rpc_url="http://127.0.0.1:1/solana"),
             "bitcoin": BitcoinSettings(bitcoin_esplora_url="http://127.0.0.1:1/esplora"),
+            "tron": TronSettings(tron_node_url="http://127.0.0.1:1/tron"),
         },
     )
     container.nonce_leases.override(providers.Callable(NoLeases()))

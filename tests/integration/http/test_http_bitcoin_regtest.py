@@ -49,6 +49,7 @@ def settings(tmp_path: Path, node: Bitcoind, monkeypatch: pytest.MonkeyPatch) ->
         "WALLETCORE_CHAIN_BSC": "sandbox",
         "WALLETCORE_CHAIN_POLYGON": "sandbox",
         "WALLETCORE_CHAIN_SOLANA": "sandbox",
+        "WALLETCORE_CHAIN_TRON": "sandbox",  # TRON's rpc gateway: test_http_tron_rpc.py
         "WALLETCORE_BITCOIN_NETWORK": "regtest",
         "WALLETCORE_BITCOIN_BACKEND": "core",
         "WALLETCORE_BITCOIN_RPC_URL": node.url,

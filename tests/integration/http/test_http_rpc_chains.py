@@ -79,6 +79,8 @@ class Nodes:
             # BITCOIN's rpc gateway has its own end-to-end test on a regtest bitcoind
             # (tests/integration/bitcoin/test_bitcoin_http.py): here the ledger stands in
             "WALLETCORE_CHAIN_BITCOIN": "sandbox",
+            # and TRON's (issue 16) in tests/integration/http/test_http_tron_rpc.py
+            "WALLETCORE_CHAIN_TRON": "sandbox",
             "WALLETCORE_NETWORK": "testnet",
             "WALLETCORE_RPC_ETHEREUM": self.evm[Chain.ETHEREUM].url,
             "WALLETCORE_BSC_RPC_URL": self.evm[Chain.BSC].url,
@@ -162,7 +164,7 @@ def test_the_rpc_profile_builds_json_rpc_gateways_from_settings(
         Chain.BITCOIN: "sandbox:sandbox",  # WALLETCORE_CHAIN_BITCOIN=sandbox (see `env`)
         Chain.ETHEREUM: "evm:rpc",
         Chain.BSC: "evm:rpc",
-        Chain.TRON: "sandbox:sandbox",
+        Chain.TRON: "sandbox:sandbox",  # WALLETCORE_CHAIN_TRON=sandbox (see `env`)
         Chain.POLYGON: "evm:rpc",
         Chain.SOLANA: "solana:rpc",
     }

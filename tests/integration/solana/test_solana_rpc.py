@@ -136,18 +136,20 @@ async def test_a_node_answering_nonsense_is_a_503_never_a_500() -> None:
 
 def build_rpc(tmp_path: Path, solana: SolanaSettings, **core: Any) -> dict[Chain, object]:
     """The gateways of `WALLETCORE_CHAINS=rpc`, with the `solana` plugin's settings (the EVM
-    nodes and the Bitcoin indexer do not listen)."""
+    nodes, the Bitcoin indexer and the TRON node do not listen)."""
     evm = EvmSettings(
         ethereum_rpc_url="http://127.0.0.1:1/eth",
         bsc_rpc_url="http://127.0.0.1:1/bsc",
         polygon_rpc_url="http://127.0.0.1:1/polygon",
     )
     from walletcore_chains.bitcoin import BitcoinSettings
+    from walletcore_chains.tron import TronSettings
 
     bitcoin = BitcoinSettings(bitcoin_esplora_url="http://127.0.0.1:1/esplora")
+    tron = TronSettings(tron_node_url="http://127.0.0.1:1/tron")
     container = create_container(
         Settings(home=tmp_path, chains="rpc", **core),
-        chain_settings={"evm": evm, "solana": solana, "bitcoin": bitcoin},
+        chain_settings={"evm": evm, "solana": solana, "bitcoin": bitcoin, "tron": tron},
     )
     return container.gateways()
 

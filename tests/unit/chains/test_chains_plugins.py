@@ -14,6 +14,7 @@ from walletcore.domain.assets import Chain
 from walletcore_chains.bitcoin import BitcoinSettings
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.plugin import SolanaSettings
+from walletcore_chains.tron import TronSettings
 from walletcore_sandbox.chain import SandboxChainSettings
 
 USDT = "0x52908400098527886E0F7030069857D2E4169EE7"
@@ -46,7 +47,7 @@ def test_every_chain_is_defined_once_by_its_own_plugin() -> None:
     assert modes["evm"] == ({"rpc", "devnet"}, EvmSettings)
     assert modes["solana"] == ({"rpc", "devnet"}, SolanaSettings)
     assert modes["bitcoin"] == ({"rpc"}, BitcoinSettings)
-    assert modes["tron"] == (set(), None)  # no real gateway yet
+    assert modes["tron"] == ({"rpc"}, TronSettings)
     assert modes["sandbox"] == ({"sandbox"}, SandboxChainSettings)
     sandbox_only = {
         f"{name}:{mode}"

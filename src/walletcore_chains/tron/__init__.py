@@ -1,8 +1,7 @@
-"""The chain plugin `tron`: TRON's addresses, signatures and keys.
+"""The chain plugin `tron`: TRON's addresses, signatures, keys and gateway (docs/tron.md).
 
-No gateway yet: on the sandbox profile TRON stands on the sandbox ledger, and the
-production profile refuses to start. A real gateway is a `gateways={"rpc": ...}` entry
-here (docs/chains.md, "Writing a chain plugin").
+- Gateway `rpc` (`TronGateway`, `tron/gateway.py`): TRX and the TRC20 tokens on a full
+  node's HTTP API (java-tron, TronGrid) through tronpy; settings `TronSettings`.
 
 - Addresses: base58check, 34 characters, version byte 0x41 (`T...`), mainnet only.
 - Keys: `m/44'/195'/0'/0/0`, secp256k1; the address is the base58check of 0x41 and the
@@ -17,6 +16,7 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore_chains.curves import uncompressed, verify_secp256k1
 from walletcore_chains.encodings import b58check_decode
+from walletcore_chains.tron.config import TronSettings, rpc_gateway
 
 PATH = "m/44'/195'/0'/0/0"
 _PREFIX = 0x41
@@ -48,12 +48,21 @@ def verify_signature(chain: Chain, address: str, payload: bytes, signature: byte
 
 
 #: Entry point `walletcore.chains: tron`.
-PLUGIN: ChainPlugin[None] = ChainPlugin(
+PLUGIN: ChainPlugin[TronSettings] = ChainPlugin(
     name="tron",
     chains=frozenset({Chain.TRON}),
+    settings_model=TronSettings,
     validate_address=validate_address,
     verify_signature=verify_signature,
     keys={Chain.TRON: KeyDerivation(PATH, "secp256k1", address_of)},
+    gateways={"rpc": rpc_gateway},
 )
 
-__all__ = ["PATH", "PLUGIN", "address_of", "validate_address", "verify_signature"]
+__all__ = [
+    "PATH",
+    "PLUGIN",
+    "TronSettings",
+    "address_of",
+    "validate_address",
+    "verify_signature",
+]

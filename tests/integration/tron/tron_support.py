@@ -1,0 +1,124 @@
+"""Helpers of the TRON gateway tests: keys signing as the KeyStore's `ChainKey` does, the
+gateway over the loopback node, one send, and tronweb (npm) as an independent check."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.ports import FeeQuote, SignedTransfer, Transfer
+from walletcore_chains import curves
+from walletcore_chains.testing.tron_node import TronTestNode
+from walletcore_chains.tron import address_of, validate_address, verify_signature
+from walletcore_chains.tron.client import TronClient
+from walletcore_chains.tron.gateway import TronGateway, TronOptions
+
+TRX, USDT, USDC = ASSETS_BY_ID[4], ASSETS_BY_ID[41], ASSETS_BY_ID[42]
+ROOT = Path(__file__).resolve().parents[3]
+#: where `python3 dev.py test` installs tronweb (and where the tests install it otherwise)
+TRONWEB_DIR = Path(os.environ.get("WALLETCORE_TRONWEB_DIR", ROOT / ".venv" / "tronweb"))
+
+
+class Wallet:
+    """A secp256k1 key signing a 32-byte digest as the sealed KeyStore's `ChainKey` does,
+    each signature checked against the address before it is handed out."""
+
+    def __init__(self) -> None:
+        self.secret = secrets.token_bytes(32)
+        self.address = address_of(curves.public_key("secp256k1", self.secret))
+
+    def sign(self, payload: bytes) -> bytes:
+        signature = curves.sign("secp256k1", self.secret, payload)
+        assert verify_signature(Chain.TRON, self.address, payload, signature)
+        return signature
+
+
+def make_gateway(node: TronTestNode, **options: Any) -> TronGateway:
+    client = TronClient(node.url, api_key="test-key", timeout=10)
+    return TronGateway(
+        client, validate_address, tokens=node.tokens, options=TronOptions(network="nile", **options)
+    )
+
+
+async def signed_transfer(
+    gw: TronGateway,
+    sender: Wallet,
+    recipient: str,
+    asset: Any,
+    units: int,
+    *,
+    sponsor: Wallet | None = None,
+    fee_from_amount: bool = False,
+) -> tuple[SignedTransfer, FeeQuote]:
+    """Quote, prepare and sign a send, as the service does before it broadcasts."""
+    payer = sponsor.address if sponsor else None
+    quote = await gw.fee(sender.address, recipient, asset, units, fee_payer=payer)
+    amount = units - quote.native_units if fee_from_amount else units
+    transfer = Transfer(asset, sender.address, recipient, amount, payer or sender.address)
+    unsigned = await gw.prepare(transfer, quote)
+    signatures = {sender.address: sender.sign(unsigned.payload_for(sender.address))}
+    if sponsor is not None:
+        signatures[sponsor.address] = sponsor.sign(unsigned.payload_for(sponsor.address))
+    return gw.assemble(unsigned, signatures), quote
+
+
+def tronweb_dir() -> Path | None:
+    """tronweb's install (npm), installing it there when missing; None when it cannot be."""
+    if (TRONWEB_DIR / "node_modules" / "tronweb").is_dir():
+        return TRONWEB_DIR
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        return None
+    TRONWEB_DIR.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [
+            npm,
+            "install",
+            "--silent",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(TRONWEB_DIR),
+            "tronweb@6",
+        ],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    return TRONWEB_DIR if done.returncode == 0 else None
+
+
+_CHECK = r"""
+const { Trx, utils } = require('tronweb');
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const out = input.map((tx) => {
+  const pb = utils.transaction.txJsonToPb(tx);
+  const txID = utils.transaction.txPbToTxID(pb).replace(/^0x/, '');
+  const rawDataHex = utils.transaction.txPbToRawDataHex(pb).replace(/^0x/, '').toLowerCase();
+  const signer = Trx.ecRecover({ ...tx, txID });
+  return { txID, rawDataHex, signer };
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def tronweb_check(directory: Path, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """tronweb's reading of each transaction as the node reports it (`gettransactionbyid`,
+    `visible: false`): the txID it computes from `raw_data` (its own protobuf encoding, not
+    ours), that encoding's hex, and the signer it recovers from the signature."""
+    done = subprocess.run(
+        ["node", "-e", _CHECK],
+        input=json.dumps(items).encode(),
+        capture_output=True,
+        cwd=directory,
+        env={**os.environ, "NODE_PATH": str(directory / "node_modules")},
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
