@@ -1,5 +1,5 @@
 """TRON's transaction bytes: the protobuf of `protocol.Transaction` for the two contracts a
-transfer uses, written and read here (proto3 wire format, no protobuf runtime needed).
+transfer uses, written and read by Google's `protobuf` runtime.
 
 - `Raw.encode()` is `Transaction.raw` (`raw_data`); the txID is its SHA-256, and that digest
   is what the owner signs (secp256k1, `r || s || recovery id`).
@@ -7,87 +7,135 @@ transfer uses, written and read here (proto3 wire format, no protobuf runtime ne
   `wallet/broadcasthex`; `split_signed` reads it back, keeping `raw_data`'s bytes exactly as
   they were sent (the txID is over those bytes, never over a re-encoding).
 
-Fields (tron.proto): `raw`: ref_block_bytes 1, ref_block_hash 4, expiration 8, data 10,
-contract 11, timestamp 14, fee_limit 18; `Contract`: type 1, parameter 2 (`Any`: type_url 1,
-value 2), Permission_id 5; `TransferContract`: owner_address 1, to_address 2, amount 3;
-`TriggerSmartContract`: owner_address 1, contract_address 2, call_value 3, data 4;
-`Transaction`: raw_data 1, signature 2 (repeated).
+No protoc step: the messages are declared here as a `FileDescriptorProto` (package
+`protocol`, field numbers and types from tronprotocol/protocol `core/Tron.proto`,
+`core/contract/balance_contract.proto` and `core/contract/smart_contract.proto`), in a
+private descriptor pool so nothing else that registers `protocol.*` can clash:
+
+- `Transaction { raw raw_data = 1; repeated bytes signature = 2; }`
+- `Transaction.raw`: ref_block_bytes 1, ref_block_hash 4, expiration 8 (int64), data 10,
+  contract 11 (repeated), timestamp 14 (int64), fee_limit 18 (int64);
+- `Transaction.Contract`: type 1 (`ContractType`), parameter 2 (`google.protobuf.Any`),
+  Permission_id 5 (int32);
+- `TransferContract`: owner_address 1, to_address 2, amount 3 (int64);
+- `TriggerSmartContract`: owner_address 1, contract_address 2, call_value 3 (int64), data 4.
+
+`TransactionBytes` is the same wire layout as `Transaction` with `raw_data` declared as
+`optional bytes`: parsing a signed transaction with it yields `raw_data`'s bytes untouched.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
 
 TRANSFER = "TransferContract"
 TRIGGER = "TriggerSmartContract"
 _TYPES = {TRANSFER: 1, TRIGGER: 31}
 _NAMES = {v: k for k, v in _TYPES.items()}
 _TYPE_URL = "type.googleapis.com/protocol."
-_VARINT, _BYTES = 0, 2
+
+_F = descriptor_pb2.FieldDescriptorProto
 
 
-def _varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64  # int64 as protobuf writes it
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+def _field(
+    message: descriptor_pb2.DescriptorProto,
+    name: str,
+    number: int,
+    kind: int,
+    *,
+    repeated: bool = False,
+    type_name: str = "",
+) -> descriptor_pb2.FieldDescriptorProto:
+    field = message.field.add(name=name, number=number, type=kind)
+    field.label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
+    if type_name:
+        field.type_name = type_name
+    return field
 
 
-def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
+def _file() -> descriptor_pb2.FileDescriptorProto:
+    file = descriptor_pb2.FileDescriptorProto(
+        name="walletcore/tron/transaction.proto",
+        package="protocol",
+        syntax="proto3",
+        dependency=[any_pb2.DESCRIPTOR.name],
+    )
+    tx = file.message_type.add(name="Transaction")
+    contract = tx.nested_type.add(name="Contract")
+    kinds = contract.enum_type.add(name="ContractType")
+    kinds.value.add(name="AccountCreateContract", number=0)
+    for name, number in _TYPES.items():
+        kinds.value.add(name=name, number=number)
+    _field(
+        contract, "type", 1, _F.TYPE_ENUM, type_name=".protocol.Transaction.Contract.ContractType"
+    )
+    _field(contract, "parameter", 2, _F.TYPE_MESSAGE, type_name=".google.protobuf.Any")
+    _field(contract, "Permission_id", 5, _F.TYPE_INT32)
+    raw = tx.nested_type.add(name="raw")
+    _field(raw, "ref_block_bytes", 1, _F.TYPE_BYTES)
+    _field(raw, "ref_block_hash", 4, _F.TYPE_BYTES)
+    _field(raw, "expiration", 8, _F.TYPE_INT64)
+    _field(raw, "data", 10, _F.TYPE_BYTES)
+    _field(
+        raw,
+        "contract",
+        11,
+        _F.TYPE_MESSAGE,
+        repeated=True,
+        type_name=".protocol.Transaction.Contract",
+    )
+    _field(raw, "timestamp", 14, _F.TYPE_INT64)
+    _field(raw, "fee_limit", 18, _F.TYPE_INT64)
+    _field(tx, "raw_data", 1, _F.TYPE_MESSAGE, type_name=".protocol.Transaction.raw")
+    _field(tx, "signature", 2, _F.TYPE_BYTES, repeated=True)
+
+    as_bytes = file.message_type.add(name="TransactionBytes")
+    as_bytes.oneof_decl.add(name="_raw_data")  # proto3 `optional`: presence is tracked
+    _field(as_bytes, "raw_data", 1, _F.TYPE_BYTES).MergeFrom(
+        _F(proto3_optional=True, oneof_index=0)
+    )
+    _field(as_bytes, "signature", 2, _F.TYPE_BYTES, repeated=True)
+
+    transfer = file.message_type.add(name=TRANSFER)
+    _field(transfer, "owner_address", 1, _F.TYPE_BYTES)
+    _field(transfer, "to_address", 2, _F.TYPE_BYTES)
+    _field(transfer, "amount", 3, _F.TYPE_INT64)
+    trigger = file.message_type.add(name=TRIGGER)
+    _field(trigger, "owner_address", 1, _F.TYPE_BYTES)
+    _field(trigger, "contract_address", 2, _F.TYPE_BYTES)
+    _field(trigger, "call_value", 3, _F.TYPE_INT64)
+    _field(trigger, "data", 4, _F.TYPE_BYTES)
+    return file
 
 
-def _int(field: int, value: int) -> bytes:
-    return _key(field, _VARINT) + _varint(value) if value else b""
+_POOL = descriptor_pool.DescriptorPool()
+_POOL.AddSerializedFile(any_pb2.DESCRIPTOR.serialized_pb)
+_POOL.AddSerializedFile(_file().SerializeToString())
 
 
-def _bytes(field: int, value: bytes) -> bytes:
-    return _key(field, _BYTES) + _varint(len(value)) + value if value else b""
+def _class(name: str) -> Any:
+    descriptor = _POOL.FindMessageTypeByName(name)
+    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
+        return message_factory.GetMessageClass(descriptor)
+    return message_factory.MessageFactory(_POOL).GetPrototype(descriptor)  # pragma: no cover
 
 
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise ValueError("truncated varint")
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, at
-        shift += 7
+_TransactionBytes = _class("protocol.TransactionBytes")
+_RawMessage = _class("protocol.Transaction.raw")
+_ContractMessage = _class("protocol.Transaction.Contract")
+_PARAMETERS = {TRANSFER: _class(f"protocol.{TRANSFER}"), TRIGGER: _class(f"protocol.{TRIGGER}")}
 
 
-def fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
-    """(field number, value) of each field of a message: ints and byte strings."""
-    at = 0
-    while at < len(data):
-        key, at = _read_varint(data, at)
-        field, wire = key >> 3, key & 7
-        if wire == _VARINT:
-            value, at = _read_varint(data, at)
-            yield field, value
-        elif wire == _BYTES:
-            size, at = _read_varint(data, at)
-            if at + size > len(data):
-                raise ValueError("truncated field")
-            yield field, data[at : at + size]
-            at += size
-        else:
-            raise ValueError(f"unexpected wire type {wire}")
-
-
-def _signed64(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
+def _parse(cls: Any, data: bytes) -> Any:
+    try:
+        return cls.FromString(data)
+    except DecodeError as exc:
+        raise ValueError(f"malformed {cls.DESCRIPTOR.full_name}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,37 +150,45 @@ class Contract:
     data: bytes = b""
     permission_id: int = 0
 
-    def parameter(self) -> bytes:
+    def _message(self) -> Any:
         if self.kind == TRANSFER:
-            return _bytes(1, self.owner) + _bytes(2, self.to) + _int(3, self.amount)
-        return (
-            _bytes(1, self.owner) + _bytes(2, self.to) + _int(3, self.amount) + _bytes(4, self.data)
+            return _PARAMETERS[TRANSFER](
+                owner_address=self.owner, to_address=self.to, amount=self.amount
+            )
+        return _PARAMETERS[TRIGGER](
+            owner_address=self.owner,
+            contract_address=self.to,
+            call_value=self.amount,
+            data=self.data,
         )
 
+    def parameter(self) -> bytes:
+        return self._message().SerializeToString()
+
+    def _proto(self) -> Any:
+        message = _ContractMessage(type=_TYPES[self.kind], Permission_id=self.permission_id)
+        message.parameter.type_url = _TYPE_URL + self.kind
+        message.parameter.value = self.parameter()
+        return message
+
     def encode(self) -> bytes:
-        any_ = _bytes(1, (_TYPE_URL + self.kind).encode()) + _bytes(2, self.parameter())
-        return _int(1, _TYPES[self.kind]) + _bytes(2, any_) + _int(5, self.permission_id)
+        return self._proto().SerializeToString()
 
     @classmethod
     def decode(cls, data: bytes) -> Contract:
-        kind, param, permission = 0, b"", 0
-        for field, value in fields(data):
-            if field == 1 and isinstance(value, int):
-                kind = value
-            elif field == 2 and isinstance(value, bytes):
-                param = next((v for f, v in fields(value) if f == 2 and isinstance(v, bytes)), b"")
-            elif field == 5 and isinstance(value, int):
-                permission = value
-        if kind not in _NAMES:
-            raise ValueError(f"unsupported contract type {kind}")
-        values: dict[int, int | bytes] = dict(fields(param))
-        owner, to = values.get(1, b""), values.get(2, b"")
-        amount, call = values.get(3, 0), values.get(4, b"")
-        if not (isinstance(owner, bytes) and isinstance(to, bytes)):
-            raise ValueError("malformed contract addresses")  # noqa: TRY004 - bad bytes
-        if not (isinstance(amount, int) and isinstance(call, bytes)):
-            raise ValueError("malformed contract fields")  # noqa: TRY004 - bad bytes
-        return cls(_NAMES[kind], owner, to, _signed64(amount), call, permission)
+        return cls._from(_parse(_ContractMessage, data))
+
+    @classmethod
+    def _from(cls, message: Any) -> Contract:
+        kind = _NAMES.get(message.type)
+        if kind is None:
+            raise ValueError(f"unsupported contract type {message.type}")
+        param = _parse(_PARAMETERS[kind], message.parameter.value)
+        if kind == TRANSFER:
+            to, amount, call = param.to_address, param.amount, b""
+        else:
+            to, amount, call = param.contract_address, param.call_value, param.data
+        return cls(kind, param.owner_address, to, amount, call, message.Permission_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,42 +204,29 @@ class Raw:
     data: bytes = b""
 
     def encode(self) -> bytes:
-        return (
-            _bytes(1, self.ref_block_bytes)
-            + _bytes(4, self.ref_block_hash)
-            + _int(8, self.expiration)
-            + _bytes(10, self.data)
-            + _bytes(11, self.contract.encode())
-            + _int(14, self.timestamp)
-            + _int(18, self.fee_limit)
-        )
+        return _RawMessage(
+            ref_block_bytes=self.ref_block_bytes,
+            ref_block_hash=self.ref_block_hash,
+            expiration=self.expiration,
+            data=self.data,
+            contract=[self.contract._proto()],
+            timestamp=self.timestamp,
+            fee_limit=self.fee_limit,
+        ).SerializeToString()
 
     @classmethod
     def decode(cls, data: bytes) -> Raw:
-        values: dict[int, list[int | bytes]] = {}
-        for field, value in fields(data):
-            values.setdefault(field, []).append(value)
-        contracts = values.get(11, [])
-        if len(contracts) != 1 or not isinstance(contracts[0], bytes):
+        message = _parse(_RawMessage, data)
+        if len(message.contract) != 1:
             raise ValueError("a transaction carries exactly one contract here")
-
-        def one(field: int, default: int | bytes) -> int | bytes:
-            return values.get(field, [default])[-1]
-
-        ref_bytes, ref_hash, memo = one(1, b""), one(4, b""), one(10, b"")
-        expiration, timestamp, fee_limit = one(8, 0), one(14, 0), one(18, 0)
-        if not all(isinstance(v, bytes) for v in (ref_bytes, ref_hash, memo)):
-            raise ValueError("malformed raw_data")
-        if not all(isinstance(v, int) for v in (expiration, timestamp, fee_limit)):
-            raise ValueError("malformed raw_data")
         return cls(
-            Contract.decode(contracts[0]),
-            ref_bytes,  # type: ignore[arg-type]
-            ref_hash,  # type: ignore[arg-type]
-            expiration,  # type: ignore[arg-type]
-            timestamp,  # type: ignore[arg-type]
-            fee_limit,  # type: ignore[arg-type]
-            memo,  # type: ignore[arg-type]
+            Contract._from(message.contract[0]),
+            message.ref_block_bytes,
+            message.ref_block_hash,
+            message.expiration,
+            message.timestamp,
+            message.fee_limit,
+            message.data,
         )
 
 
@@ -194,22 +237,18 @@ def txid(raw_bytes: bytes) -> str:
 
 def signed_bytes(raw_bytes: bytes, signatures: list[bytes]) -> bytes:
     """The whole `Transaction`: `raw_data` and its signatures."""
-    return _bytes(1, raw_bytes) + b"".join(
-        _key(2, _BYTES) + _varint(len(s)) + s for s in signatures
-    )
+    message = _TransactionBytes(signature=signatures)
+    if raw_bytes:  # proto3: an empty `raw_data` is not written
+        message.raw_data = raw_bytes
+    return message.SerializeToString()
 
 
 def split_signed(data: bytes) -> tuple[bytes, list[bytes]]:
     """(`raw_data` bytes as sent, signatures) of a whole `Transaction`."""
-    raw, signatures = None, []
-    for field, value in fields(data):
-        if field == 1 and isinstance(value, bytes):
-            raw = value
-        elif field == 2 and isinstance(value, bytes):
-            signatures.append(value)
-    if raw is None:
+    message = _parse(_TransactionBytes, data)
+    if not message.HasField("raw_data"):
         raise ValueError("no raw_data")
-    return raw, signatures
+    return message.raw_data, list(message.signature)
 
 
 __all__ = ["TRANSFER", "TRIGGER", "Contract", "Raw", "signed_bytes", "split_signed", "txid"]
