@@ -12,12 +12,7 @@ Rules:
   can wait runs on the loop: a write unit's `BEGIN IMMEDIATE` is tried without waiting,
   and only when another process holds the write lock is it waited for in a worker thread;
   WAL checkpoints run in a worker thread too, never inside a commit. Within the process,
-  write units queue on an asyncio lock, and share commits (group commit): each runs in a
-  savepoint of the one open transaction (a unit that raises is rolled back to its
-  savepoint, leaving the others' work), and the transaction commits, one fsync for them
-  all, as soon as no unit is inside it (scheduled with `call_soon`, so the units that
-  ended in the same turn of the loop join); each unit returns only once that commit is
-  done, and a failed commit fails every unit of the group. A commit's fsync (`synchronous = FULL`) stays on
+  write units queue on an asyncio lock. A commit's fsync (`synchronous = FULL`) stays on
   the loop: on a disk whose fsync is slow, run PostgreSQL (docs/storage.md).
 - Driver errors leave as `StorageUnavailable` (503) or `StorageError` (500).
 - A nonce lease holds a PostgreSQL connection for as long as it lives (a session-level
@@ -129,24 +124,6 @@ class LazyTransaction:
             await self._transaction.rollback()
 
 
-class _Group:
-    """Write units that share one SQLite transaction, each in a savepoint of its own, and
-    one COMMIT (one fsync) once none is inside (group commit)."""
-
-    __slots__ = ("conn", "lock", "scheduled", "transaction", "units", "waiters")
-
-    def __init__(self, conn: Connection, transaction: Any) -> None:
-        self.conn = conn
-        self.transaction = transaction
-        self.units = 0
-        self.waiters: list[asyncio.Future[None]] = []
-        self.scheduled = False
-        self.lock: asyncio.Lock | None = None
-
-    def busy(self) -> bool:
-        return self.lock is not None and self.lock.locked()
-
-
 class SqliteInline:
     """SQLite on the event loop's thread (module rules): one engine per `Database`."""
 
@@ -158,8 +135,6 @@ class SqliteInline:
         #: a read): the writer's, and idle readers'.
         self._writer: Connection | None = None
         self._readers: list[Connection] = []
-        #: The open write transaction the write units of this loop iteration share.
-        self._group: _Group | None = None
 
     @asynccontextmanager
     async def transaction(
@@ -174,95 +149,23 @@ class SqliteInline:
             finally:
                 self._idle(conn)
             return
-        loop = asyncio.get_running_loop()
         async with write_lock:
-            group = self._group
-            if group is None:
-                group = self._group = await self._open_group()
-                group.lock = write_lock
-            raw = group.conn.connection.dbapi_connection
-            savepoint = f"u{group.units}"
-            group.units += 1
             with storage_errors():
-                raw.execute(f"SAVEPOINT {savepoint}")
+                conn = self._writer or self.engine.connect().execution_options(
+                    **{SQLITE_WRITE: True}
+                )
+            self._writer = None
             try:
                 with storage_errors():
-                    yield InlineConnection(group.conn)
-            except BaseException:
-                with storage_errors():
-                    raw.execute(f"ROLLBACK TO {savepoint}")
-                    raw.execute(f"RELEASE {savepoint}")
-                self._schedule_commit(group, loop)
-                raise
-            with storage_errors():
-                raw.execute(f"RELEASE {savepoint}")
-            committed: asyncio.Future[None] = loop.create_future()
-            group.waiters.append(committed)
-            self._schedule_commit(group, loop)
-        # Outside the lock: the units that ended meanwhile join this one's commit.
-        try:
-            await asyncio.shield(committed)
-        except asyncio.CancelledError:
-            if not committed.done():  # the work commits anyway: say so once it has
-                await asyncio.wait([committed])
-            raise
-
-    async def _open_group(self) -> _Group:
-        with storage_errors():
-            conn = self._writer or self.engine.connect().execution_options(**{SQLITE_WRITE: True})
-        self._writer = None
-        try:
-            with storage_errors():
-                transaction = await self._begin_immediate(conn)
-        except BaseException:
-            self._keep_writer(conn)
-            raise
-        return _Group(conn, transaction)
-
-    def _schedule_commit(self, group: _Group, loop: asyncio.AbstractEventLoop) -> None:
-        if not group.scheduled:
-            group.scheduled = True
-            loop.call_soon(self._commit_group, group)
-
-    def _commit_group(self, group: _Group) -> None:
-        """COMMIT the units that ended since the group began: one fsync for them all."""
-        group.scheduled = False
-        if self._group is not group:  # pragma: no cover - committed already
-            return
-        if group.busy():
-            return  # a unit is inside (it awaited): it schedules the commit when it ends
-        self._group = None
-        failure: BaseException | None = None
-        try:
-            with storage_errors():
-                group.transaction.commit()
-        except BaseException as exc:  # noqa: BLE001 - handed to every unit of the group
-            failure = exc
-            # SQLite keeps the transaction open after a refused COMMIT (a deferred
-            # constraint): roll it back, here and in SQLAlchemy's bookkeeping.
-            with contextlib.suppress(Exception):
-                group.transaction.rollback()
-            with contextlib.suppress(Exception):
-                raw = group.conn.connection.dbapi_connection
-                if raw.in_transaction:
-                    raw.rollback()
-        self._keep_writer(group.conn)
-        for waiter in group.waiters:
-            if waiter.done():
-                continue
-            if failure is None:
-                waiter.set_result(None)
-            else:
-                waiter.set_exception(failure)
-        if failure is None:
-            self._committed()
-
-    def _keep_writer(self, conn: Connection) -> None:
-        if self._usable(conn):
-            self._writer = conn
-        else:
-            with contextlib.suppress(Exception):
-                conn.close()
+                    transaction = await self._begin_immediate(conn)
+                    with transaction:
+                        yield InlineConnection(conn)
+            finally:
+                if self._usable(conn):
+                    self._writer = conn
+                else:
+                    conn.close()
+        self._committed()
 
     def _idle(self, conn: Connection) -> None:
         if len(self._readers) < IDLE_READERS and self._usable(conn):
@@ -314,9 +217,6 @@ class SqliteInline:
             log.warning("SQLite WAL checkpoint failed; retried after more commits")
 
     async def aclose(self) -> None:
-        group = self._group
-        if group is not None and not group.busy():
-            self._commit_group(group)  # units that ended wait for it: never left open
         checkpoint, self._checkpoint = self._checkpoint, None
         if checkpoint is not None and checkpoint.get_loop() is asyncio.get_running_loop():
             with contextlib.suppress(Exception):

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sql_helpers import Db
@@ -219,78 +218,3 @@ def test_every_sqlite_read_of_a_request_searches_an_index(tmp_path: Path) -> Non
                 assert "SEARCH" in plan and "SCAN" not in plan, f"{name}: {plan}"
     finally:
         engine.dispose()
-
-
-async def test_sqlite_write_units_of_one_turn_share_one_commit(sqlite_database: Db) -> None:
-    """Group commit: units that end in the same turn of the loop commit together (one
-    fsync); each returns only after that commit; a unit that raises leaves the others."""
-    storage = sqlite_database.storage(migrate=True)
-    try:
-        await storage.start()
-        inline = storage.database.inline
-        assert inline is not None
-        commits: list[int] = []
-        real = inline._commit_group
-
-        def counted(group: Any) -> None:
-            commits.append(len(group.waiters))
-            real(group)
-
-        inline._commit_group = counted  # type: ignore[method-assign]
-        clients = [
-            ApiClient(client_id=new_id(), name=f"c{n}", key_hash="00" * 32) for n in range(40)
-        ]
-
-        async def add(client: ApiClient, fail: bool) -> None:
-            async with storage.write() as unit:
-                await unit.clients.add(client)
-                if fail:
-                    raise RuntimeError("this unit fails")
-
-        outcomes = await asyncio.gather(
-            *(add(c, n % 10 == 3) for n, c in enumerate(clients)), return_exceptions=True
-        )
-        failed = {n for n, o in enumerate(outcomes) if isinstance(o, RuntimeError)}
-        assert failed == {3, 13, 23, 33} and all(
-            o is None for n, o in enumerate(outcomes) if n not in failed
-        )
-        assert len(commits) < 36 and sum(commits) == 36  # fewer commits than units
-        for n, client in enumerate(clients):
-            stored = await autocommit(storage).clients.get(client.client_id)
-            assert (stored is None) == (n in failed)
-    finally:
-        await storage.aclose()
-
-
-async def test_a_failed_sqlite_group_commit_fails_every_unit_of_it(sqlite_database: Db) -> None:
-    """A COMMIT that fails (here a deferred foreign key one unit broke) fails every unit
-    that shared it, and none of their work is stored; the next units work."""
-    storage = sqlite_database.storage(migrate=True)
-    try:
-        await storage.start()
-        good = [ApiClient(client_id=new_id(), name=f"g{n}", key_hash="00" * 32) for n in range(5)]
-        orphan = ApiClient(client_id=new_id(), name="orphan", key_hash="00" * 32)
-
-        async def add(client: ApiClient) -> None:
-            async with storage.write() as unit:
-                await unit.clients.add(client)
-
-        async def break_the_commit() -> None:
-            async with storage.write() as unit:
-                conn = unit.conn  # type: ignore[attr-defined]
-                await conn.execute(text("PRAGMA defer_foreign_keys = ON"))
-                await unit.trades.add(_trade(orphan.client_id, new_id()))  # checked at COMMIT
-
-        outcomes = await asyncio.gather(
-            *(add(c) for c in good[:2]),
-            break_the_commit(),
-            *(add(c) for c in good[2:]),
-            return_exceptions=True,
-        )
-        assert all(isinstance(o, StorageError) for o in outcomes), outcomes
-        for client in good:
-            assert await autocommit(storage).clients.get(client.client_id) is None
-        await add(orphan)
-        assert await autocommit(storage).clients.get(orphan.client_id) == orphan
-    finally:
-        await storage.aclose()
