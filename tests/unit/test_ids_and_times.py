@@ -80,3 +80,16 @@ def test_datetime_wire_form_parses_back_to_the_same_millisecond(moment: datetime
     assert WIRE_DATETIME.match(text), text
     back = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     assert timedelta(0) <= moment - back < timedelta(milliseconds=1)
+
+
+def test_format_datetime_matches_the_strftime_form_it_replaced() -> None:
+    """Issue 14 moved `format_datetime` to isoformat: the same text for any instant."""
+    import random
+
+    rng = random.Random(14)
+    for _ in range(2000):
+        moment = datetime(2000, 1, 1, tzinfo=UTC) + timedelta(
+            seconds=rng.randrange(0, 100 * 365 * 86400), microseconds=rng.randrange(0, 10**6)
+        )
+        old = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+        assert format_datetime(moment) == old

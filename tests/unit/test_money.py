@@ -221,3 +221,27 @@ def test_to_base_units_is_exact_beyond_28_digits() -> None:
     """Ten billion of an 18-decimal token is 29 digits of wei: not one may be rounded away."""
     amount = parse_amount("12345678901.123456789012345678", 18)
     assert to_base_units(amount, 18) == 12345678901_123456789012345678
+
+
+def test_format_amount_matches_the_localcontext_form_it_replaced() -> None:
+    """Issue 14 passes the 80-digit context to quantize instead of entering it: the same
+    text for amounts of every size and precision, including 18-decimal token amounts."""
+    import random
+    from decimal import ROUND_DOWN, localcontext
+
+    rng = random.Random(14)
+
+    def old(value: Decimal) -> str:
+        with localcontext() as ctx:
+            ctx.prec = 80
+            cut = value.quantize(Decimal("0.000001"), rounding=ROUND_DOWN)
+        text = format(cut, "f")
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        return "0" if text in ("-0", "") else text
+
+    for _ in range(3000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 40)))
+        value = Decimal(digits).scaleb(-rng.randrange(0, 24))
+        assert format_amount(value) == old(value)
+        assert format_amount(-value) == old(-value)

@@ -14,8 +14,10 @@ def utc(dt: datetime) -> datetime:
 
 def format_datetime(dt: datetime) -> str:
     """`2026-11-22T04:06:23.123Z`: milliseconds, truncated, always UTC."""
-    value = utc(dt)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    value = utc(dt).replace(tzinfo=None)
+    # isoformat truncates to the millisecond (it never rounds) and pads the year to four
+    # digits; a fifth of strftime's cost, on every date of every trade on the wire.
+    return value.isoformat(timespec="milliseconds") + "Z"
 
 
 def format_optional_datetime(dt: datetime | None) -> str | None:
