@@ -4,8 +4,8 @@
 - `evm` (ETHEREUM, BSC, POLYGON: `rpc`, `devnet`), `walletcore_chains.evm.plugin`;
 - `solana` (SOLANA: `rpc`, `devnet`), `walletcore_chains.solana.plugin`;
 - `bitcoin` (BITCOIN: `rpc` on Esplora or Core JSON-RPC), `walletcore_chains.bitcoin`;
-- `tron`: addresses, signatures and keys, no gateway yet (the sandbox ledger
-  stands in on the sandbox profile; production refuses to start).
+- `tron` (TRON: `rpc` on a full node's HTTP API, TronGrid history),
+  `walletcore_chains.tron`.
 """
 
 from __future__ import annotations
