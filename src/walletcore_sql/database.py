@@ -38,12 +38,12 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from walletcore_sql.engine import (
-    SQLITE_BUSY_TIMEOUT_MS,
     SQLITE_WRITE,
     is_sqlite,
     make_engine,
     redacted,
     sqlite_inline_engine,
+    waiting_for_locks,
 )
 from walletcore_sql.errors import storage_errors
 from walletcore_sql.migrate import (
@@ -209,10 +209,11 @@ class SqliteInline:
 
     def _run_checkpoint(self) -> None:
         try:
-            with self.engine.connect() as conn:
-                conn.exec_driver_sql(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            with (
+                self.engine.connect() as conn,
+                waiting_for_locks(conn.connection.dbapi_connection),
+            ):
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
-                conn.exec_driver_sql("PRAGMA busy_timeout = 0")
         except Exception:  # noqa: BLE001 - the next one tries again; SQLite stays correct
             log.warning("SQLite WAL checkpoint failed; retried after more commits")
 
@@ -237,12 +238,8 @@ class SqliteInline:
 
 def _begin_waiting(conn: Connection) -> Any:
     """In a worker thread: BEGIN IMMEDIATE, waiting up to the busy timeout for the lock."""
-    raw = conn.connection.driver_connection
-    raw.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    try:
+    with waiting_for_locks(conn.connection.dbapi_connection):
         return conn.begin()
-    finally:
-        raw.execute("PRAGMA busy_timeout = 0")
 
 
 @dataclass(slots=True)

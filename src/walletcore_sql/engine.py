@@ -8,6 +8,8 @@ process, write units are also queued on one lock (see `Database.transaction`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,30 +98,55 @@ def _private_sqlite_files(url: URL) -> None:
                 private_file(companion)
 
 
-def _sqlite_events(engine: Engine, *, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> None:
+def _sqlite_events(engine: Engine, *, inline: bool) -> None:
+    """WAL, foreign keys, full fsync, and BEGIN ours rather than the driver's (it would defer
+    it and skip it before DDL). `inline` (statements on the event loop's thread): no busy
+    wait and no WAL checkpoint on the connection, and a read takes no transaction."""
+    pragmas = {
+        "busy_timeout": 0 if inline else SQLITE_BUSY_TIMEOUT_MS,
+        "journal_mode": "WAL",
+        "foreign_keys": "ON",
+        "synchronous": "FULL",
+    }
+    if inline:
+        pragmas["wal_autocheckpoint"] = 0
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # The driver must not issue BEGIN itself (it would defer it and skip it before DDL).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA synchronous = FULL")
+            for name, value in pragmas.items():
+                cursor.execute(f"PRAGMA {name} = {value}")
         finally:
             cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get(SQLITE_WRITE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        if inline:  # straight to the driver, without a SQLAlchemy execution's cost
+            if write:
+                conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+@contextmanager
+def waiting_for_locks(raw: Any) -> Iterator[None]:
+    """On a driver-level SQLite connection: wait up to the busy timeout for another
+    writer's lock (from a worker thread: the inline connections never wait), then back."""
+    before = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+    raw.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {int(before)}")
 
 
 def _sqlite_engine(url: URL, **options: Any) -> AsyncEngine:
     _private_sqlite_files(url)
     engine = create_async_engine(url, **options)
-    _sqlite_events(engine.sync_engine)
+    _sqlite_events(engine.sync_engine, inline=False)
     return engine
 
 
@@ -141,21 +168,5 @@ def sqlite_inline_engine(url: str | URL) -> Engine:
         max_overflow=-1,
     )
 
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # BEGIN is ours (below), never the driver's
-        dbapi_connection.execute("PRAGMA busy_timeout = 0")
-        dbapi_connection.execute("PRAGMA journal_mode = WAL")
-        dbapi_connection.execute("PRAGMA foreign_keys = ON")
-        dbapi_connection.execute("PRAGMA synchronous = FULL")
-        dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        # A write unit takes the write lock at BEGIN; a read unit takes no transaction at
-        # all (each SELECT is atomic on its own, as on PostgreSQL). Straight to the driver:
-        # without the cost of a SQLAlchemy execution.
-        if conn.get_execution_options().get(SQLITE_WRITE, False):
-            conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
-
+    _sqlite_events(engine, inline=True)
     return engine

@@ -30,11 +30,11 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from walletcore_sql.engine import (
-    SQLITE_BUSY_TIMEOUT_MS,
     SQLITE_WRITE,
     database_url,
     make_engine,
     redacted,
+    waiting_for_locks,
 )
 from walletcore_sql.errors import SchemaNotMigrated, SchemaOutdated, SchemaTooNew, storage_errors
 
@@ -133,13 +133,8 @@ def _waiting_for_locks(conn: Connection) -> Iterator[None]:
     if conn.dialect.name != "sqlite":
         yield
         return
-    raw = conn.connection.driver_connection
-    before = raw.execute("PRAGMA busy_timeout").fetchone()[0]
-    raw.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    try:
+    with waiting_for_locks(conn.connection.driver_connection):
         yield
-    finally:
-        raw.execute(f"PRAGMA busy_timeout = {int(before)}")
 
 
 async def current_engine(engine: AsyncEngine) -> str | None:

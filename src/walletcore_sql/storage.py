@@ -52,7 +52,7 @@ class SqlStorage(Storage, Lifecycle):
         async with self.database.transaction(write=True) as conn:
             unit = SqlUnit(self.database, conn, writable=True)
             yield unit
-            await unit.finish()
+            await unit.flush(last=True)
 
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
@@ -60,7 +60,7 @@ class SqlStorage(Storage, Lifecycle):
         async with self.database.transaction(write=True) as conn:
             unit = SqlUnit(self.database, conn, writable=True)
             swapped = await unit.trades.swap(expected, trade, entry=entry, alone=True)
-            await unit.finish()
+            await unit.flush(last=True)
             return swapped
 
     @asynccontextmanager

@@ -235,9 +235,10 @@ class SqlUnit(UnitOfWork):
         else:
             await conn.execute(_INSERTS[table.name], values)
 
-    async def flush(self) -> None:
-        """Send the deferred inserts: one statement, autocommitted when it is all the unit
-        wrote (`conn.execute_alone`)."""
+    async def flush(self, *, last: bool = False) -> None:
+        """Send the deferred inserts (PostgreSQL only), as one statement. `last` (the unit
+        ends cleanly): autocommitted when it is all the unit sent (`execute_alone`; a
+        single statement is atomic on its own)."""
         pending, self._pending = self._pending, []
         if not pending:
             return
@@ -245,21 +246,10 @@ class SqlUnit(UnitOfWork):
         if statement is None:  # a table twice: one statement each, in order
             for table, values in pending:
                 await self.conn.execute(_INSERTS[table.name], values)
-            return
-        await self.conn.execute(statement, params)
-
-    async def finish(self) -> None:
-        """At the end of a clean write unit: the deferred inserts, alone if nothing else
-        was sent (a single statement is atomic on its own)."""
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        statement, params = _combined(pending)
-        if statement is not None and hasattr(self.conn, "execute_alone"):
+        elif last:
             await self.conn.execute_alone(statement, params)
-            return
-        self._pending = pending
-        await self.flush()
+        else:
+            await self.conn.execute(statement, params)
 
     async def one(self, query: Any, params: dict[str, Any]) -> Any:
         result = await self.run(query, params)
@@ -440,7 +430,7 @@ class SqlTrades(TradeStore):
         }
         for key, value in rows.audit_values(entry).items():
             params[f"a_{key}"] = value
-        if alone and not self._unit.has_pending() and hasattr(self._unit.conn, "execute_alone"):
+        if alone and not self._unit.has_pending():  # PostgreSQL: a LazyTransaction
             result = await self._unit.conn.execute_alone(_TRADE_SWAP_AUDITED, params)
         else:
             result = await self._unit.run(_TRADE_SWAP_AUDITED, params)
