@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import threading
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from email.message import Message
+from typing import Any
 
 import httpx
+
+from walletcore_chains.testing.server import LoopbackHttpServer
 
 WALLET = "esplora-index"
 
@@ -27,39 +29,16 @@ def _sats(btc: Any) -> int:
     return int((Decimal(str(btc)) * 100_000_000).to_integral_value())
 
 
-class EsploraTestServer:
+class EsploraTestServer(LoopbackHttpServer):
     def __init__(self, rpc_url: str, rpc_auth: tuple[str, str]) -> None:
         self._rpc = httpx.Client(base_url=rpc_url, auth=rpc_auth, timeout=120)
         self._lock = threading.Lock()
         self._watched: set[str] = set()
         self._wallet = False
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                owner._serve(self, "GET", b"")
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                owner._serve(self, "POST", self.rfile.read(length))
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
+        super().__init__()
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__exit__(*exc)
         self._rpc.close()
 
     # -- the node ----------------------------------------------------------------------
@@ -203,8 +182,10 @@ class EsploraTestServer:
         return out
 
     # -- HTTP --------------------------------------------------------------------------
-    def _serve(self, handler: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
-        path = handler.path.split("?")[0].rstrip("/")
+    def respond(
+        self, method: str, path: str, headers: Message, body: bytes
+    ) -> tuple[int, str, bytes]:
+        path = path.split("?")[0].rstrip("/")
         status, content, kind = 200, "", "application/json"
         try:
             parts = path.strip("/").split("/")
@@ -246,12 +227,7 @@ class EsploraTestServer:
             status, content, kind = 400, "Invalid Bitcoin address", "text/plain"
         except Exception as exc:  # noqa: BLE001 - a test server: say what broke
             status, content, kind = 500, type(exc).__name__, "text/plain"
-        data = str(content).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", kind)
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        return status, kind, str(content).encode()
 
 
 class _RpcError(Exception):

@@ -1,13 +1,15 @@
-"""The HTTP side of the loopback JSON-RPC test nodes: a stdlib `ThreadingHTTPServer` on
-127.0.0.1 (a free port) in a daemon thread, taking one request or a batch per POST and
-handing each to the node's `answer`. Used as a context manager; `url` is the node's."""
+"""The HTTP side of the loopback test servers: a stdlib `ThreadingHTTPServer` on 127.0.0.1
+(a free port) in a daemon thread, handing each request to the server's `respond`. Used as a
+context manager; `url` is the server's. `LoopbackRpcServer` is the JSON-RPC one: one request
+or a batch per POST, each handed to the node's `answer`."""
 
 from __future__ import annotations
 
 import json
 import threading
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 
 class RpcError(Exception):
@@ -22,39 +24,46 @@ class RpcError(Exception):
         return {"jsonrpc": "2.0", "error": error, "id": request_id}
 
 
-class LoopbackRpcServer:
-    """Serves `answer(request) -> response` over HTTP on loopback; subclasses answer."""
+class LoopbackHttpServer:
+    """Serves `respond(method, path, headers, body) -> (status, content type, body)` over
+    HTTP/1.1 (keep-alive) on loopback for each request whose method is in `methods` (others
+    get the stdlib's 501); subclasses respond. An exception out of `respond` drops the
+    connection unanswered (the stdlib logs it)."""
+
+    methods: ClassVar[tuple[str, ...]] = ("GET", "POST")
 
     def __init__(self) -> None:
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes
+        def serve(handler: BaseHTTPRequestHandler) -> None:
+            length = int(handler.headers.get("Content-Length", 0))
+            body = handler.rfile.read(length) if length else b""
+            status, kind, data = owner.respond(handler.command, handler.path, handler.headers, body)
+            handler.send_response(status)
+            handler.send_header("Content-Type", kind)
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                request = json.loads(self.rfile.read(length))
-                if isinstance(request, list):
-                    body: Any = [owner.answer(r) for r in request]
-                else:
-                    body = owner.answer(request)
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def log_message(handler: BaseHTTPRequestHandler, *args: Any) -> None:
+            pass
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        attributes: dict[str, Any] = {
+            "protocol_version": "HTTP/1.1",
+            "disable_nagle_algorithm": True,  # headers and body are two writes
+            "log_message": log_message,
+        }
+        attributes.update({f"do_{method}": serve for method in self.methods})
+        handler = type("Handler", (BaseHTTPRequestHandler,), attributes)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def respond(
+        self, method: str, path: str, headers: Message, body: bytes
+    ) -> tuple[int, str, bytes]:
+        """(status, Content-Type, body) of the answer to one request."""
         raise NotImplementedError
 
     def __enter__(self) -> Self:
@@ -66,4 +75,23 @@ class LoopbackRpcServer:
         self._server.server_close()
 
 
-__all__ = ["LoopbackRpcServer", "RpcError"]
+class LoopbackRpcServer(LoopbackHttpServer):
+    """Serves `answer(request) -> response` as JSON-RPC over HTTP POST; subclasses answer."""
+
+    methods = ("POST",)
+
+    def respond(
+        self, method: str, path: str, headers: Message, body: bytes
+    ) -> tuple[int, str, bytes]:
+        request = json.loads(body)
+        if isinstance(request, list):
+            reply: Any = [self.answer(r) for r in request]
+        else:
+            reply = self.answer(request)
+        return 200, "application/json", json.dumps(reply).encode()
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+__all__ = ["LoopbackHttpServer", "LoopbackRpcServer", "RpcError"]

@@ -31,14 +31,15 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from email.message import Message
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from eth_abi.abi import encode as abi_encode
 from eth_keys import keys
 from eth_utils.crypto import keccak
 
+from walletcore_chains.testing.server import LoopbackHttpServer
 from walletcore_chains.tron import proto
 
 PARAMETERS = {
@@ -95,7 +96,7 @@ class Refused(Exception):
         self.code, self.message = code, message
 
 
-class TronTestNode:
+class TronTestNode(LoopbackHttpServer):
     def __init__(self, *, auto_solidify: bool = True, estimate_energy: bool = True) -> None:
         self.params = dict(PARAMETERS)
         self.auto_solidify = auto_solidify
@@ -113,9 +114,7 @@ class TronTestNode:
         self._lock = threading.RLock()
         self._evm_setup()
         self._new_block()
-        self._server = self._make_server()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__()
 
     # -- the EVM (TRC20) ------------------------------------------------------------------
     def _evm_setup(self) -> None:
@@ -632,61 +631,30 @@ class TronTestNode:
         return b"\x41" + key.to_canonical_address() == owner
 
     # -- HTTP -----------------------------------------------------------------------------
-    def _make_server(self) -> ThreadingHTTPServer:
-        owner = self
+    def respond(
+        self, method: str, path: str, headers: Message, body: bytes
+    ) -> tuple[int, str, bytes]:
+        # no helper methods here: `answer` reaches any `_<path>` attribute
+        self.last_headers = dict(headers)
+        url = urlparse(path)
+        self.paths.append(url.path)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes
+        def reply(status: int, body: Any) -> tuple[int, str, bytes]:
+            return status, "application/json", json.dumps(body).encode()
 
-            def _reply(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:
-                owner.last_headers = dict(self.headers)
-                length = int(self.headers.get("Content-Length", 0))
-                raw = self.rfile.read(length) if length else b"{}"
-                path = urlparse(self.path).path
-                owner.paths.append(path)
-                try:
-                    body = json.loads(raw or b"{}")
-                    self._reply(200, owner.answer(path, body))
-                except KeyError:
-                    self._reply(404, {"Error": f"no such API {path}"})
-                except Exception as exc:  # noqa: BLE001 - java-tron's servlet error shape
-                    self._reply(200, {"Error": f"class {type(exc).__name__} : {exc}"})
-
-            def do_GET(self) -> None:
-                owner.last_headers = dict(self.headers)
-                url = urlparse(self.path)
-                owner.paths.append(url.path)
-                if not url.path.startswith("/v1/accounts/"):
-                    self._reply(404, {"success": False, "error": "not found"})
-                    return
-                try:
-                    self._reply(200, owner.grid(url.path, parse_qs(url.query)))
-                except Exception as exc:  # noqa: BLE001 - TronGrid's error shape
-                    self._reply(400, {"success": False, "error": str(exc), "statusCode": 400})
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        return server
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        if method == "POST":
+            try:
+                return reply(200, self.answer(url.path, json.loads(body or b"{}")))
+            except KeyError:
+                return reply(404, {"Error": f"no such API {url.path}"})
+            except Exception as exc:  # noqa: BLE001 - java-tron's servlet error shape
+                return reply(200, {"Error": f"class {type(exc).__name__} : {exc}"})
+        if not url.path.startswith("/v1/accounts/"):
+            return reply(404, {"success": False, "error": "not found"})
+        try:
+            return reply(200, self.grid(url.path, parse_qs(url.query)))
+        except Exception as exc:  # noqa: BLE001 - TronGrid's error shape
+            return reply(400, {"success": False, "error": str(exc), "statusCode": 400})
 
 
 __all__ = ["PARAMETERS", "TronTestNode", "b58", "raw21"]

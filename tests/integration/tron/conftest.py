@@ -43,7 +43,7 @@ def tronweb() -> Path:
     found = tronweb_dir()
     if found is None:
         pytest.skip(
-            "tronweb could not be installed with npm (no node/npm, or no registry): run the "
-            "tests with `python3 dev.py test`, which installs it under .venv/tronweb"
+            "tronweb is not installed: run the tests with `python3 dev.py test`, which "
+            "installs it under .venv/tronweb with npm"
         )
     return found

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -69,29 +68,9 @@ async def signed_transfer(
 
 
 def tronweb_dir() -> Path | None:
-    """tronweb's install (npm), installing it there when missing; None when it cannot be."""
-    if (TRONWEB_DIR / "node_modules" / "tronweb").is_dir():
-        return TRONWEB_DIR
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        return None
-    TRONWEB_DIR.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [
-            npm,
-            "install",
-            "--silent",
-            "--no-audit",
-            "--no-fund",
-            "--prefix",
-            str(TRONWEB_DIR),
-            "tronweb@6",
-        ],
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
-    return TRONWEB_DIR if done.returncode == 0 else None
+    """tronweb's install, which `python3 dev.py test` makes (`dev.py: install_tronweb`);
+    None when it is not there."""
+    return TRONWEB_DIR if (TRONWEB_DIR / "node_modules" / "tronweb").is_dir() else None
 
 
 _CHECK = r"""
