@@ -70,8 +70,15 @@ class Container(containers.DeclarativeContainer):
         settings=settings,
         clock=clock,
     )
+    # a venue re-prices through the price source it is handed (or its own market data),
+    # never a hidden second feed
     venue = providers.Singleton(
-        plugins.build, "walletcore.venues", settings.provided.venue, settings=settings, clock=clock
+        plugins.build,
+        "walletcore.venues",
+        settings.provided.venue,
+        settings=settings,
+        clock=clock,
+        prices=prices,
     )
 
     token_key = providers.Singleton(

@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from walletcore.domain.assets import PRICE_FIATS, SYMBOLS, Fiat
-from walletcore.domain.errors import PriceUnavailable, PricingTimeout
+from walletcore.domain.errors import OrderRejected, PriceUnavailable, PricingTimeout
+from walletcore.domain.trade import Order, Side
 from walletcore.ports import Clock, PriceMap, PriceSource
 
 log = logging.getLogger("walletcore.prices")
@@ -128,3 +129,25 @@ class RefreshingPriceSource(PriceSource):
         if known is None or self._clock.now() - known[1] > self._max_age:
             raise PriceUnavailable(f"No usable {symbol}/{fiat.value} price; retry with backoff")
         return known[0]
+
+
+def slippage_percent(order: Order, price: Decimal) -> Decimal:
+    """How far (percent, positive) `price` moved against the order's side from its quote:
+    down for a sell, up for a buy; 0 when it moved in the user's favour or was not quoted."""
+    quoted = order.quoted_price
+    if quoted is None or quoted <= 0:
+        return Decimal(0)
+    moved = (quoted - price) if order.side is Side.SELL else (price - quoted)
+    return max(Decimal(0), moved * 100 / quoted)
+
+
+def check_slippage(order: Order, price: Decimal, limit_percent: Decimal) -> None:
+    """Refuse (`OrderRejected`: nothing placed, the trade `failed`) an order re-priced at
+    `price` that moved against the user more than `limit_percent` from its quote. A move in
+    the user's favour passes whatever its size."""
+    moved = slippage_percent(order, price)
+    if moved > limit_percent:
+        raise OrderRejected(
+            f"the price moved {moved.quantize(Decimal('0.01'))}% against the quote, over the "
+            f"slippage limit of {limit_percent}%; request a new quote"
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -122,7 +123,17 @@ class Settings(BaseSettings):
     #: or rotating a client stops its tokens at once in the process that did it, and
     #: within this many seconds in every other one (0: read the client on every request).
     client_cache_seconds: float = Field(default=1.0, ge=0, le=60)
+    #: Seconds between two refreshes of the price source (`/prices`, quotes).
     price_refresh_seconds: float = Field(default=60.0, gt=0)
+    #: Seconds a refresh may take before it counts as failed (the last values are kept);
+    #: a quote waiting on a refresh this long answers `504`.
+    price_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: Age after which a price is no longer quoted on: a quote answers `502` (no usable
+    #: price) rather than quote an old price. `/prices` keeps showing it (last known).
+    price_max_age_seconds: float = Field(default=900.0, gt=0)
+    #: How far (percent) the price at approval may move against the quote's before the
+    #: venue refuses the order (`502 Order rejected: ...`, the trade `failed`).
+    max_slippage_percent: Decimal = Field(default=Decimal("2"), ge=0, le=100)
     trades_page_size: int = Field(default=10, ge=1, le=100)
     #: Page size of `/transactions` and `/platform/transactions` (newest first).
     transactions_page_size: int = Field(default=10, ge=1, le=100)

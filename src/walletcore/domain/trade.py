@@ -118,6 +118,11 @@ class Order:
     fixed_leg: FixedLeg
     fixed_amount: Decimal
     approved_at: datetime
+    #: The quote's unit price in `fiat`: a venue refuses a re-price too far from it
+    #: (`walletcore.pricing.check_slippage`).
+    quoted_price: Decimal | None = None
+    #: When the quote lapses: a venue may let an order it is still working run until then.
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +221,8 @@ class Trade:
             fixed_leg=self.fixed_leg,
             fixed_amount=self.fixed_amount,
             approved_at=self.approved_at,
+            quoted_price=self.quote.price,
+            expires_at=self.quote.expires_at,
         )
 
     # -- the transition table --------------------------------------------------------

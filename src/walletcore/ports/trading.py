@@ -49,6 +49,16 @@ class TradeVenue(Protocol):
         """What became of an order placed earlier, found by its trade id."""
         ...
 
+    async def cancel(self, order: Order) -> OrderOutcome:
+        """Stop an order the venue is still working (its trade's quote lapsed).
+
+        Returns what became of it: `Rejected` when nothing (more) will trade and nothing
+        traded, a `Fill` of what traded before the cancel took (the trade settles on it),
+        `Accepted` when it could not be stopped yet. Raises like `status` when the venue
+        cannot be asked; the trade then stays as it is.
+        """
+        ...
+
 
 __all__ = [
     "Accepted",

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from walletcore_chains.testing.server import LoopbackHttpServer
+from walletcore.testing.http import LoopbackHttpServer
 
 WALLET = "esplora-index"
 

@@ -35,7 +35,7 @@ from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_status import TransactionConfirmationStatus, TransactionStatus
 
 from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LiteSvmNode, SendError
-from walletcore_chains.testing.server import LoopbackRpcServer, RpcError
+from walletcore.testing.http import LoopbackRpcServer, RpcError
 
 
 def _value(attribute: Any) -> Any:

@@ -39,7 +39,7 @@ from eth_abi.abi import encode as abi_encode
 from eth_keys import keys
 from eth_utils.crypto import keccak
 
-from walletcore_chains.testing.server import LoopbackHttpServer
+from walletcore.testing.http import LoopbackHttpServer
 from walletcore_chains.tron import proto
 
 PARAMETERS = {
