@@ -18,6 +18,7 @@ from walletcore import Caller, Settings, create_container
 from walletcore.domain.assets import Fiat
 from walletcore.testing import (
     FakeKeyStore,
+    FixedHoldings,
     FixedPrices,
     InMemoryStorage,
     InstantVenue,
@@ -38,6 +39,7 @@ async def main() -> None:
         keystore=FakeKeyStore(),
         prices=prices,
         venue=InstantVenue(prices),
+        holdings=FixedHoldings(storage=storage),  # FAKE addresses hold nothing on any chain
     )
     issued = await container.auth().create_client("embedder", assets=[1, 2])
     caller = Caller(issued.client, "embed-1")

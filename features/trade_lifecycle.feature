@@ -163,6 +163,32 @@ Feature: Trade lifecycle
       Then the trade is completed
       And the venue has been asked to execute 1 order
 
+  Rule: A sell is backed by what the user's wallet holds
+
+    Scenario: A sell quote for more than the wallet holds is refused
+      Given the user's wallet holds 0.2 BTC
+      When the user asks to sell 0.5 BTC for USD
+      Then the request fails with status 400 and the message "The wallet holds 0.2 BTC, less than the 0.5 BTC to sell"
+      And nothing has been sent to the venue
+
+    Scenario: A sell quote for a fiat amount is backed by the crypto it derives
+      Given the user's wallet holds 0.000001 BTC
+      When the user asks to sell BTC worth 1000 USD
+      Then the request fails with status 400
+
+    Scenario: A sell the wallet no longer covers cannot be approved
+      Given the user has an open quote to sell 0.5 BTC for USD
+      And the user's wallet holds 0.1 BTC
+      When the user approves the trade
+      Then the request fails with status 400
+      And the trade is open
+      And nothing has been sent to the venue
+
+    Scenario: A buy needs no holdings of the asset
+      Given the user's wallet holds 0 BTC
+      When the user asks to buy 0.5 BTC with USD
+      Then the request succeeds
+
   Rule: A rejected order fails the trade and nothing trades
 
     Scenario: The venue rejects the order

@@ -20,6 +20,7 @@ from walletcore.secretfiles import ConfigurationError, operator_secret
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.auth import AuthService
+from walletcore.services.holdings import WalletHoldings
 from walletcore.services.market import MarketService
 from walletcore.services.sends import SendService
 from walletcore.services.tokens import TokenSigner
@@ -107,17 +108,6 @@ class Container(containers.DeclarativeContainer):
         client_cache_seconds=settings.provided.client_cache_seconds,
     )
     market = providers.Singleton(MarketService, prices, asset_policy)
-    trading = providers.Singleton(
-        TradingService,
-        storage,
-        clock,
-        prices,
-        venue,
-        asset_policy,
-        auditor,
-        quote_ttl_seconds=settings.provided.quote_ttl_seconds,
-        page_size=settings.provided.trades_page_size,
-    )
     wallets = providers.Singleton(WalletService, storage, clock, keystore, asset_policy, auditor)
 
     # wallet operations on chain: one ChainPlugin per chain or family (entry points of
@@ -146,6 +136,20 @@ class Container(containers.DeclarativeContainer):
     )
     sends = providers.Singleton(
         SendService, storage, clock, keystore, gateways, asset_policy, auditor
+    )
+    # what a user's wallet holds on chain: sells are backed by it (services/holdings.py)
+    holdings = providers.Singleton(WalletHoldings, storage, gateways)
+    trading = providers.Singleton(
+        TradingService,
+        storage,
+        clock,
+        prices,
+        venue,
+        asset_policy,
+        auditor,
+        quote_ttl_seconds=settings.provided.quote_ttl_seconds,
+        page_size=settings.provided.trades_page_size,
+        holdings=holdings,
     )
 
 

@@ -133,7 +133,7 @@ class Settings(BaseSettings):
     price_max_age_seconds: float = Field(default=900.0, gt=0)
     #: How far (percent) the price at approval may move against the quote's before the
     #: venue refuses the order (`502 Order rejected: ...`, the trade `failed`).
-    max_slippage_percent: Decimal = Field(default=Decimal("2"), ge=0, le=100)
+    max_slippage_percent: Decimal = Field(default=Decimal(2), ge=0, le=100)
     trades_page_size: int = Field(default=10, ge=1, le=100)
     #: Page size of `/transactions` and `/platform/transactions` (newest first).
     transactions_page_size: int = Field(default=10, ge=1, le=100)

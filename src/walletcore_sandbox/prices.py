@@ -60,13 +60,31 @@ def sandbox_table(at: datetime) -> PriceTable:
 class SandboxPriceSource(RefreshingPriceSource):
     """The refreshing source fed by `sandbox_table` at the clock's time."""
 
-    def __init__(self, clock: Clock, *, interval_seconds: float = 60.0) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        interval_seconds: float = 60.0,
+        timeout_seconds: float = 10.0,
+        max_age_seconds: float = 900.0,
+    ) -> None:
         async def fetch() -> PriceTable:
             return sandbox_table(clock.now())
 
-        super().__init__(fetch, clock, interval_seconds=interval_seconds)
+        super().__init__(
+            fetch,
+            clock,
+            interval_seconds=interval_seconds,
+            timeout_seconds=timeout_seconds,
+            max_age_seconds=max_age_seconds,
+        )
 
 
 def build(*, clock: Clock, settings: Any, **_: Any) -> SandboxPriceSource:
     """Entry point `walletcore.price_sources: sandbox`."""
-    return SandboxPriceSource(clock, interval_seconds=settings.price_refresh_seconds)
+    return SandboxPriceSource(
+        clock,
+        interval_seconds=settings.price_refresh_seconds,
+        timeout_seconds=settings.price_timeout_seconds,
+        max_age_seconds=settings.price_max_age_seconds,
+    )

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,7 +35,7 @@ from walletcore.clock import ManualClock
 from walletcore.domain.assets import CATALOG, Asset
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade
 from walletcore.ports import TradeStore, UnitOfWork
-from walletcore.testing import InMemoryStorage, autocommit
+from walletcore.testing import FixedHoldings, InMemoryStorage, autocommit
 from walletcore_litestar.schemas import TradeView
 from walletcore_sandbox.prices import SandboxPriceSource
 from walletcore_sandbox.venue import SandboxVenue
@@ -58,17 +59,28 @@ class CountingVenue:
     """The sandbox venue, counting the orders it is asked to execute and the polls."""
 
     def __init__(self) -> None:
-        self._inner = SandboxVenue()
+        self._inner: SandboxVenue | None = None  # on the world's prices, with its container
         self.executions = 0
         self.polls = 0
 
+    def trade_on(self, prices: SandboxPriceSource) -> None:
+        self._inner = SandboxVenue(prices)
+
+    @property
+    def inner(self) -> SandboxVenue:
+        assert self._inner is not None, "the venue trades once the world has its container"
+        return self._inner
+
     async def execute(self, order: Order) -> Fill | Accepted:
         self.executions += 1
-        return await self._inner.execute(order)
+        return await self.inner.execute(order)
 
     async def status(self, order: Order) -> OrderOutcome:
         self.polls += 1
-        return await self._inner.status(order)
+        return await self.inner.status(order)
+
+    async def cancel(self, order: Order) -> OrderOutcome:
+        return await self.inner.cancel(order)
 
 
 class _InterleavingTrades:
@@ -114,6 +126,8 @@ class World:
     clock: ManualClock
     storage: InMemoryStorage = field(default_factory=InterleavingStorage)
     venue: CountingVenue = field(default_factory=CountingVenue)
+    #: what users' wallets hold (plenty of everything unless a scenario says otherwise)
+    holdings: FixedHoldings = field(default_factory=FixedHoldings)
     env: dict[str, Any] = field(default_factory=dict)
     parties: dict[str, Party] = field(default_factory=dict)
     #: user name -> (api client name, user id)
@@ -148,13 +162,17 @@ class World:
     def container(self) -> Container:
         if self._container is None:
             if self._prices is None:
-                self._prices = SandboxPriceSource(self.clock)
+                # a feed refreshed every second: an approval prices at its own minute
+                self._prices = SandboxPriceSource(self.clock, interval_seconds=1)
+            self.venue.trade_on(self._prices)
+            self.holdings.storage = self.storage
             self._container = create_container(
                 Settings(home=self.home, **{"repo": "memory", **self.env}),
                 clock=self.clock,
                 storage=self.storage,
                 venue=self.venue,
                 prices=self._prices,
+                holdings=self.holdings,
             )
         return self._container
 
@@ -524,6 +542,13 @@ def wallet_balance(world: World, asset_text: str, owner: str = "the user") -> st
     gateway = world.container.gateways()[asset.chain]
     units = world.run(gateway.balance(wallet_address(world, asset.chain, owner), asset))
     return format_balance(units, asset.decimals)
+
+
+@given(parsers.parse("the user's wallet holds {amount} {asset}"))
+def given_user_holds(world: World, amount: str, asset: str) -> None:
+    """What the user's wallet holds of an asset, as the backing check of sells reads it."""
+    found = asset_named(asset)
+    world.holdings.by_asset[found.id] = int(Decimal(amount).scaleb(found.decimals))
 
 
 @given(parsers.parse("the wallet holds {amount} {asset}"))

@@ -283,8 +283,10 @@ def price_moved(world: World) -> None:
 def price_at_approval(world: World) -> None:
     answer = world.succeeded()
     trade = world.stored_trade()
-    assert trade.approved_at is not None
-    market = sandbox_unit_price(answer["symbol"], Fiat(answer["fiat"]), trade.approved_at)
+    assert trade.approved_at == world.clock.now()  # the clock has not moved since
+    prices = world.container.prices()  # the venue re-prices through the configured source
+    market = world.run(prices.unit_price(answer["symbol"], Fiat(answer["fiat"])))
+    assert market == sandbox_unit_price(answer["symbol"], Fiat(answer["fiat"]), trade.approved_at)
     assert answer["price"] == format_amount(market)
 
 

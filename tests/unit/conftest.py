@@ -16,7 +16,7 @@ from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade, TradeStatus
 from walletcore.ports import Clock, Storage, TradeStore, TradeVenue, UnitOfWork
-from walletcore.testing import InMemoryStorage, autocommit
+from walletcore.testing import FixedHoldings, InMemoryStorage, autocommit
 from walletcore_sandbox.prices import SandboxPriceSource
 from walletcore_sandbox.venue import SandboxVenue
 
@@ -69,20 +69,29 @@ class CountingVenue(TradeVenue):
     """Wraps a venue and counts the orders it was asked to execute."""
 
     def __init__(self, inner: TradeVenue | None = None, delay: float = 0.0) -> None:
-        self.inner = inner or SandboxVenue()
+        #: the sandbox venue on the core's prices unless given (`make_core` sets it)
+        self.inner = inner
         self.delay = delay
         self.executed: list[Order] = []
         self.polled: list[Order] = []
+
+    @property
+    def venue(self) -> TradeVenue:
+        assert self.inner is not None, "make_core hands the venue its prices"
+        return self.inner
 
     async def execute(self, order: Order) -> Fill | Accepted:
         self.executed.append(order)
         if self.delay:
             await asyncio.sleep(self.delay)
-        return await self.inner.execute(order)
+        return await self.venue.execute(order)
 
     async def status(self, order: Order) -> OrderOutcome:
         self.polled.append(order)
-        return await self.inner.status(order)
+        return await self.venue.status(order)
+
+    async def cancel(self, order: Order) -> OrderOutcome:
+        return await self.venue.cancel(order)
 
 
 @dataclass
@@ -142,16 +151,21 @@ def make_core(
         venue: CountingVenue | None = None,
         prices: Any = None,
         assets: list[int] | None = None,
+        holdings: Any = None,
         **changes: Any,
     ) -> Core:
         storage = storage if storage is not None else InMemoryStorage()
         venue = venue if venue is not None else CountingVenue()
+        prices = prices if prices is not None else SandboxPriceSource(clock, interval_seconds=1)
+        if venue.inner is None:
+            venue.inner = SandboxVenue(prices)
         container = create_container(
             settings.model_copy(update=changes),
             clock=clock,
             storage=storage,
             venue=venue,
-            prices=prices if prices is not None else SandboxPriceSource(clock),
+            prices=prices,
+            holdings=holdings if holdings is not None else FixedHoldings(storage=storage),
         )
         issued = await container.auth().create_client("Acme Pay", assets=assets)
         user_id = await make_user(storage, clock, issued.client.client_id)

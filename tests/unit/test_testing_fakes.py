@@ -32,8 +32,8 @@ sys.meta_path.insert(0, Refuse())
 from decimal import Decimal
 from walletcore import Caller, Settings, create_container
 from walletcore.testing import (
-    FakeKeyStore, FixedPrices, InMemoryStorage, InstantVenue, LocalNonceLeases, ManualClock,
-    autocommit,
+    FakeKeyStore, FixedHoldings, FixedPrices, InMemoryStorage, InstantVenue, LocalNonceLeases,
+    ManualClock, autocommit,
 )
 
 async def main():
@@ -47,6 +47,7 @@ async def main():
         keystore=FakeKeyStore(),
         prices=prices,
         venue=InstantVenue(prices),
+        holdings=FixedHoldings(storage=storage),
     )
     issued = await container.auth().create_client("embedder", assets=[2])
     caller = Caller(issued.client, "r-1")

@@ -69,6 +69,7 @@ from walletcore.ports import Clock, PriceSource, Storage, TradeVenue, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
+from walletcore.services.holdings import Holdings, check_backed
 
 log = logging.getLogger("walletcore.trading")
 
@@ -90,6 +91,8 @@ class TradingService:
         auditor: Auditor,
         quote_ttl_seconds: int = 60,
         page_size: int = 10,
+        *,
+        holdings: Holdings,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -97,6 +100,7 @@ class TradingService:
         self._venue = venue
         self._policy = policy
         self._auditor = auditor
+        self._holdings = holdings
         self._quote_ttl = timedelta(seconds=quote_ttl_seconds)
         self._page_size = page_size
         #: trade id -> the expiry write in flight for it (one per lapsed quote at a time)
@@ -132,12 +136,18 @@ class TradingService:
             asset = self._policy.resolve(caller.client, asset_id, endpoint)
             trade_fiat = parse_fiat(fiat)
             fixed_leg, fixed_amount = _fixed_leg(asset, crypto_amount, fiat_amount)
-            async with self._storage.read() as unit:
-                await _require_user(unit, caller, uid)
+            held: int | None = None
+            if side is Side.SELL:  # reads the user's wallet: 404 no such user
+                held = await self._holdings.units(caller.client_id, uid, asset)
+            else:
+                async with self._storage.read() as unit:
+                    await _require_user(unit, caller, uid)
             price = await self._unit_price(asset, trade_fiat)
             figures = derive_figures(fixed_leg, fixed_amount, price, asset.decimals)
             if figures.crypto_amount is not None and figures.crypto_amount <= 0:
                 raise InvalidRequest(f"fiatAmount is too small to buy or sell any {asset.symbol}")
+            if held is not None and figures.crypto_amount is not None:
+                check_backed(held, asset, figures.crypto_amount)
             now = self._clock.now()
             trade = Trade(
                 trade_id=new_id(),
@@ -177,10 +187,11 @@ class TradingService:
                     return trade  # audited as `replay`: nothing changed
                 if step is ApproveStep.EXPIRE:
                     if trade.status is TradeStatus.APPROVED:
-                        # The row is "approved, never settled": ask the venue first, so an
-                        # order it filled meanwhile is recorded, not expired.
-                        polled = await self._poll(caller, trade)
-                        if polled.status is not TradeStatus.APPROVED:
+                        # The row is "approved, never settled": stop the order the venue is
+                        # still working, so an order it filled meanwhile (or filled in part
+                        # before it stopped) is recorded, not expired.
+                        stopped = await self._stop(caller, trade)
+                        if stopped.status is not TradeStatus.APPROVED:
                             continue
                         expired = trade.expire(now)
                         entry = self._move_entry(caller, trade, expired, "trade.expire")
@@ -190,7 +201,10 @@ class TradingService:
                     if (await self._expire(caller, trade)).status is TradeStatus.EXPIRED:
                         raise QuoteLapsed()
                     continue
-                self._policy.resolve(caller.client, trade.asset_id, "trade/approve")
+                asset = self._policy.resolve(caller.client, trade.asset_id, "trade/approve")
+                if trade.side is Side.SELL and trade.quote.crypto_amount is not None:
+                    held = await self._holdings.units(caller.client_id, uid, asset)
+                    check_backed(held, asset, trade.quote.crypto_amount)
                 executing = trade.start_approval(now)
                 if await self._approve(note, executing):
                     return await self._execute(caller, executing)
@@ -338,6 +352,22 @@ class TradingService:
             log.warning("venue status unavailable for trade %s", trade.trade_id)
             return trade
         return await self._apply(caller, trade, outcome)  # a move carries `trade.settle`
+
+    async def _stop(self, caller: Caller, trade: Trade) -> Trade:
+        """Cancel the working order of an approved trade whose quote lapsed; the trade as
+        stored after. `approved` means nothing traded and nothing will: expire it."""
+        try:
+            outcome = await self._venue.cancel(trade.order())
+        except Exception:  # noqa: BLE001 - the venue cannot be asked: nothing is decided
+            log.warning("venue cancel unavailable for trade %s", trade.trade_id)
+            raise VenueTimeout() from None
+        if isinstance(outcome, Rejected):  # stopped with nothing traded
+            return trade
+        if isinstance(outcome, Accepted):  # still working: it cannot expire yet
+            raise TradeNotApprovable(
+                "The order is still being worked; poll /trade until it settles"
+            )
+        return await self._apply(caller, trade, outcome)
 
     async def list(
         self, caller: Caller, *, user_id: object, side: object = None, status: object = None

@@ -7,7 +7,8 @@ Fakes (importable without pytest, no I/O library):
 - `LocalNonceLeases`: the nonce leases of one process;
 - `ManualClock`: time that moves when told;
 - `FakeKeyStore`: a FAKE KeyStore (no real keys; addresses no chain accepts);
-- `FixedPrices`, `InstantVenue`: a price source and a venue that fills at once.
+- `FixedPrices`, `InstantVenue`: a price source and a venue that fills at once;
+- `FixedHoldings`: what users' wallets hold, for trades that are not about sell backing.
 
 Contracts (`walletcore.testing.contracts`, needs pytest and pytest-asyncio): subclass
 `StorageContract` or `NonceLeasesContract` in a test module and override its fixture.
@@ -15,12 +16,13 @@ Contracts (`walletcore.testing.contracts`, needs pytest and pytest-asyncio): sub
 
 from walletcore.clock import ManualClock
 from walletcore.testing.keys import FakeKeyStore
-from walletcore.testing.markets import FixedPrices, InstantVenue
+from walletcore.testing.markets import FixedHoldings, FixedPrices, InstantVenue
 from walletcore.testing.nonces import LocalNonceLeases
 from walletcore.testing.storage import InMemoryStorage, autocommit
 
 __all__ = [
     "FakeKeyStore",
+    "FixedHoldings",
     "FixedPrices",
     "InMemoryStorage",
     "InstantVenue",

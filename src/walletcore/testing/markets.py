@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from walletcore.domain.assets import SYMBOLS, Fiat
-from walletcore.domain.errors import PriceUnavailable
+from walletcore.domain.assets import SYMBOLS, Asset, Fiat
+from walletcore.domain.errors import PriceUnavailable, UserNotFound
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, derive_figures
+from walletcore.ports.storage import Storage
 from walletcore.ports.trading import PriceMap, PriceSource, TradeVenue
 
 #: Every symbol at 100 of every fiat, unless told otherwise.
@@ -59,10 +60,38 @@ class InstantVenue(TradeVenue):
     async def status(self, order: Order) -> OrderOutcome:
         return await self._fill(order)
 
+    async def cancel(self, order: Order) -> OrderOutcome:
+        return await self._fill(order)  # filled at once: there is nothing left to stop
+
     async def _fill(self, order: Order) -> Fill:
         price = await self._prices.unit_price(order.symbol, order.fiat)
         figures = derive_figures(order.fixed_leg, order.fixed_amount, price, order.decimals)
         return Fill(figures, reference=f"INSTANT-{order.trade_id[:12].upper()}")
 
 
-__all__ = ["DEFAULT_PRICE", "FixedPrices", "InstantVenue"]
+class FixedHoldings:
+    """Every user's wallet holds `units` (smallest units) of every asset, or what `by_asset`
+    says: `FixedHoldings({1: 0})` holds no BTC. For tests of trades that are not about the
+    backing of sells (`walletcore.services.holdings`). With `storage`, a user it does not
+    hold is a 404, as the port requires; without, every user reads as existing."""
+
+    def __init__(
+        self,
+        by_asset: Mapping[int, int] | None = None,
+        *,
+        units: int = 10**30,
+        storage: Storage | None = None,
+    ) -> None:
+        self.by_asset = dict(by_asset or {})
+        self.units_held = units
+        self.storage = storage
+
+    async def units(self, client_id: str, user_id: str, asset: Asset) -> int:
+        if self.storage is not None:
+            async with self.storage.read() as unit:
+                if await unit.wallets.get_user(client_id, user_id) is None:
+                    raise UserNotFound()
+        return self.by_asset.get(asset.id, self.units_held)
+
+
+__all__ = ["DEFAULT_PRICE", "FixedHoldings", "FixedPrices", "InstantVenue"]

@@ -32,7 +32,7 @@ from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
-from walletcore.testing import autocommit
+from walletcore.testing import FixedHoldings, autocommit
 from walletcore_sandbox.prices import sandbox_unit_price
 from walletcore_sandbox.venue import SandboxVenue
 from walletcore_sql.storage import SqlStorage
@@ -49,7 +49,7 @@ class RecordingVenue(TradeVenue):
     def __init__(self, log_path: Path, rng: random.Random) -> None:
         self._log = log_path
         self._rng = rng
-        self._inner = SandboxVenue()
+        self._inner = SandboxVenue(Prices(SystemClock()))
 
     async def execute(self, order: Order) -> Fill | Accepted:
         fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -63,6 +63,9 @@ class RecordingVenue(TradeVenue):
 
     async def status(self, order: Order) -> OrderOutcome:
         return await self._inner.status(order)
+
+    async def cancel(self, order: Order) -> OrderOutcome:
+        return await self._inner.cancel(order)
 
 
 class Prices(PriceSource):
@@ -97,6 +100,7 @@ async def approve_trades(config: dict[str, Any], storage: Any, rng: random.Rando
         AssetPolicy(settings),
         Auditor(storage, clock),
         quote_ttl_seconds=3600,
+        holdings=FixedHoldings(storage=storage),
     )
     user_id, run = config["user_id"], config["run"]
     print("READY", flush=True)

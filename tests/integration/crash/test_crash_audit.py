@@ -48,7 +48,7 @@ from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
-from walletcore.testing import autocommit
+from walletcore.testing import FixedHoldings, autocommit
 from walletcore_sandbox.chain import SandboxGateway
 from walletcore_sandbox.ledger import DATA_FILE as LEDGER_FILE
 from walletcore_sandbox.ledger import SandboxLedger
@@ -132,10 +132,11 @@ async def test_killed_approvals_leave_one_approve_entry_per_execution(
         setup,
         clock,
         SandboxPriceSource(clock),
-        SandboxVenue(),
+        SandboxVenue(SandboxPriceSource(clock)),
         AssetPolicy(Settings(home=tmp_path / "home")),
         Auditor(setup, clock),
         quote_ttl_seconds=3600,
+        holdings=FixedHoldings(storage=setup),
     )
     caller = Caller(client, "setup")
     trade_ids = [

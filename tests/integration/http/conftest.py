@@ -8,12 +8,14 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from dependency_injector import providers
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
 from walletcore.settings import Settings
+from walletcore.testing import FixedHoldings
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
 from walletcore_litestar import create_app
@@ -54,8 +56,21 @@ def keystore() -> SealedKeyStore:
 
 
 @pytest.fixture
-def container(settings: Settings, clock: ManualClock, keystore: SealedKeyStore) -> Container:
-    return create_container(settings, clock=clock, keystore=keystore)
+def real_holdings() -> bool:
+    """Override with True in a module whose sells read the wallets' balances on chain
+    (`walletcore.services.holdings`); elsewhere users hold plenty of every asset
+    (`FixedHoldings`), since their wallets have no addresses (`Api.new_user`)."""
+    return False
+
+
+@pytest.fixture
+def container(
+    settings: Settings, clock: ManualClock, keystore: SealedKeyStore, real_holdings: bool
+) -> Container:
+    built = create_container(settings, clock=clock, keystore=keystore)
+    if not real_holdings:
+        built.holdings.override(providers.Object(FixedHoldings(storage=built.storage())))
+    return built
 
 
 @pytest.fixture

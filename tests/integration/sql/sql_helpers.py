@@ -14,6 +14,7 @@ from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
+from walletcore.testing import FixedHoldings
 from walletcore_sandbox.prices import sandbox_unit_price
 from walletcore_sandbox.venue import SandboxVenue
 from walletcore_sql.storage import SqlStorage
@@ -47,9 +48,9 @@ class ClockPrices(PriceSource):
 class CountingVenue(TradeVenue):
     """The sandbox venue, counting the orders it executes and taking a while to answer."""
 
-    def __init__(self, delay: float = 0.05) -> None:
+    def __init__(self, clock: Clock, delay: float = 0.05) -> None:
         self.executed: Counter[str] = Counter()
-        self._inner = SandboxVenue()
+        self._inner = SandboxVenue(ClockPrices(clock))
         self._delay = delay
 
     async def execute(self, order: Order) -> Fill | Accepted:
@@ -60,10 +61,19 @@ class CountingVenue(TradeVenue):
     async def status(self, order: Order) -> OrderOutcome:
         return await self._inner.status(order)
 
+    async def cancel(self, order: Order) -> OrderOutcome:
+        return await self._inner.cancel(order)
+
 
 def trading_service(
     storage: Storage, clock: Clock, venue: TradeVenue, settings: Settings
 ) -> TradingService:
     return TradingService(
-        storage, clock, ClockPrices(clock), venue, AssetPolicy(settings), Auditor(storage, clock)
+        storage,
+        clock,
+        ClockPrices(clock),
+        venue,
+        AssetPolicy(settings),
+        Auditor(storage, clock),
+        holdings=FixedHoldings(storage=storage),
     )

@@ -82,7 +82,7 @@ async def test_fifty_concurrent_approves_execute_one_order(
     make_trading: MakeTrading,
 ) -> None:
     caller, user_id = await _seed(storages[0], clock, make_user)
-    venue = CountingVenue()
+    venue = CountingVenue(clock)
     services = [make_trading(r, clock, venue) for r in storages]
     quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1.5")
 
@@ -125,7 +125,7 @@ async def test_a_quote_lapsing_under_many_pollers_is_expired_by_one_write(
     write attempt per process, one of which wins; the rest read."""
     storages = small_storages
     caller, user_id = await _seed(storages[0], clock, make_user)
-    services = [make_trading(r, clock, CountingVenue()) for r in storages]
+    services = [make_trading(r, clock, CountingVenue(clock)) for r in storages]
     quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1")
     clock.advance(61)
     attempts: list[bool] = []
@@ -159,7 +159,7 @@ async def test_trades_lists_write_only_when_a_quote_lapsed(
 ) -> None:
     storages = small_storages
     caller, user_id = await _seed(storages[0], clock, make_user)
-    services = [make_trading(r, clock, CountingVenue()) for r in storages]
+    services = [make_trading(r, clock, CountingVenue(clock)) for r in storages]
     quoted = await services[0].sell(caller, user_id=user_id, asset_id=2, crypto_amount="1")
     writes: list[int] = []
     for storage in storages:
@@ -241,7 +241,7 @@ async def test_approve_racing_cancel_ends_in_exactly_one(
     make_trading: MakeTrading,
 ) -> None:
     caller, user_id = await _seed(storages[0], clock, make_user)
-    venue = CountingVenue(delay=0.01)
+    venue = CountingVenue(clock, delay=0.01)
     services = [make_trading(r, clock, venue) for r in storages]
     rng = random.Random(5)
     outcomes = []

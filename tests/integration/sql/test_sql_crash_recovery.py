@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from sql_helpers import Db, trading_service
+from sql_helpers import ClockPrices, Db, trading_service
 
 from walletcore.clock import SystemClock
 from walletcore.domain.clients import ApiClient
@@ -33,7 +33,7 @@ async def test_a_killed_approval_stays_executing_and_a_poll_completes_it(
     await autocommit(setup).clients.add(client)
     user_id: str = await make_user(setup, clock, client.client_id)  # type: ignore[misc]
     caller = Caller(client, new_id())
-    quoted = await trading_service(setup, clock, SandboxVenue(), settings).sell(
+    quoted = await trading_service(setup, clock, SandboxVenue(ClockPrices(clock)), settings).sell(
         caller, user_id=user_id, asset_id=2, crypto_amount="0.25"
     )
     await setup.aclose()
@@ -67,9 +67,9 @@ async def test_a_killed_approval_stays_executing_and_a_poll_completes_it(
         assert stuck is not None and stuck.status is TradeStatus.EXECUTING
         assert stuck.approved_at is not None and stuck.completed_at is None
 
-        polled = await trading_service(restarted, clock, SandboxVenue(), settings).get(
-            caller, user_id=user_id, trade_id=quoted.trade_id
-        )
+        polled = await trading_service(
+            restarted, clock, SandboxVenue(ClockPrices(clock)), settings
+        ).get(caller, user_id=user_id, trade_id=quoted.trade_id)
         assert polled.status is TradeStatus.COMPLETED
         assert (
             polled.executed is not None

@@ -8,11 +8,13 @@ from decimal import Decimal
 
 import pytest
 
+from walletcore.clock import ManualClock
 from walletcore.domain.assets import Fiat
 from walletcore.domain.errors import OrderRejected, VenueTimeout
 from walletcore.domain.trade import Accepted, Fill, FixedLeg, Order, Rejected, Side
-from walletcore_sandbox.prices import sandbox_unit_price
-from walletcore_sandbox.venue import SandboxVenue
+from walletcore.testing import FixedPrices
+from walletcore_sandbox.prices import SandboxPriceSource, sandbox_unit_price
+from walletcore_sandbox.venue import CANCELLED_REASON, SandboxVenue
 
 APPROVED = datetime(2026, 1, 1, 12, 1, 15, tzinfo=UTC)
 
@@ -40,8 +42,13 @@ def order(
 
 
 @pytest.fixture
-def venue() -> SandboxVenue:
-    return SandboxVenue()
+def clock() -> ManualClock:
+    return ManualClock(APPROVED)
+
+
+@pytest.fixture
+def venue(clock: ManualClock) -> SandboxVenue:
+    return SandboxVenue(SandboxPriceSource(clock, interval_seconds=1))
 
 
 @pytest.mark.parametrize("leg", list(FixedLeg))
@@ -106,21 +113,60 @@ async def test_a_fiat_leg_is_held_and_crypto_derived_within_the_assets_decimals(
     assert -crypto.as_tuple().exponent <= 18  # type: ignore[operator]
 
 
-async def test_the_venue_is_stateless(venue: SandboxVenue) -> None:
-    """A poll after a restart (a new venue) settles with the same figures and reference."""
+async def test_the_venue_is_stateless(venue: SandboxVenue, clock: ManualClock) -> None:
+    """A poll after a restart (a new venue on the same prices) settles with the same figures
+    and reference."""
     first = await venue.execute(order("0.5", FixedLeg.CRYPTO))
-    again = await SandboxVenue().status(order("0.5", FixedLeg.CRYPTO))
+    again = await SandboxVenue(SandboxPriceSource(clock)).status(order("0.5", FixedLeg.CRYPTO))
     assert first == again
     assert first.reference == "SBX-0123456789AB"
 
 
-async def test_prices_follow_the_approval_minute(venue: SandboxVenue) -> None:
+async def test_prices_follow_the_source_at_the_moment_of_the_order(
+    venue: SandboxVenue, clock: ManualClock
+) -> None:
     now = await venue.execute(order("0.5", FixedLeg.CRYPTO))
-    next_minute = replace(
-        order("0.5", FixedLeg.CRYPTO), approved_at=APPROVED + timedelta(minutes=1)
-    )
-    moved = await venue.execute(next_minute)
+    clock.advance(60)
+    moved = await venue.execute(order("0.5", FixedLeg.CRYPTO))
     assert now.figures.price != moved.figures.price
     assert moved.figures.price == sandbox_unit_price(
         "BTC", Fiat.USD, APPROVED + timedelta(minutes=1)
     )
+
+
+async def test_an_embedders_price_source_is_the_one_the_venue_fills_at() -> None:
+    """Overriding the price source moves the fills too: no hidden second feed."""
+    venue = SandboxVenue(FixedPrices({"BTC": Decimal(50_000)}))
+    fill = await venue.execute(order("0.5", FixedLeg.CRYPTO))
+    assert fill.figures.price == Decimal(50_000)
+    assert fill.figures.fiat_amount == Decimal(25_000)
+
+
+@pytest.mark.parametrize(
+    ("side", "quoted", "limit", "refused"),
+    [
+        (Side.SELL, "51000", "1", True),  # 50,000 is 1.96 % under the quote
+        (Side.SELL, "51000", "2", False),
+        (Side.SELL, "49000", "0", False),  # in the seller's favour
+        (Side.BUY, "49000", "2", True),  # 2.04 % over the quote
+        (Side.BUY, "51000", "0", False),  # in the buyer's favour
+    ],
+)
+async def test_a_reprice_past_the_slippage_limit_is_a_rejection(
+    side: Side, quoted: str, limit: str, refused: bool
+) -> None:
+    venue = SandboxVenue(FixedPrices({"BTC": Decimal(50_000)}), max_slippage_percent=Decimal(limit))
+    placed = replace(order("0.5", FixedLeg.CRYPTO, side=side), quoted_price=Decimal(quoted))
+    if refused:
+        with pytest.raises(OrderRejected, match="slippage limit"):
+            await venue.execute(placed)
+    else:
+        assert isinstance(await venue.execute(placed), Fill)
+
+
+async def test_cancel_stops_a_never_settling_order_and_finds_the_others_filled(
+    venue: SandboxVenue,
+) -> None:
+    assert await venue.cancel(order("203")) == Rejected(CANCELLED_REASON)
+    assert isinstance(await venue.cancel(order("202")), Fill)
+    assert isinstance(await venue.cancel(order("502")), Rejected)

@@ -1,0 +1,59 @@
+"""What a user's wallet holds of an asset, read on its chain: sells are backed by it.
+
+Rules:
+- `/sell` and its approval refuse (`400`) a sell of more than the user's wallet holds of the
+  asset, read from the chain's gateway at that moment (a BITCOIN address the indexer does
+  not know yet holds 0);
+- a wallet with no address on the asset's chain holds nothing of it (`400`, add it with
+  `/extend`);
+- no user (or another client's) is a `404`, as everywhere.
+
+Coins a completed sell took are the embedder's to move (the venue settles the fiat leg): the
+check is of what the wallet holds on chain, not of a ledger of trades.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Protocol
+
+from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.errors import AddressUnknown, InvalidRequest
+from walletcore.domain.money import format_balance
+from walletcore.ports import ChainGateway, Storage
+from walletcore.services.wallet_access import user_wallet
+
+
+class Holdings(Protocol):
+    async def units(self, client_id: str, user_id: str, asset: Asset) -> int:
+        """The smallest units of `asset` the user's wallet holds now (404 no such user)."""
+        ...
+
+
+class WalletHoldings(Holdings):
+    """Holdings read from the user's wallet record and its chain's gateway."""
+
+    def __init__(self, storage: Storage, gateways: Mapping[Chain, ChainGateway]) -> None:
+        self._storage = storage
+        self._gateways = gateways
+
+    async def units(self, client_id: str, user_id: str, asset: Asset) -> int:
+        async with self._storage.read() as unit:
+            wallet = await user_wallet(unit, client_id, user_id)
+        address = wallet.addresses.get(asset.chain)
+        if address is None:
+            return 0
+        try:
+            return await self._gateways[asset.chain].balance(address, asset)
+        except AddressUnknown:
+            return 0
+
+
+def check_backed(held: int, asset: Asset, amount: Decimal) -> None:
+    """`400` unless `held` (smallest units) covers `amount` (whole coins) of `asset`."""
+    if Decimal(held).scaleb(-asset.decimals) < amount:
+        raise InvalidRequest(
+            f"The wallet holds {format_balance(held, asset.decimals)} {asset.symbol}, less "
+            f"than the {amount.normalize():f} {asset.symbol} to sell"
+        )
