@@ -621,6 +621,13 @@ class Database:
             self.env.pop(name, None)
         self.pg_name: str | None = None
         self.dsn = ""
+        self._sellers: list[str] = []
+
+    def sellers(self, port: int, auth: dict[str, str]) -> tuple[str, str]:
+        """The users of `/trade` polls and of `/sell`, with coins to sell (made once)."""
+        if not self._sellers:
+            self._sellers = [funded_user(self, port, auth) for _ in range(2)]
+        return self._sellers[0], self._sellers[1]
 
     def prepare(self) -> bool:
         from walletcore_sql import migrate
@@ -651,7 +658,7 @@ class Database:
 
         count = self.args.trades
         self.user_ids = [new_id() for _ in range(max(3, count // 100))]
-        # users[0]: /trades (the first 100 rows); users[1]: /trade polls; users[2]: /sell
+        # users[0]: /trades (the first 100 rows); /trade polls and /sell: `sellers`
         started = time.perf_counter()
         if self.kind == "pg":
             asyncio.run(fill_pg(self.dsn, self.client_id, self.user_ids, count))
@@ -664,6 +671,18 @@ class Database:
             f"in {took:.1f} s ({count / took if took else 0:,.0f} rows/s)", flush=True,
         )
         return True
+
+
+def funded_user(db: Database, port: int, auth: dict[str, str]) -> str:
+    """A user made by `/create` whose BTC address holds 1,000,000 BTC on the sandbox ledger
+    (`walletcore sandbox fund`): sells are backed by the wallet's balance."""
+    created = ok(*post(port, "/create", auth, {"password": "bench seller password"})[:2], "/create")
+    subprocess.run(
+        [str(BIN / "walletcore"), "sandbox", "fund", "--chain", "BITCOIN",
+         "--address", created["addresses"]["BITCOIN"], "--asset", "1", "--amount", "1000000"],
+        env=db.env, capture_output=True, text=True, check=True,
+    )
+    return str(created["userId"])
 
 
 def bench_config(
@@ -689,7 +708,8 @@ def bench_config(
         token = ok(*post(real_port, "/auth", {"x-client-id": db.client_id,
                                               "x-api-key": db.api_key}, None)[:2], "/auth")["token"]
         auth = {"Authorization": f"Bearer {token}"}
-        list_user, poll_user, sell_user = db.user_ids[:3]
+        list_user = db.user_ids[0]
+        poll_user, sell_user = db.sellers(real_port, auth)
         sell_body = {"userId": sell_user, "assetId": 1, "cryptoAmount": "0.01"}
 
         def fresh_trade() -> dict[str, str]:

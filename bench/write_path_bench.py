@@ -165,6 +165,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     from sqlalchemy.engine import make_url
 
     from walletcore.container import create_container
+    from walletcore.domain.assets import asset_by_id
     from walletcore.domain.clients import User
     from walletcore.domain.ids import new_id
     from walletcore.domain.wallet import WalletOwner, WalletRecord
@@ -198,13 +199,17 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         client = issued.client
         now = datetime.now(UTC)
         user_ids = [new_id() for _ in range(args.concurrency)]
+        btc = asset_by_id(1)
+        ledger = container.gateways()[btc.chain]  # the sandbox chain: sells are backed
         for uid in user_ids:
+            address = f"bench-{uid}"
             async with storage.write() as unit:
                 await unit.wallets.add_user(
                     User(user_id=uid, client_id=client.client_id, created_at=now),
                     WalletRecord(client_id=client.client_id, owner=WalletOwner.USER, user_id=uid,
-                                 sealed=b"", addresses={}, created_at=now),
+                                 sealed=b"", addresses={btc.chain: address}, created_at=now),
                 )
+            await ledger.fund(address, btc, 10**20)  # type: ignore[attr-defined]
 
         async def service_step(index: int) -> None:
             uid = user_ids[index % len(user_ids)]

@@ -82,6 +82,7 @@ def test_an_adapter_whose_libraries_are_missing_names_its_extra(
 
 def test_an_unknown_adapter_lists_what_is_installed() -> None:
     with pytest.raises(
-        AdapterNotFound, match="no adapter 'nope' in walletcore.venues; installed: sandbox"
+        AdapterNotFound,
+        match="no adapter 'nope' in walletcore.venues; installed: exchange, sandbox",
     ):
         plugins.load("walletcore.venues", "nope")

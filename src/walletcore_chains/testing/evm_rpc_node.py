@@ -50,8 +50,8 @@ from web3.providers.eth_tester.middleware import (
 )
 
 from walletcore.domain.assets import ASSETS_BY_ID
-from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore.testing.http import LoopbackRpcServer, RpcError
+from walletcore_chains.evm.devnet import DevnetEvmGateway
 
 #: geth's generic server error code, and its answer to an unknown method
 SERVER_ERROR, METHOD_NOT_FOUND, REVERTED = -32000, -32601, 3

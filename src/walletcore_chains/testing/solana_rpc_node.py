@@ -34,8 +34,8 @@ from solders.signature import Signature
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_status import TransactionConfirmationStatus, TransactionStatus
 
-from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LiteSvmNode, SendError
 from walletcore.testing.http import LoopbackRpcServer, RpcError
+from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LiteSvmNode, SendError
 
 
 def _value(attribute: Any) -> Any:
