@@ -19,10 +19,10 @@ from decimal import Decimal
 from typing import Protocol
 
 from walletcore.domain.assets import Asset, Chain
-from walletcore.domain.errors import AddressUnknown, InvalidRequest
+from walletcore.domain.errors import AddressUnknown, InvalidRequest, UserNotFound
 from walletcore.domain.money import format_balance
+from walletcore.domain.wallet import WalletOwner
 from walletcore.ports import ChainGateway, Storage
-from walletcore.services.wallet_access import user_wallet
 
 
 class Holdings(Protocol):
@@ -39,8 +39,10 @@ class WalletHoldings(Holdings):
         self._gateways = gateways
 
     async def units(self, client_id: str, user_id: str, asset: Asset) -> int:
-        async with self._storage.read() as unit:
-            wallet = await user_wallet(unit, client_id, user_id)
+        async with self._storage.read() as unit:  # one read: a user is stored with its wallet
+            wallet = await unit.wallets.get(client_id, WalletOwner.USER, user_id)
+        if wallet is None:  # no such user, or another client's
+            raise UserNotFound()
         address = wallet.addresses.get(asset.chain)
         if address is None:
             return 0
