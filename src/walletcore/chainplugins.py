@@ -468,7 +468,7 @@ def _described(plugin: ChainPlugin[Any], exc: ValidationError) -> list[str]:
 def _refuse(problems: list[str]) -> None:
     if problems:
         unique = list(dict.fromkeys(problems))
-        raise ConfigurationError("; ".join(unique))
+        raise ConfigurationError(problems=unique)
 
 
 __all__ = [

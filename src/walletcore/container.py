@@ -168,22 +168,61 @@ def create_container(settings: Settings | None = None, **overrides: Any) -> Cont
 
 
 def check_profile(container: Container) -> None:
-    """Production refuses sandbox adapters and generated secrets. On every profile, the
-    chains' plugins and settings are chosen and checked here (`chain_plan`: production
-    refuses sandbox-only gateways and chains without a real one)."""
-    container.chain_plan()
+    """Refuse settings the profile cannot run on, naming every problem at once.
+
+    On every profile the chains' plugins and settings are chosen and checked
+    (`chain_plan`). Production also refuses sandbox adapters and generated secrets, needs
+    PostgreSQL, and builds the price source and venue so that their own missing settings
+    (an exchange's keys, ...) are named here rather than at the first request. Raises one
+    `ConfigurationError` whose `problems` has one line per setting to set or change."""
     settings: Settings = container.settings()
-    if settings.profile is not Profile.PRODUCTION:
-        return
-    for field, names in SANDBOX_ONLY.items():
-        chosen = getattr(settings, field)
-        if chosen in names:
-            raise ConfigurationError(
-                f"WALLETCORE_{field.upper()}={chosen} is a sandbox adapter; the production "
-                "profile refuses to start on it"
+    production = settings.profile is Profile.PRODUCTION
+    problems: list[str] = []
+
+    def attempt(build: Any) -> None:
+        try:
+            build()
+        except ConfigurationError as exc:
+            problems.extend(exc.problems)
+        except plugins.AdapterNotFound as exc:
+            problems.append(str(exc))
+
+    attempt(container.chain_plan)
+    if production:
+        sandboxed = {f for f, names in SANDBOX_ONLY.items() if getattr(settings, f) in names}
+        for field in sorted(sandboxed):
+            problems.append(
+                f"WALLETCORE_{field.upper()}={getattr(settings, field)} is a sandbox adapter; "
+                f"the production profile refuses to start on it{REAL_ADAPTERS[field]}"
             )
-    container.token_key()
-    container.master_key()
+        if settings.repo == "sql" and not _is_postgres(settings):
+            problems.append(
+                "WALLETCORE_DATABASE_URL must name the deployment's PostgreSQL database "
+                "(postgresql+asyncpg://user:password@host:5432/walletcore); the production "
+                "profile does not run on SQLite"
+            )
+        attempt(container.token_key)
+        attempt(container.master_key)
+        if "prices" not in sandboxed:  # an adapter's own settings (keys, URLs)
+            attempt(container.prices)
+            if "venue" not in sandboxed:  # the venue is built on the price source
+                attempt(container.venue)
+    if problems:
+        unique = list(dict.fromkeys(problems))
+        raise ConfigurationError(problems=unique)
+
+
+#: What to set instead of a sandbox adapter on the production profile.
+REAL_ADAPTERS = {
+    "prices": " (set WALLETCORE_PRICES=coingecko or tickers: docs/markets.md)",
+    "venue": " (set WALLETCORE_VENUE=exchange: docs/markets.md)",
+    "repo": " (set WALLETCORE_REPO=sql and WALLETCORE_DATABASE_URL)",
+}
+
+
+def _is_postgres(settings: Settings) -> bool:
+    url = settings.database_url
+    return url is not None and url.get_secret_value().startswith(("postgresql", "postgres:"))
 
 
 async def start(container: Container) -> None:

@@ -20,7 +20,14 @@ from walletcore.settings import Profile, Settings
 
 
 class ConfigurationError(RuntimeError):
-    """The settings cannot run the service; the message says which and why."""
+    """The settings cannot run the service; the message says which and why.
+
+    `problems` lists them one by one (one per missing or wrong setting); the message joins
+    them with "; "."""
+
+    def __init__(self, message: str = "", *, problems: list[str] | tuple[str, ...] = ()) -> None:
+        self.problems: tuple[str, ...] = tuple(problems) if problems else (message,)
+        super().__init__(message or "; ".join(self.problems))
 
 
 def _decode(value: str, env_name: str) -> bytes:

@@ -12,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 from http_support import PASSWORD, Api, assert_error, assert_ok
 
 from walletcore import plugins
@@ -99,8 +100,8 @@ def test_production_refuses_the_plugins_sandbox_only_gateway(settings: Settings)
     production = settings.model_copy(
         update={
             "profile": Profile.PRODUCTION,
-            "token_signing_key": "11" * 32,
-            "master_key": "22" * 32,
+            "token_signing_key": SecretStr("11" * 32),
+            "master_key": SecretStr("22" * 32),
         }
     )
     with pytest.raises(
