@@ -1,0 +1,187 @@
+"""anvil (Foundry's EVM node: a real mempool, real blocks) for tests, on a loopback port.
+
+`AnvilNode(chain_id=1)` starts `anvil --chain-id 1 --block-time <s>` on a free port as a
+context manager; `url` is its JSON-RPC endpoint. On start it deploys the test ERC20
+(`walletcore_chains/evm/contracts/Token.vy`, compiled offline by Vyper) once per token of
+the chain's asset table from anvil's first dev account, so `tokens` can go to
+`WALLETCORE_EVM_TOKENS`; `fund` pays native coins (`anvil_setBalance`) or mints tokens.
+
+The binary is found at `WALLETCORE_ANVIL`, or where `python3 dev.py test` installs the npm
+package `@foundry-rs/anvil-linux-amd64` (`.venv/anvil`); `find_anvil()` returns None when
+neither exists, so tests can skip saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Self
+
+from eth_abi import encode as abi_encode
+from eth_utils import keccak, to_checksum_address
+
+from walletcore.domain.assets import ASSETS_BY_ID, Asset, Chain
+
+ANVIL_ENV = "WALLETCORE_ANVIL"
+PACKAGE = "@foundry-rs/anvil-linux-amd64"
+#: Where `dev.py test` installs the npm package (beside the project's virtualenv).
+INSTALLED = Path(sys.prefix) / "anvil" / "node_modules" / PACKAGE / "bin" / "anvil"
+#: anvil's chain ids of the asset table's EVM chains on their main networks.
+MAINNET_IDS = {Chain.ETHEREUM: 1, Chain.BSC: 56, Chain.POLYGON: 137}
+_MINT = keccak(b"mint(address,uint256)")[:4]
+
+
+def find_anvil() -> Path | None:
+    configured = os.environ.get(ANVIL_ENV)
+    if configured:
+        return Path(configured)
+    if INSTALLED.exists():
+        return INSTALLED
+    found = shutil.which("anvil")
+    return Path(found) if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class AnvilNode:
+    """One anvil process for `chain`, with the asset table's tokens deployed."""
+
+    def __init__(
+        self,
+        chain: Chain,
+        *,
+        chain_id: int | None = None,
+        block_time: float | None = 0.25,
+        binary: Path | None = None,
+    ) -> None:
+        found = binary or find_anvil()
+        if found is None:
+            raise FileNotFoundError(
+                f"no anvil: run `python3 dev.py test` (it installs {PACKAGE}) or set {ANVIL_ENV}"
+            )
+        self.chain = chain
+        self.chain_id = chain_id if chain_id is not None else MAINNET_IDS[chain]
+        self.binary = found
+        self.block_time = block_time
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.tokens: dict[int, str] = {}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._funder = ""
+        self._calls = 0
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def __enter__(self) -> Self:
+        command = [
+            str(self.binary),
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--chain-id", str(self.chain_id),
+            "--silent",
+        ]  # fmt: skip
+        if self.block_time is not None:
+            command += ["--block-time", str(self.block_time)]
+        self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if int(self.call("eth_chainId"), 16) == self.chain_id:
+                    break
+            except OSError:
+                pass
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                error = self._process.stderr.read() if self._process.stderr else b""
+                self.__exit__()
+                raise RuntimeError(f"anvil did not start: {error.decode(errors='replace')}")
+            time.sleep(0.05)
+        self._funder = self.call("eth_accounts")[0]
+        self.tokens = {
+            asset.id: self._deploy(asset)
+            for asset in ASSETS_BY_ID.values()
+            if asset.chain is self.chain and not asset.is_native
+        }
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+    # -- JSON-RPC ---------------------------------------------------------------------------
+    def call(self, method: str, *params: Any) -> Any:
+        self._calls += 1
+        body = json.dumps({"jsonrpc": "2.0", "id": self._calls, "method": method,
+                           "params": list(params)}).encode()  # fmt: skip
+        request = urllib.request.Request(
+            self.url, body, {"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            reply = json.loads(answer.read())
+        if "error" in reply:
+            raise RuntimeError(f"anvil {method}: {reply['error']}")
+        return reply["result"]
+
+    def wait_receipt(self, tx_hash: str, timeout: float = 30) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            receipt = self.call("eth_getTransactionReceipt", tx_hash)
+            if receipt is not None:
+                return dict(receipt)
+            if self.block_time is None:
+                self.call("evm_mine")
+            time.sleep(0.05)
+        raise TimeoutError(f"no receipt for {tx_hash}")
+
+    def _send(self, tx: dict[str, Any]) -> dict[str, Any]:
+        receipt = self.wait_receipt(self.call("eth_sendTransaction", {"from": self._funder, **tx}))
+        if receipt.get("status") != "0x1":
+            raise RuntimeError(f"anvil transaction failed: {receipt}")
+        return receipt
+
+    def _deploy(self, asset: Asset) -> str:
+        from walletcore_chains.evm.devnet import token_artifact
+
+        _, bytecode = token_artifact()
+        args = abi_encode(
+            ["string", "string", "uint8"], [f"Test {asset.symbol}", asset.symbol, asset.decimals]
+        )
+        receipt = self._send({"data": "0x" + (bytecode + args).hex(), "gas": hex(3_000_000)})
+        return to_checksum_address(receipt["contractAddress"])
+
+    # -- faucet -------------------------------------------------------------------------------
+    def fund(self, address: str, asset: Asset, units: int) -> None:
+        """Add `units` of `asset` to `address`: native coins by `anvil_setBalance` (the
+        balance plus `units`), tokens minted in a mined transaction."""
+        if asset.is_native:
+            current = int(self.call("eth_getBalance", address, "latest"), 16)
+            self.call("anvil_setBalance", address, hex(current + units))
+            return
+        data = _MINT + abi_encode(["address", "uint256"], [to_checksum_address(address), units])
+        self._send({"to": self.tokens[asset.id], "data": "0x" + data.hex(), "gas": hex(200_000)})
+
+    def native(self, address: str) -> Decimal:
+        return Decimal(int(self.call("eth_getBalance", address, "latest"), 16)).scaleb(-18)
+
+
+__all__ = ["ANVIL_ENV", "MAINNET_IDS", "AnvilNode", "find_anvil"]
