@@ -6,22 +6,32 @@
     python3 dev.py walletcore ...                     # any operator CLI command
 
 Creates `.venv` beside this file and installs the project into it, and for `test` the
-test packages under tests/plugins (again only when a pyproject.toml changed). Standard
-library only.
+test packages under tests/plugins (again only when a pyproject.toml changed), one run at
+a time (a lock file, `.venv.lock`: a second run waits, then finds the work done). Then
+it becomes the command (exec), so signals reach the command itself: SIGTERM to
+`dev.py serve` stops the server. `test` without a PostgreSQL (no
+WALLETCORE_TEST_DATABASE_URL, nothing on 127.0.0.1:5432) runs the tests against a
+throwaway embedded one (`walletcore_sql.embedded`), deleted afterwards. Standard library
+only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import venv
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
+#: Held while .venv is created or installed into (fcntl.flock): runs at once take turns.
+LOCK = ROOT / ".venv.lock"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 EXTRAS = {"serve": "all", "walletcore": "all", "test": "all,test"}
@@ -35,31 +45,102 @@ BITCOIND_DIR = VENV / "bitcoind"
 #: tronweb (npm), the independent check of the TRON gateway's txIDs and signatures
 #: (tests/integration/tron), cached here; the tests find it there.
 TRONWEB_DIR = VENV / "tronweb"
+#: anvil (npm `@foundry-rs/anvil-linux-amd64`), a real EVM node with a mempool for the EVM
+#: gateway's tests and the production smoke test (`walletcore_chains.testing.anvil`).
+ANVIL_DIR = VENV / "anvil"
+ANVIL_PACKAGE = "@foundry-rs/anvil-linux-amd64"
+#: The test database: this URL when set, else a server on this address when one answers,
+#: else an embedded one started for the run (`walletcore_sql.testing.pg_test_url`).
+TEST_DATABASE_URL_ENV = "WALLETCORE_TEST_DATABASE_URL"
+DEFAULT_POSTGRES = ("127.0.0.1", 5432)
+
+
+def say(message: str) -> None:
+    print(f"dev.py: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def venv_lock() -> Iterator[None]:
+    """One dev.py at a time creates or installs into .venv; the others wait here."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no lock
+        yield
+        return
+    with LOCK.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"another dev.py is setting up {VENV}; waiting for it ({LOCK})")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _extra_packages(extras: str) -> tuple[Path, ...]:
+    return TEST_PACKAGES if "test" in extras.split(",") else ()
+
+
+def _digest(extras: str) -> str:
+    manifests = b"".join(p.joinpath("pyproject.toml").read_bytes() for p in _extra_packages(extras))
+    project = (ROOT / "pyproject.toml").read_bytes()
+    return hashlib.sha256(project + manifests + extras.encode()).hexdigest()
+
+
+def installed(extras: str) -> bool:
+    """Whether .venv has the project with `extras` as the pyproject files now say."""
+    stamp = VENV / ".walletcore-installed"
+    return (
+        (BIN / "python").exists()
+        and stamp.exists()
+        and _digest(extras) in stamp.read_text().split()
+    )
 
 
 def ensure_env(extras: str) -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py runs on any python3
         sys.exit(f"walletcore needs Python 3.11 or newer; this is {sys.version.split()[0]}")
-    if not (BIN / "python").exists():
-        print(f"dev.py: creating {VENV}", file=sys.stderr)
-        venv.EnvBuilder(with_pip=True).create(VENV)
-    extra_packages = TEST_PACKAGES if "test" in extras.split(",") else ()
-    manifests = b"".join(p.joinpath("pyproject.toml").read_bytes() for p in extra_packages)
-    digest = hashlib.sha256(
-        (ROOT / "pyproject.toml").read_bytes() + manifests + extras.encode()
-    ).hexdigest()
-    stamp = VENV / ".walletcore-installed"
-    if stamp.exists() and digest in stamp.read_text().split():
+    if installed(extras):
         return
-    print(f"dev.py: installing walletcore[{extras}] into {VENV}", file=sys.stderr)
-    pip = [str(BIN / "python"), "-m", "pip", "--disable-pip-version-check"]
-    subprocess.run([*pip, "install", "-q", "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "install", "-q", "-e", f"{ROOT}[{extras}]"], check=True)
-    for package in extra_packages:
-        subprocess.run([*pip, "install", "-q", "-e", str(package)], check=True)
-    check_resolution()
-    previous = stamp.read_text().split() if stamp.exists() else []
-    stamp.write_text("\n".join([*previous, digest]) + "\n")
+    extra_packages = _extra_packages(extras)
+    stamp = VENV / ".walletcore-installed"
+    with venv_lock():
+        # Again under the lock: a run we waited for may have done it all.
+        if installed(extras):
+            return
+        steps = 3 + len(extra_packages)
+        if not (BIN / "python").exists():
+            say(f"creating {VENV}")
+            venv.EnvBuilder(with_pip=True).create(VENV)
+        pip = [str(BIN / "python"), "-m", "pip", "--disable-pip-version-check"]
+        say(f"[1/{steps}] upgrading pip")
+        subprocess.run([*pip, "install", "-q", "--upgrade", "pip"], check=True)
+        say(f"[2/{steps}] installing walletcore[{extras}] into {VENV} (a minute or two, once)")
+        subprocess.run([*pip, "install", "-e", f"{ROOT}[{extras}]"], check=True)
+        for number, package in enumerate(extra_packages, start=3):
+            say(f"[{number}/{steps}] installing {package.relative_to(ROOT)}")
+            subprocess.run([*pip, "install", "-q", "-e", str(package)], check=True)
+        say(f"[{steps}/{steps}] checking the resolved versions")
+        check_resolution()
+        previous = stamp.read_text().split() if stamp.exists() else []
+        stamp.write_text("\n".join([*previous, _digest(extras)]) + "\n")
+        say("installed")
+
+
+def postgres_configured(
+    environ: Mapping[str, str] | None = None, address: tuple[str, int] | None = None
+) -> bool:
+    """Whether the tests have a PostgreSQL: the URL is set, or a server answers at
+    `address` (DEFAULT_POSTGRES)."""
+    if (os.environ if environ is None else environ).get(TEST_DATABASE_URL_ENV):
+        return True
+    try:
+        with socket.create_connection(address or DEFAULT_POSTGRES, timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def install_bitcoind() -> None:
@@ -108,29 +189,33 @@ mv "$DEST/bitcoin-cli.new" "$DEST/bitcoin-cli"; mv "$DEST/bitcoind.new" "$DEST/b
         )
 
 
-def install_tronweb() -> None:
-    """Put tronweb under `.venv/tronweb` when it is missing (npm, a few seconds, once). A
-    failure is reported, not fatal: the tronweb cross-checks then skip, saying why."""
-    if (TRONWEB_DIR / "node_modules" / "tronweb").is_dir():
+def install_npm(package: str, where: Path, marker: Path, purpose: str) -> None:
+    """Put the npm `package` under `where` when `marker` is missing (a few seconds, once). A
+    failure is reported, not fatal: the tests that need it then skip, saying why."""
+    if marker.exists():
         return
     npm = shutil.which("npm")
     if npm is None:
-        print("dev.py: no npm; the tronweb cross-checks will skip", file=sys.stderr)
+        say(f"no npm; the {purpose} will skip")
         return
-    print(f"dev.py: installing tronweb (TRON tests) into {TRONWEB_DIR}", file=sys.stderr)
-    TRONWEB_DIR.mkdir(parents=True, exist_ok=True)
-    command = [
-        npm,
-        "install",
-        "--silent",
-        "--no-audit",
-        "--no-fund",
-        "--prefix",
-        str(TRONWEB_DIR),
-        "tronweb@6",
-    ]
+    say(f"installing {package} ({purpose}) into {where}")
+    where.mkdir(parents=True, exist_ok=True)
+    command = [npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(where),
+               package]  # fmt: skip
     if subprocess.run(command, check=False).returncode != 0:
-        print("dev.py: tronweb could not be installed; its cross-checks will skip", file=sys.stderr)
+        say(f"{package} could not be installed; the {purpose} will skip")
+
+
+def install_tronweb() -> None:
+    """tronweb, the independent check of the TRON gateway's txIDs and signatures."""
+    marker = TRONWEB_DIR / "node_modules" / "tronweb"
+    install_npm("tronweb@6", TRONWEB_DIR, marker, "tronweb cross-checks")
+
+
+def install_anvil() -> None:
+    """anvil, Foundry's EVM node with a mempool (the npm package ships the binary)."""
+    marker = ANVIL_DIR / "node_modules" / ANVIL_PACKAGE / "bin" / "anvil"
+    install_npm(f"{ANVIL_PACKAGE}@1", ANVIL_DIR, marker, "tests on anvil")
 
 
 def check_resolution() -> None:
@@ -150,17 +235,28 @@ def main(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     ensure_env(EXTRAS[command])
     os.chdir(ROOT)
+    python = str(BIN / "python")
     if command == "test":
-        install_bitcoind()
-        install_tronweb()
+        with venv_lock():  # both write under .venv
+            install_bitcoind()
+            install_tronweb()
+            install_anvil()
         # Both cores (pytest-xdist), one test file per worker at a time; `-n 0` runs serially.
         parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else PARALLEL
-        args = [str(BIN / "python"), "-m", "pytest", *parallel, *rest]
+        args = [python, "-m", "pytest", *parallel, *rest]
+        if not postgres_configured():
+            # Starts the server, runs pytest, stops and deletes the server (also on
+            # Ctrl-C or SIGTERM, which it passes on to pytest).
+            args = [python, "-m", "walletcore_sql.embedded", "--", *args]
     elif command == "serve":
         args = [str(BIN / "walletcore"), "serve", *rest]
     else:
         args = [str(BIN / "walletcore"), *rest]
-    return subprocess.call(args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name == "nt":  # no exec there: run it and pass its status on
+        return subprocess.call(args)
+    os.execv(args[0], args)  # this process becomes the command: signals reach it
 
 
 if __name__ == "__main__":

@@ -73,3 +73,30 @@ def _pin_bitcoinlib_data_dir() -> None:
 
 
 _pin_bitcoinlib_data_dir()
+
+
+# -- WALLETCORE_HOME ----------------------------------------------------------------------
+# The default home is the user's data folder (~/.local/share/walletcore): a test that
+# builds settings from the environment must never write there, so the whole run gets a
+# throwaway home unless one is set (xdist workers inherit the controller's).
+_created_home: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import os
+    import tempfile
+
+    global _created_home
+    if not os.environ.get("WALLETCORE_HOME"):
+        _created_home = os.environ["WALLETCORE_HOME"] = tempfile.mkdtemp(prefix="wc-test-home-")
+    # A test's container is a whole deployment in one process: its background jobs run in
+    # it (on PostgreSQL a deployment would run `walletcore worker`, which no test of another
+    # feature starts). The jobs' own tests and the production smoke test choose their mode.
+    os.environ.setdefault("WALLETCORE_JOBS", "inprocess")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    if _created_home is not None:
+        shutil.rmtree(_created_home, ignore_errors=True)

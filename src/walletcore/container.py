@@ -15,11 +15,15 @@ from dependency_injector import containers, providers
 from walletcore import plugins
 from walletcore.chainplugins import ChainDefinitions, ChainPlugin, build_gateways, plan_chains
 from walletcore.clock import SystemClock
+from walletcore.jobs import InProcessJobs, Jobs, JobSettings, JobsMode
+from walletcore.jobs import jobs_mode as resolve_jobs_mode
 from walletcore.ports import AddressValidator, Lifecycle, SignatureVerifier
+from walletcore.pricing import SharedPriceSource
 from walletcore.secretfiles import ConfigurationError, operator_secret
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.auth import AuthService
+from walletcore.services.health import HealthService
 from walletcore.services.holdings import WalletHoldings
 from walletcore.services.market import MarketService
 from walletcore.services.sends import SendService
@@ -47,7 +51,18 @@ def _verifier(registry: Mapping[str, ChainPlugin[Any]]) -> SignatureVerifier:
     return ChainDefinitions.of(registry).verify_signature
 
 
+def _served_prices(mode: JobsMode, feed: Any, shared: Any) -> Any:
+    """The upstream source itself when no jobs run; else the stored table (walletcore.jobs)."""
+    return feed() if mode is JobsMode.OFF else shared()
+
+
+def _inline_refresh(mode: JobsMode, runner: Any) -> Any:
+    """In-process jobs refresh inline for a process that never started them."""
+    return runner().refresh_prices_if_due if mode is JobsMode.INPROCESS else None
+
+
 class Container(containers.DeclarativeContainer):
+    __self__ = providers.Self()
     settings = providers.Singleton(Settings)
     clock = providers.Singleton(SystemClock)
 
@@ -64,12 +79,43 @@ class Container(containers.DeclarativeContainer):
         clock=clock,
         storage=storage,
     )
-    prices = providers.Singleton(
+    # the upstream price source (`WALLETCORE_PRICES`); `prices` is what the services use
+    price_feed = providers.Singleton(
         plugins.build,
         "walletcore.price_sources",
         settings.provided.prices,
         settings=settings,
         clock=clock,
+    )
+    # background jobs (walletcore.jobs): which engine runs them (`WALLETCORE_JOBS`), the
+    # job functions, and the in-process runner of a deployment on SQLite
+    job_settings = providers.Singleton(JobSettings)
+    jobs_mode = providers.Singleton(resolve_jobs_mode, settings, job_settings)
+    jobs = providers.Singleton(
+        Jobs,
+        storage=storage,
+        clock=clock,
+        feed=price_feed.provider,
+        trading=providers.Callable(lambda c: c.trading, __self__),  # defined below
+        refresh_seconds=settings.provided.price_refresh_seconds,
+        settle_seconds=job_settings.provided.jobs_settle_seconds,
+        settle_batch=job_settings.provided.jobs_settle_batch,
+    )
+    in_process_jobs = providers.Singleton(InProcessJobs, jobs)
+    # with jobs running, every process serves the table the refresh job stored
+    prices = providers.Singleton(
+        _served_prices,
+        jobs_mode,
+        price_feed.provider,
+        providers.Factory(
+            SharedPriceSource,
+            storage,
+            clock,
+            max_age_seconds=settings.provided.price_max_age_seconds,
+            timeout_seconds=settings.provided.price_timeout_seconds,
+            cache_seconds=job_settings.provided.jobs_price_cache_seconds,
+            refresh_if_due=providers.Callable(_inline_refresh, jobs_mode, in_process_jobs.provider),
+        ).provider,
     )
     # a venue re-prices through the price source it is handed (or its own market data),
     # never a hidden second feed
@@ -136,6 +182,14 @@ class Container(containers.DeclarativeContainer):
     )
     sends = providers.Singleton(
         SendService, storage, clock, keystore, gateways, asset_policy, auditor
+    )
+    # readiness: the storage, each chain's node, the price age (services/health.py)
+    health = providers.Singleton(
+        HealthService,
+        storage,
+        gateways,
+        prices,
+        max_price_age_seconds=settings.provided.price_max_age_seconds,
     )
     # what a user's wallet holds on chain: sells are backed by it (services/holdings.py)
     holdings = providers.Singleton(WalletHoldings, storage, gateways)
@@ -204,7 +258,7 @@ def check_profile(container: Container) -> None:
         attempt(container.token_key)
         attempt(container.master_key)
         if "prices" not in sandboxed:  # an adapter's own settings (keys, URLs)
-            attempt(container.prices)
+            attempt(container.price_feed)
             if "venue" not in sandboxed:  # the venue is built on the price source
                 attempt(container.venue)
     if problems:
@@ -235,9 +289,13 @@ async def start(container: Container) -> None:
     for gateway in container.gateways().values():
         if isinstance(gateway, Lifecycle):
             await gateway.start()
+    if container.jobs_mode() is JobsMode.INPROCESS:  # PostgreSQL: `walletcore worker` runs them
+        await container.in_process_jobs().start()
 
 
 async def stop(container: Container) -> None:
+    if container.jobs_mode() is JobsMode.INPROCESS:
+        await container.in_process_jobs().aclose()
     for gateway in container.gateways().values():
         if isinstance(gateway, Lifecycle):
             await gateway.aclose()
@@ -245,3 +303,5 @@ async def stop(container: Container) -> None:
         adapter = provider()
         if isinstance(adapter, Lifecycle):
             await adapter.aclose()
+    if container.jobs_mode() is not JobsMode.OFF:
+        await container.jobs().aclose()  # the upstream feed, if a job built it

@@ -1,4 +1,6 @@
-"""A PriceSource that serves a snapshot refreshed in the background from any fetch function.
+"""Price sources that keep the spec's rules: `RefreshingPriceSource`, a snapshot refreshed
+in the background from any fetch function, and `SharedPriceSource`, the table a refresh
+job saved once for the whole deployment (`walletcore.ports.prices`), read from storage.
 
 Rules (the spec's `/prices` rules):
 - values are refreshed in the background; the response carries no timestamp;
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -18,7 +21,7 @@ from decimal import Decimal
 from walletcore.domain.assets import PRICE_FIATS, SYMBOLS, Fiat
 from walletcore.domain.errors import OrderRejected, PriceUnavailable, PricingTimeout
 from walletcore.domain.trade import Order, Side
-from walletcore.ports import Clock, PriceMap, PriceSource
+from walletcore.ports import Clock, PriceMap, PriceSource, Storage, StoredPrices
 
 log = logging.getLogger("walletcore.prices")
 
@@ -76,6 +79,11 @@ class RefreshingPriceSource(PriceSource):
             if not self._closing:
                 await self.refresh()
 
+    async def fetch_table(self) -> PriceTable:
+        """One fetch from the upstream, bounded by the refresh timeout, recording nothing
+        here: what the refresh job saves to the shared store (walletcore.jobs.prices)."""
+        return await asyncio.wait_for(self._fetch(), self._timeout)
+
     async def refresh(self) -> bool:
         """One refresh; False (and the old values kept) when the upstream failed."""
         async with self._refresh_lock:
@@ -120,9 +128,131 @@ class RefreshingPriceSource(PriceSource):
             for symbol in SYMBOLS
         }
 
+    def ages(self) -> dict[str, timedelta]:
+        """symbol -> time since its newest recorded price (`walletcore.ports.PriceAges`);
+        symbols never priced are absent. Read-only: it never triggers a refresh."""
+        newest: dict[str, datetime] = {}
+        for (symbol, _), (_, at) in self._known.items():
+            if symbol not in newest or at > newest[symbol]:
+                newest[symbol] = at
+        now = self._clock.now()
+        return {symbol: now - at for symbol, at in newest.items()}
+
     async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
         try:
             await asyncio.wait_for(self._refresh_if_due(), self._timeout)
+        except TimeoutError:
+            raise PricingTimeout() from None
+        known = self._known.get((symbol, fiat))
+        if known is None or self._clock.now() - known[1] > self._max_age:
+            raise PriceUnavailable(f"No usable {symbol}/{fiat.value} price; retry with backoff")
+        return known[0]
+
+
+def usable_prices(table: PriceTable) -> dict[tuple[str, Fiat], Decimal]:
+    """The pairs of an upstream table worth recording: finite, positive prices."""
+    return {
+        (symbol, Fiat(fiat)): price
+        for symbol, by_fiat in table.items()
+        for fiat, price in by_fiat.items()
+        if price is not None and price.is_finite() and price > 0
+    }
+
+
+def price_map_of(known: StoredPrices) -> PriceMap:
+    """The `/prices` map of recorded prices: every symbol, 0 for a fiat never recorded."""
+    return {
+        symbol: {
+            fiat.value: float(known[(symbol, fiat)][0]) if (symbol, fiat) in known else 0.0
+            for fiat in PRICE_FIATS
+        }
+        for symbol in SYMBOLS
+    }
+
+
+#: Refreshes the shared table when it is due (an in-process job run inline, for a process
+#: whose jobs were never started); None where another process refreshes it (a worker).
+RefreshIfDue = Callable[[], Awaitable[object]]
+
+
+class SharedPriceSource(PriceSource):
+    """The PriceSource of every process of a deployment whose prices a job refreshes: it
+    serves the table stored by `walletcore.jobs.prices.refresh_prices`, with the rules of
+    `RefreshingPriceSource` (last known values; 0 for a fiat never recorded in the map; a
+    quote on a price older than `max_age` or none is a 502).
+
+    The stored table is read at most once per `cache_seconds` (per process and event
+    loop: concurrent callers share one read); a read that fails keeps serving what was
+    read last, and its age rules still apply.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        clock: Clock,
+        *,
+        max_age_seconds: float = 900.0,
+        timeout_seconds: float = 10.0,
+        cache_seconds: float = 1.0,
+        refresh_if_due: RefreshIfDue | None = None,
+    ) -> None:
+        self._storage = storage
+        self._clock = clock
+        self._max_age = timedelta(seconds=max_age_seconds)
+        self._timeout = timeout_seconds
+        self._cache_seconds = cache_seconds
+        self._refresh_if_due = refresh_if_due
+        self._known: StoredPrices = {}
+        self._map: PriceMap = price_map_of({})
+        self._loaded_at: float | None = None
+        self._loading: asyncio.Future[None] | None = None
+        self.loads = 0
+
+    def __repr__(self) -> str:
+        return f"SharedPriceSource({self._storage!r})"
+
+    async def _current(self) -> None:
+        loaded = self._loaded_at
+        if loaded is not None and time.monotonic() - loaded < self._cache_seconds:
+            return
+        loop = asyncio.get_running_loop()
+        flight = self._loading
+        if flight is None or flight.done() or flight.get_loop() is not loop:
+            flight = self._loading = loop.create_task(self._load())
+        await asyncio.shield(flight)
+
+    async def _load(self) -> None:
+        try:
+            if self._refresh_if_due is not None:
+                await self._refresh_if_due()
+            async with self._storage.read() as unit:
+                known = await unit.prices.load()
+        except Exception as exc:  # noqa: BLE001 - the last values read stay served
+            log.warning("stored prices unreadable (%s); serving the last read", type(exc).__name__)
+            return
+        finally:
+            self._loaded_at = time.monotonic()
+        self.loads += 1
+        if known != self._known:
+            self._known, self._map = dict(known), price_map_of(known)
+
+    def ages(self) -> dict[str, timedelta]:
+        """symbol -> time since its newest stored price, as last read (`PriceAges`);
+        symbols never priced are absent. Read-only: it never reads the store."""
+        newest: dict[str, datetime] = {}
+        for (symbol, _), (_, at) in self._known.items():
+            newest[symbol] = max(at, newest.get(symbol, at))
+        now = self._clock.now()
+        return {symbol: now - at for symbol, at in newest.items()}
+
+    # -- the port -------------------------------------------------------------------------
+    async def price_map(self) -> PriceMap:
+        await self._current()
+        return self._map
+
+    async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
+        try:
+            await asyncio.wait_for(self._current(), self._timeout)
         except TimeoutError:
             raise PricingTimeout() from None
         known = self._known.get((symbol, fiat))

@@ -68,6 +68,14 @@ def _int_list(value: object) -> object:
     return value
 
 
+def default_home() -> Path:
+    """`$XDG_DATA_HOME/walletcore`, else `~/.local/share/walletcore` (the XDG base
+    directory default; a relative XDG_DATA_HOME is ignored, as the specification says)."""
+    data_home = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(data_home) if os.path.isabs(data_home) else Path.home() / ".local" / "share"
+    return base / "walletcore"
+
+
 #: `WALLETCORE_CHAIN_<CHAIN>=<plugin>[:<mode>]`: one chain's gateway (`Settings.gateways`).
 CHAIN_VARIABLE_PREFIX = "WALLETCORE_CHAIN_"
 
@@ -92,8 +100,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WALLETCORE_", extra="ignore")
 
     profile: Profile = Profile.SANDBOX
-    #: Where the sandbox keeps its files (database, generated secrets).
-    home: Path = Path(".walletcore")
+    #: Where the sandbox keeps its files (database, generated secrets, the sandbox
+    #: ledger): `WALLETCORE_HOME`, else `default_home()`, the same folder from any working
+    #: directory (a relative default made a command run elsewhere use another state).
+    home: Path = Field(default_factory=default_home)
     database_url: SecretStr | None = None
     #: PostgreSQL connections each process keeps (the `sql` repo): at least the requests a
     #: worker serves at once, or units of work queue for one.

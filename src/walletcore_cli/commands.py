@@ -4,16 +4,28 @@ use case, and returns what is printed as JSON."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from typing import Any
 
 from walletcore.container import Container, check_profile, create_container
-from walletcore.domain.assets import Chain, FeePayer
+from walletcore.domain.assets import Chain, FeePayer, native_asset
 from walletcore.domain.clients import ApiClient
-from walletcore.domain.errors import InvalidRequest
+from walletcore.domain.errors import (
+    AddressUnknown,
+    ApiClientNotFound,
+    DomainError,
+    InvalidRequest,
+)
+from walletcore.domain.ids import is_id
+from walletcore.domain.money import format_balance
 from walletcore.domain.times import format_datetime
-from walletcore.ports import Lifecycle
+from walletcore.ports import ChainGateway, Lifecycle
+from walletcore.services.wallet_access import platform_wallet
 from walletcore.settings import Settings
+
+#: Seconds `platform balances` waits for one chain's node before it reports that chain.
+BALANCE_TIMEOUT_SECONDS = 15.0
 
 
 async def run(args: argparse.Namespace) -> Any:
@@ -39,6 +51,8 @@ async def _command(args: argparse.Namespace, container: Container) -> Any:
 
         addresses = await container.wallets().provision_platform(args.client_id.strip().lower())
         return msgspec.to_builtins(ChainAddresses.of(addresses))
+    if args.command == "platform" and args.action == "balances":
+        return await _platform_balances(args.client_id.strip().lower(), container)
     if args.command == "sandbox" and args.action == "fund":
         return await _sandbox_fund(args, container)
     if args.command == "nonces":
@@ -56,8 +70,18 @@ async def _clients(args: argparse.Namespace, container: Container) -> Any:
         return {"clientId": issued.client.client_id, "apiKey": issued.api_key}
     if args.action == "list":
         return [_client_view(c) for c in await auth.list_clients()]
-    if args.action == "disable":
-        client = await auth.disable_client(args.client_id.strip().lower())
+    if args.action == "update":
+        client = await auth.update_client(
+            args.client_id.strip().lower(),
+            name=args.name,
+            assets=args.assets,
+            fee_payer=None if args.fee_payer is None else FeePayer(args.fee_payer),
+            asset_fee_payers=dict(args.fee_payer_asset or []),
+        )
+        return _client_view(client)
+    if args.action in ("disable", "enable"):
+        change = auth.disable_client if args.action == "disable" else auth.enable_client
+        client = await change(args.client_id.strip().lower())
         return {"clientId": client.client_id, "disabled": client.disabled}
     if args.action == "rotate":
         issued = await auth.rotate_key(args.client_id.strip().lower())
@@ -72,10 +96,56 @@ def _client_view(client: ApiClient) -> dict[str, Any]:
         "name": client.name,
         "assets": list(client.enabled_assets),
         "feePayer": client.fee_payer.value,
+        "assetFeePayers": {str(a): p.value for a, p in sorted(client.asset_fee_payers.items())},
         "disabled": client.disabled,
         "keyGeneration": client.key_generation,
         "createdAt": format_datetime(client.created_at) if client.created_at else None,
     }
+
+
+async def _platform_balances(client_id: str, container: Container) -> dict[str, Any]:
+    """The platform wallet's native coin on every chain: the gas its PLATFORM fees are paid
+    from. Every chain, whether the client has assets enabled on it or not; a chain whose
+    node cannot be read shows `error` instead of `balance`, and the others still show."""
+    if not is_id(client_id):
+        raise ApiClientNotFound()
+    async with container.storage().read() as unit:
+        if await unit.clients.get(client_id) is None:
+            raise ApiClientNotFound()
+        wallet = await platform_wallet(unit, client_id)  # 404 until provisioned
+    gateways = container.gateways()
+    try:
+        chains = list(Chain)
+        read = [_native_balance(gateways.get(c), c, wallet.addresses.get(c)) for c in chains]
+        return dict(zip((c.value for c in chains), await asyncio.gather(*read), strict=True))
+    finally:
+        for gateway in gateways.values():
+            if isinstance(gateway, Lifecycle):
+                await gateway.aclose()
+
+
+async def _native_balance(
+    gateway: ChainGateway | None, chain: Chain, address: str | None
+) -> dict[str, Any]:
+    asset = native_asset(chain)
+    shown: dict[str, Any] = {"asset": asset.id, "symbol": asset.symbol, "address": address}
+    if address is None:
+        return {**shown, "error": f"the platform wallet has no {chain} address"}
+    if gateway is None:
+        return {**shown, "error": f"no gateway for {chain} here"}
+    try:
+        async with asyncio.timeout(BALANCE_TIMEOUT_SECONDS):
+            units = await gateway.balance(address, asset)
+    except AddressUnknown:  # a BITCOIN indexer knows no address without transactions
+        units = 0
+    except DomainError as exc:
+        return {**shown, "error": exc.message}
+    except TimeoutError:
+        return {**shown, "error": f"the node did not answer within {BALANCE_TIMEOUT_SECONDS:g} s"}
+    except Exception as exc:  # noqa: BLE001 - one node, whatever its driver raises
+        # The type only: a driver's message may hold the node's URL, a secret.
+        return {**shown, "error": f"the node could not be read ({type(exc).__name__})"}
+    return {**shown, "balance": format_balance(units, asset.decimals)}
 
 
 async def _sandbox_fund(args: argparse.Namespace, container: Container) -> Any:

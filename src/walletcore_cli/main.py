@@ -7,6 +7,8 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,63 +34,160 @@ def _asset_list(text: str) -> list[int]:
         ) from None
 
 
+def _asset_fee_payer(text: str) -> tuple[int, FeePayer]:
+    asset, _, payer = text.partition("=")
+    try:
+        return int(asset), FeePayer(payer.strip().upper())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected ASSET_ID=USER or ASSET_ID=PLATFORM, e.g. 21=PLATFORM"
+        ) from None
+
+
+def _version() -> str:
+    try:
+        return metadata.version("walletcore")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown"
+
+
+def _actions(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, text: str
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """A command whose actions are subcommands (`walletcore clients create ...`)."""
+    group = commands.add_parser(name, help=text, description=text)
+    return group.add_subparsers(dest="action", required=True, metavar="ACTION", help="one of:")
+
+
+def _client_id(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("client_id", metavar="ID", help="the api client's id (clients list)")
+
+
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="walletcore", description="walletcore operator CLI")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    serve = commands.add_parser("serve", help="run the HTTP API")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--server", choices=SERVERS, default="granian")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-
-    clients = commands.add_parser("clients", help="api clients").add_subparsers(
-        dest="action", required=True
+    parser = argparse.ArgumentParser(
+        prog="walletcore",
+        description="walletcore operator CLI. Results are JSON on stdout, messages on "
+        "stderr; exit status 0 done, 1 refused (the message says why), 2 bad usage or "
+        "configuration. Settings: the WALLETCORE_* environment (docs/operator.md).",
     )
-    create = clients.add_parser("create", help="issue a client id and api key (shown once)")
-    create.add_argument("--name", required=True)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {_version()}",
+        help="print the installed version of walletcore and exit",
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="one of:"
+    )
+
+    serve = commands.add_parser("serve", help="run the HTTP API", description="run the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (%(default)s)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (%(default)s)")
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (%(default)s)")
+    serve.add_argument(
+        "--server", choices=SERVERS, default="granian", help="the ASGI server (%(default)s)"
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the server's log level (%(default)s)",
+    )
+
+    worker = commands.add_parser(
+        "worker",
+        help="run background jobs: price refresh, trade settlement, send tracking (PostgreSQL)",
+        description="run background jobs: price refresh, trade settlement, send tracking "
+        "(PostgreSQL)",
+    )
+    worker.add_argument(
+        "--concurrency", type=int, default=1, help="jobs this process runs at once (%(default)s)"
+    )
+
+    payers = [f.value for f in FeePayer]
+    clients = _actions(commands, "clients", "api clients: create, change, disable, rotate keys")
+    create = clients.add_parser(
+        "create",
+        help="issue a client id and api key (shown once)",
+        description="issue a client id and api key (shown once)",
+    )
+    create.add_argument("--name", required=True, help="a name for the operator, 1-100 chars")
     create.add_argument(
-        "--assets", type=_asset_list, default=None, help="e.g. 1,2,21 (default: all)"
+        "--assets",
+        type=_asset_list,
+        default=None,
+        help="enabled asset ids, e.g. 1,2,21 (default: all)",
     )
-    create.add_argument("--fee-payer", choices=[f.value for f in FeePayer], default="USER")
+    create.add_argument(
+        "--fee-payer",
+        choices=payers,
+        default="USER",
+        help="who pays network fees (%(default)s)",
+    )
     clients.add_parser("list", help="list api clients (never their keys)")
+    update = clients.add_parser(
+        "update",
+        help="change a client's name, enabled assets or fee payers (/config shows it)",
+        description="change a client's name, enabled assets or fee payers; only what is "
+        "given changes. Running servers see it within WALLETCORE_CLIENT_CACHE_SECONDS.",
+    )
+    _client_id(update)
+    update.add_argument("--name", default=None, help="a new name, 1-100 chars")
+    update.add_argument(
+        "--assets",
+        type=_asset_list,
+        default=None,
+        help="the enabled asset ids, replacing the current ones, e.g. 1,2,21",
+    )
+    update.add_argument(
+        "--fee-payer", choices=payers, default=None, help="who pays network fees by default"
+    )
+    update.add_argument(
+        "--fee-payer-asset",
+        type=_asset_fee_payer,
+        action="append",
+        default=None,
+        metavar="ID=USER|PLATFORM",
+        help="the fee payer of one asset, over --fee-payer (repeatable); "
+        "ID=<the client's fee payer> removes the exception",
+    )
+    enable = clients.add_parser("enable", help="enable a disabled client; it can sign in again")
+    _client_id(enable)
     disable = clients.add_parser("disable", help="disable a client; its tokens stop working")
-    disable.add_argument("client_id", metavar="ID")
+    _client_id(disable)
     rotate = clients.add_parser("rotate", help="re-issue the api key; the old one stops working")
-    rotate.add_argument("client_id", metavar="ID")
+    _client_id(rotate)
 
-    platform = commands.add_parser("platform", help="platform wallets").add_subparsers(
-        dest="action", required=True
-    )
+    platform = _actions(commands, "platform", "platform wallets")
     provision = platform.add_parser("provision", help="create the client's platform wallet")
-    provision.add_argument("--client-id", required=True)
-
-    db = commands.add_parser("db", help="database schema (the SQL storage)").add_subparsers(
-        dest="action", required=True
+    provision.add_argument("--client-id", required=True, help="the api client's id")
+    balances = platform.add_parser(
+        "balances",
+        help="the platform wallet's native coin on every chain (the gas of PLATFORM fees)",
     )
+    _client_id(balances)
+
+    db = _actions(commands, "db", "database schema (the SQL storage)")
     db.add_parser("upgrade", help="apply the migrations shipped with this version")
     db.add_parser("current", help="print the schema revision of the database")
 
-    sandbox = commands.add_parser("sandbox", help="the sandbox chains").add_subparsers(
-        dest="action", required=True
-    )
+    sandbox = _actions(commands, "sandbox", "the sandbox chains")
     faucet = sandbox.add_parser("fund", help="credit sandbox coins to an address (sandbox only)")
     faucet.add_argument("--chain", required=True, help="BITCOIN, ETHEREUM, BSC, TRON, ...")
-    faucet.add_argument("--address", required=True)
+    faucet.add_argument("--address", required=True, help="the address to credit")
     faucet.add_argument("--asset", required=True, help="asset id, e.g. 2 (ETH) or 21 (USDT)")
     faucet.add_argument("--amount", required=True, help='a decimal string, e.g. "1.5"')
 
-    nonces = commands.add_parser(
-        "nonces", help="EVM nonce floors of the rpc chains (docs/chains.md, Nonces)"
-    ).add_subparsers(dest="action", required=True)
+    nonces = _actions(
+        commands, "nonces", "EVM nonce floors of the rpc chains (docs/chains.md, Nonces)"
+    )
     show = nonces.add_parser("show", help="mined, pending and the stored floor of an address")
     reset = nonces.add_parser(
         "reset", help="set the stored floor (after a transaction the node dropped)"
     )
     for sub in (show, reset):
         sub.add_argument("--chain", required=True, help="ETHEREUM, BSC or POLYGON")
-        sub.add_argument("--address", required=True)
+        sub.add_argument("--address", required=True, help="the sending address, 0x...")
     reset.add_argument(
         "--to", type=int, default=None, help="the next nonce (default: the node's pending count)"
     )
@@ -100,13 +199,40 @@ def _print(value: Any) -> None:
     sys.stdout.flush()
 
 
+def _home() -> None:
+    """Say on stderr which home the command acts on (the settings', as every process reads
+    it), so a command run from another directory or environment cannot go unnoticed."""
+    from walletcore.settings import Settings
+
+    home = Path(Settings().home).expanduser().resolve()
+    print(f"walletcore: home {home}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)  # --help and --version exit here
+    if args.command == "clients" and args.action == "update":
+        given = (args.name, args.assets, args.fee_payer, args.fee_payer_asset)
+        if all(value is None for value in given):
+            cli.error(
+                "clients update: give at least one of --name, --assets, --fee-payer, "
+                "--fee-payer-asset"
+            )
     try:
-        if args.command == "serve":
+        if args.command == "serve":  # it names its home itself, once its checks passed
             from walletcore_cli.serve import serve
 
             return serve(args)
+        _home()
+        if args.command == "worker":
+            try:
+                from walletcore_cli.worker import worker
+            except ModuleNotFoundError as exc:
+                if exc.name != "walletcore_cli.worker":
+                    raise
+                print("walletcore: worker is not part of this installation", file=sys.stderr)
+                return 2
+            return worker(args)
         from walletcore_cli.commands import run
 
         _print(asyncio.run(run(args)))

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import socket
 import sys
+from pathlib import Path
 
 from walletcore.container import Container, check_profile, create_container
 from walletcore.ports import Lifecycle
@@ -22,6 +25,12 @@ def serve(args: argparse.Namespace) -> int:
     check_profile(container)
     container.token_key()
     asyncio.run(_preflight(container))
+    home = Path(container.settings().home).expanduser().resolve()
+    print(f"walletcore: home {home} (WALLETCORE_HOME)", file=sys.stderr, flush=True)
+    busy = address_in_use(args.host, args.port)
+    if busy is not None:
+        print(f"walletcore: {args.host}:{args.port}: {busy}", file=sys.stderr)
+        return 2
     run(
         host=args.host,
         port=args.port,
@@ -39,3 +48,26 @@ async def _preflight(container: Container) -> None:
     if isinstance(storage, Lifecycle):
         await storage.start()
         await storage.aclose()
+
+
+def address_in_use(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be listened on ("address in use", ...), or None.
+
+    granian listens with SO_REUSEPORT, so a second server on a busy port would start and
+    share the requests with the first without a word: bind once without it first (with
+    SO_REUSEADDR, so a previous server's connections in TIME_WAIT do not count). Another
+    process may still take the port between this check and the server's own bind."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot resolve: {exc.strerror}"
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return "address in use"
+            return exc.strerror or str(exc)
+    return None

@@ -180,6 +180,10 @@ class StrictRequest(Request[Any, Any, State]):
         return self._json
 
 
+#: What JSON counts as whitespace (RFC 8259); `bytes.strip()` also strips \x0b and \x0c.
+JSON_WHITESPACE = b" \t\r\n"
+
+
 def _announces_body(headers: Iterable[tuple[bytes, bytes]]) -> bool:
     for name, value in headers:
         if name == b"content-length" and value.strip() not in (b"0", b""):
@@ -199,7 +203,7 @@ async def require_empty_body(request: Request[Any, Any, Any]) -> None:
     if not _announces_body(request.scope["headers"]):
         return
     body = await request.body()  # honours the body size cap
-    if not body.strip():
+    if not body.strip(JSON_WHITESPACE):  # only JSON's own whitespace: a form feed is a 400
         return
     value = await request.json()
     if value is None or value == {}:

@@ -28,6 +28,7 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from walletcore.domain.errors import DomainError
 from walletcore_litestar.bodies import field_name
 from walletcore_litestar.envelope import error_body, request_id_of
+from walletcore_litestar.operations import OPERATIONS_PATHS
 
 log = logging.getLogger("walletcore.http")
 
@@ -146,7 +147,10 @@ def handle_exception(request: Request[Any, Any, Any], exc: Exception) -> Respons
         )
     headers = None
     if isinstance(exc, MethodNotAllowedException):
-        headers = {"Allow": "POST"}
+        if request.scope.get("path") in OPERATIONS_PATHS:  # the GET endpoints (health, metrics)
+            message, headers = "Method not allowed; this endpoint takes GET", {"Allow": "GET"}
+        else:
+            headers = {"Allow": "POST"}
     return Response(
         content=error_body(status, message, request_id),
         status_code=status,

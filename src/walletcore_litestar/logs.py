@@ -7,18 +7,56 @@ what the request log costs against `logging.StreamHandler` (a format with `strft
 write per line). Warnings and errors are written at once; only INFO lines can wait up to
 0.2 s (and are lost if the process is killed in that window). Records still go through
 `logging`, so an embedder's own handlers work.
+
+`WALLETCORE_LOG_FORMAT=json` gives the handler a `JsonFormatter`: one JSON object a line
+with `time`, `level`, `logger`, `message`, and `requestId` when the record was made while a
+request was served (`REQUEST_ID`, set by the request middleware, copied onto each record
+by `RequestIdFilter`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
 import time
+from contextvars import ContextVar
+from datetime import UTC, datetime
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # what the lines look like
 #: Largest batch written at once: below PIPE_BUF (4096), so workers' batches never mix.
 MAX_BATCH_BYTES = 3584
+#: The id of the request this task serves (None outside a request).
+REQUEST_ID: ContextVar[str | None] = ContextVar("walletcore_request_id", default=None)
+
+
+class RequestIdFilter(logging.Filter):
+    """Copies the request id being served onto each record (`record.requestId`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "requestId", None) is None:
+            record.requestId = REQUEST_ID.get()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, on one line (newlines in a message are escaped)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = datetime.fromtimestamp(record.created, UTC)
+        entry: dict[str, object] = {
+            "time": stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        request_id = getattr(record, "requestId", None) or REQUEST_ID.get()
+        if request_id is not None:
+            entry["requestId"] = request_id
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
 
 
 class BatchingStderrHandler(logging.Handler):
@@ -51,6 +89,8 @@ class BatchingStderrHandler(logging.Handler):
             self._write()
 
     def _format(self, record: logging.LogRecord) -> str:
+        if self.formatter is not None:  # a formatter set on the handler (JSON) wins
+            return self.formatter.format(record) + "\n"
         second = int(record.created)
         if second != self._second:
             self._second = second

@@ -2,7 +2,9 @@
 
 It wraps the whole Litestar app (routing included), so unknown paths and wrong methods get
 the header and the log line too. The log line carries method, path, status, requestId and
-duration, never a body or a header value other than the request id.
+duration, never a body or a header value other than the request id. The request id is also
+set in `logs.REQUEST_ID` while the request is served (JSON logs carry it on every record),
+and each request is told to the `Observer` (metrics) with its route template, never its path.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from sys import getrecursionlimit
 from typing import Any
 
 from walletcore.domain.ids import new_id
+from walletcore.ports import Observer
 from walletcore_litestar.envelope import REQUEST_ID_KEY, encode_error
 from walletcore_litestar.limits import RECURSION_LIMIT, pin_recursion_limit
+from walletcore_litestar.logs import REQUEST_ID
 from walletcore_litestar.wire import MAX_REQUEST_ID_CHARS
 
 log = logging.getLogger("walletcore.http")
@@ -26,6 +30,8 @@ _REQUEST_ID_HEADER = b"x-request-id"
 MAX_HEADER_BYTES = 16 * 1024
 HEADERS_TOO_LARGE = f"Request headers too large; the limit is {MAX_HEADER_BYTES} bytes"
 _LINE = "method=%s path=%s status=%d requestId=%s durationMs=%.2f"
+#: The route of a request no route matched (an unknown path, a refused request id).
+UNMATCHED_ROUTE = "unmatched"
 INVALID_REQUEST_ID = (
     f"X-Request-Id must be 1 to {MAX_REQUEST_ID_CHARS} printable ASCII characters, sent once"
 )
@@ -64,8 +70,9 @@ def _printable(text: str, limit: int = 256) -> str:
 class RequestContextMiddleware:
     """Raw ASGI middleware (cheap on the hot path) around the whole application."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, observer: Observer | None = None) -> None:
         self.app = app
+        self.observer = observer or Observer()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -76,6 +83,7 @@ class RequestContextMiddleware:
             pin_recursion_limit()
         request_id, valid = parse_request_id(scope["headers"])
         scope.setdefault("state", {})[REQUEST_ID_KEY] = request_id
+        context = REQUEST_ID.set(request_id)
         id_header = (b"x-request-id", request_id.encode("ascii"))
         status = 500
 
@@ -102,26 +110,31 @@ class RequestContextMiddleware:
             else:
                 await self.app(scope, receive, send_with_id)
         finally:
-            if log.isEnabledFor(logging.INFO):
-                # makeRecord + handle: the same record as log.info, without its stack walk
-                # (findCaller), which is a measurable share of a cheap request.
-                log.handle(
-                    log.makeRecord(
-                        log.name,
-                        logging.INFO,
-                        __file__,
-                        0,
-                        _LINE,
-                        (
-                            scope["method"],
-                            _printable(scope["path"]),
-                            status,
-                            request_id,
-                            (time.perf_counter() - started) * 1000.0,
-                        ),
-                        None,
-                    )
-                )
+            seconds = time.perf_counter() - started
+            try:
+                # The router sets the matched route's template (`/trade/approve`), never a path.
+                route = scope.get("path_template") or UNMATCHED_ROUTE
+                self.observer.request(scope["method"], route, status, seconds)
+                if log.isEnabledFor(logging.INFO):
+                    _log_request(scope, status, request_id, seconds)
+            finally:
+                REQUEST_ID.reset(context)
+
+
+def _log_request(scope: Any, status: int, request_id: str, seconds: float) -> None:
+    # makeRecord + handle: the same record as log.info, without its stack walk (findCaller),
+    # which is a measurable share of a cheap request.
+    log.handle(
+        log.makeRecord(
+            log.name,
+            logging.INFO,
+            __file__,
+            0,
+            _LINE,
+            (scope["method"], _printable(scope["path"]), status, request_id, seconds * 1000.0),
+            None,
+        )
+    )
 
 
 async def _send_error(

@@ -1,7 +1,8 @@
 """Running the app under an ASGI server: granian (default, measured faster here) or uvicorn.
 
 Workers are separate processes, each importing `app_factory`; they share state only
-through the storage (the database: SQLite or PostgreSQL).
+through the storage (the database: SQLite or PostgreSQL), and their metrics through
+prometheus-client's multiprocess directory, made by `run` before they start.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any, Literal
 from litestar import Litestar
 
 from walletcore_litestar.app import create_app
-from walletcore_litestar.logs import BatchingStderrHandler
+from walletcore_litestar.logs import BatchingStderrHandler, JsonFormatter, RequestIdFilter
+from walletcore_litestar.metrics import multiprocess_directory
+from walletcore_litestar.operations import OperationsSettings
 from walletcore_litestar.services import services_of
 
 APP_FACTORY = "walletcore_litestar.server:app_factory"
@@ -26,12 +29,21 @@ SERVERS: tuple[Server, ...] = ("granian", "uvicorn")
 RESPAWN_INTERVAL_SECONDS = 1.0
 
 
-def configure_logging(level: str | None = None) -> None:
-    """One batching stderr handler on the `walletcore` logger (request log, warnings, errors)."""
+def configure_logging(level: str | None = None, log_format: str | None = None) -> None:
+    """One batching stderr handler on the `walletcore` logger (request log, warnings,
+    errors); `log_format` `json` (default: `WALLETCORE_LOG_FORMAT`) makes its lines JSON
+    objects carrying the request id."""
     name = (level or os.environ.get(LOG_LEVEL_ENV) or "info").upper()
+    log_format = log_format or OperationsSettings().log_format
     logger = logging.getLogger("walletcore")
-    if not any(isinstance(h, BatchingStderrHandler) for h in logger.handlers):
-        logger.addHandler(BatchingStderrHandler(sys.stderr.fileno()))
+    handler = next((h for h in logger.handlers if isinstance(h, BatchingStderrHandler)), None)
+    if handler is None:
+        handler = BatchingStderrHandler(sys.stderr.fileno())
+        logger.addHandler(handler)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+        if not any(isinstance(f, RequestIdFilter) for f in handler.filters):
+            handler.addFilter(RequestIdFilter())
     logger.setLevel(name)
     logger.propagate = False
 
@@ -53,6 +65,12 @@ def run(
     *, host: str, port: int, workers: int, server: Server = "granian", log_level: str = "info"
 ) -> None:
     os.environ[LOG_LEVEL_ENV] = log_level
+    with multiprocess_directory():
+        _serve(host=host, port=port, workers=workers, server=server, log_level=log_level)
+
+
+def _serve(*, host: str, port: int, workers: int, server: Server, log_level: str) -> None:
+    json_logs = OperationsSettings().log_format == "json"
     if server == "granian":
         from granian import Granian
         from granian.constants import Interfaces
@@ -70,6 +88,7 @@ def run(
             # the listening socket stay up, so one request cannot take the service down.
             respawn_failed_workers=True,
             respawn_interval=RESPAWN_INTERVAL_SECONDS,
+            log_dictconfig=_granian_json_logs() if json_logs else None,
         ).serve()
     else:
         import uvicorn
@@ -84,6 +103,22 @@ def run(
             log_level=log_level,
             lifespan="on",
         )
+
+
+def _granian_json_logs() -> dict[str, Any]:
+    """granian's own lines (start, stop, worker replaced) as JSON objects too."""
+    json_formatter = {"()": f"{JsonFormatter.__module__}.JsonFormatter"}
+    return {
+        "formatters": {"generic": json_formatter, "access": json_formatter},
+        "handlers": {
+            "console": {"formatter": "generic", "class": "logging.StreamHandler"},
+            "access": {"formatter": "access", "class": "logging.StreamHandler"},
+        },
+        "loggers": {
+            "_granian": {"handlers": ["console"], "level": "INFO", "propagate": False},
+            "granian.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        },
+    }
 
 
 def _granian_level(level: str) -> Any:

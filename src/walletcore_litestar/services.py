@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -11,17 +12,22 @@ from walletcore.domain.clients import ApiClient
 from walletcore.plugins import AdapterNotFound
 from walletcore.ports import PriceMap
 from walletcore.services.auth import AuthService
+from walletcore.services.health import HealthService
 from walletcore.services.market import MarketService
 from walletcore.services.sends import SendService
 from walletcore.services.trading import TradingService
 from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
+from walletcore_litestar.metrics import PrometheusObserver
+from walletcore_litestar.operations import OperationsSettings
 from walletcore_litestar.schemas import ClientConfig, FiatPrices, price_map
 
 log = logging.getLogger("walletcore.http")
 
 #: Key of the `Services` in the Litestar app's state.
 STATE_KEY = "walletcore"
+#: Key of the `Operations` (health, metrics) in the Litestar app's state.
+OPERATIONS_KEY = "walletcore_operations"
 #: Distinct client configurations whose `/config` view is kept.
 CONFIG_CACHE_SIZE = 1024
 
@@ -92,7 +98,24 @@ class Services:
         # Resolved on first use too, so the rest of the API runs without a keystore adapter.
         return self.container.wallets()
 
+    @cached_property
+    def health(self) -> HealthService:
+        return self.container.health()
+
+
+@dataclass(frozen=True, slots=True)
+class Operations:
+    """What the operations endpoints use: their settings and the app's metrics."""
+
+    settings: OperationsSettings
+    observer: PrometheusObserver
+
 
 def services_of(app: Any) -> Services:
     services: Services = app.state[STATE_KEY]
     return services
+
+
+def operations_of(app: Any) -> Operations:
+    operations: Operations = app.state[OPERATIONS_KEY]
+    return operations

@@ -236,6 +236,10 @@ class SandboxGateway(ChainGateway):
         next call opens it again)."""
         await self._ledger.aclose()
 
+    async def check(self) -> None:
+        """`walletcore.ports.HealthCheck`: the ledger (this sandbox's node) answers a read."""
+        await self._ledger.knows(self.chain, "")
+
     # -- the sandbox faucet -------------------------------------------------------------
     async def fund(self, address: str, asset: Asset, units: int) -> int:
         """Credit `units` of `asset` to `address` (confirmed at once); the new balance."""

@@ -47,6 +47,13 @@ class SqlStorage(Storage, Lifecycle):
     async def aclose(self) -> None:
         await self.database.aclose()
 
+    async def check(self) -> None:
+        """`walletcore.ports.HealthCheck`: one `SELECT 1` on a pooled connection."""
+        from sqlalchemy import text
+
+        async with self.database.transaction() as conn:
+            await conn.execute(text("SELECT 1"))
+
     @asynccontextmanager
     async def write(self) -> AsyncIterator[UnitOfWork]:
         async with self.database.transaction(write=True) as conn:

@@ -16,17 +16,21 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Table, bindparam, insert, select, text, update
 
+from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.ports.prices import PriceRecords, StoredPrices
 from walletcore.ports.storage import (
     AuditStore,
     ClientStore,
@@ -37,7 +41,15 @@ from walletcore.ports.storage import (
 )
 from walletcore_sql import rows
 from walletcore_sql.database import Database
-from walletcore_sql.tables import api_clients, audit_log, sends, trades, users, wallets
+from walletcore_sql.tables import (
+    api_clients,
+    audit_log,
+    price_records,
+    sends,
+    trades,
+    users,
+    wallets,
+)
 
 
 def _b(name: str) -> Any:
@@ -113,6 +125,15 @@ _TRADE_LAPSED = select(trades).where(
     trades.c.quote_expires_at <= _b("now"),
 )
 
+# `ix_trades_in_flight`'s partial condition, as a literal for the same reason.
+_TRADE_IN_FLIGHT = (
+    select(trades)
+    .where(text("trades.status IN ('approved', 'executing')"))
+    .order_by(trades.c.created_at, trades.c.trade_id)
+    .limit(_b("limit"))
+)
+_PRICES_LOAD = select(price_records)
+
 
 def _trade_page(by_side: bool, by_status: bool) -> Any:
     query = select(trades).where(
@@ -185,6 +206,14 @@ def _build_upsert(database: Database, name: str) -> Any:
         )
     if name == "send_insert":
         return database.insert(sends).on_conflict_do_nothing()
+    if name == "price_upsert":
+        insert = database.insert(price_records)
+        # never back in time: a slower writer with an older instant changes nothing
+        return insert.on_conflict_do_update(
+            index_elements=[price_records.c.symbol, price_records.c.fiat],
+            set_={"price": insert.excluded.price, "recorded_at": insert.excluded.recorded_at},
+            where=price_records.c.recorded_at <= insert.excluded.recorded_at,
+        )
     raise KeyError(name)  # pragma: no cover - a typo in this module
 
 
@@ -208,6 +237,7 @@ class SqlUnit(UnitOfWork):
         self.trades: TradeStore = SqlTrades(self)
         self.sends: SendStore = SqlSends(self)
         self.audit: AuditStore = SqlAudit(self)
+        self.prices: PriceRecords = SqlPrices(self)
 
     def writer(self) -> Any:
         """The connection, for a write; `RuntimeError` in a read unit."""
@@ -440,6 +470,10 @@ class SqlTrades(TradeStore):
         params = {"b_client_id": client_id, "b_user_id": user_id, "b_now": now}
         return [rows.trade_from(r) for r in await self._unit.all(_TRADE_LAPSED, params)]
 
+    async def in_flight(self, limit: int) -> list[Trade]:
+        found = await self._unit.all(_TRADE_IN_FLIGHT, {"b_limit": max(limit, 0)})
+        return [rows.trade_from(r) for r in found]
+
 
 class SqlSends(SendStore):
     def __init__(self, unit: SqlUnit) -> None:
@@ -509,6 +543,26 @@ class SqlAudit(AuditStore):
     async def newest(self, limit: int = 100) -> list[AuditEntry]:
         found = await self._unit.all(_AUDIT_NEWEST, {"b_limit": max(limit, 0)})
         return [rows.audit_from(r) for r in found]
+
+
+class SqlPrices(PriceRecords):
+    """`price_records`: one upsert per pair, in one statement (executemany)."""
+
+    def __init__(self, unit: SqlUnit) -> None:
+        self._unit = unit
+
+    async def save(self, table: Mapping[tuple[str, Fiat], Decimal], at: datetime) -> None:
+        self._unit.writer()
+        values = [
+            {"symbol": symbol, "fiat": Fiat(fiat).value, "price": price, "recorded_at": at}
+            for (symbol, fiat), price in sorted(table.items())
+        ]
+        if values:
+            await self._unit.run(self._unit.upsert("price_upsert"), values)  # type: ignore[arg-type]
+
+    async def load(self) -> StoredPrices:
+        found = await self._unit.all(_PRICES_LOAD, {})
+        return {(str(r["symbol"]), Fiat(r["fiat"])): (r["price"], r["recorded_at"]) for r in found}
 
 
 __all__ = ["SqlUnit"]

@@ -169,6 +169,16 @@ Index(
     trades.c.trade_id.desc(),
 )
 
+# The settlement job (`trades.in_flight`): approved and executing trades of every client,
+# oldest first. Partial: in flight is a handful of rows however many trades there are.
+Index(
+    "ix_trades_in_flight",
+    trades.c.created_at,
+    trades.c.trade_id,
+    postgresql_where=text("status IN ('approved', 'executing')"),
+    sqlite_where=text("status IN ('approved', 'executing')"),
+)
+
 SEND_STATES = "('started', 'signed', 'broadcast', 'finished')"
 
 sends = Table(
@@ -211,4 +221,16 @@ nonce_floors = Table(
     Column("address", String(128), primary_key=True),
     Column("next_nonce", BigInteger, nullable=False),
     CheckConstraint("next_nonce >= 0", name="next_nonce"),
+)
+
+# The deployment's shared price table (`walletcore.ports.prices`): the last known price of
+# each symbol in each fiat and when it was recorded, saved by the refresh job and read by
+# every HTTP process (`walletcore.pricing.SharedPriceSource`).
+price_records = Table(
+    "price_records",
+    metadata,
+    Column("symbol", String(16), primary_key=True),
+    Column("fiat", String(8), primary_key=True),
+    Column("price", Money, nullable=False),
+    Column("recorded_at", UTCDateTime, nullable=False),
 )

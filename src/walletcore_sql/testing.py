@@ -27,7 +27,16 @@ T = TypeVar("T")
 TEST_DATABASE_URL_ENV = "WALLETCORE_TEST_DATABASE_URL"
 DEFAULT_TEST_DATABASE_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 #: Every table the migrations create, children first.
-TABLES = ("nonce_floors", "audit_log", "sends", "trades", "wallets", "users", "api_clients")
+TABLES = (
+    "price_records",
+    "nonce_floors",
+    "audit_log",
+    "sends",
+    "trades",
+    "wallets",
+    "users",
+    "api_clients",
+)
 _SCHEMA_RE = re.compile(r"\A[a-z_][a-z0-9_]{0,62}\Z")
 
 

@@ -80,10 +80,10 @@ def test_each_missing_chain_and_exchange_setting_is_its_own_problem(
     assert "exchange-key" not in " ".join(found)  # a secret is never shown
 
 
-def test_sqlite_is_refused_in_production(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sqlite_is_refused_in_production(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name, value in REAL_ENV.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("WALLETCORE_DATABASE_URL", "sqlite+aiosqlite:///walletcore.db")
+    monkeypatch.setenv("WALLETCORE_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'wc.db'}")
     [problem] = problems()
     assert problem.startswith("WALLETCORE_DATABASE_URL must name the deployment's PostgreSQL")
 

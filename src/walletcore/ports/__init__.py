@@ -8,7 +8,10 @@ per reason to change:
 - `storage`: `Storage`, its `UnitOfWork` and the stores (`ClientStore`, `WalletStore`,
   `TradeStore`, `SendStore`, `AuditStore`);
 - `nonces`: `NonceLeases`, `NonceLease`;
-- `runtime`: `Clock`, `Lifecycle`.
+- `prices`: `PriceRecords` (the shared price table, on every unit of work), `StoredPrices`;
+- `runtime`: `Clock`, `Lifecycle`;
+- `health`: `HealthCheck`, `PriceAges` (optional, for readiness);
+- `metrics`: `Observer` (the service's measurements, no-op by default).
 
 Every name is re-exported here: `from walletcore.ports import Storage`. Adapters implement
 them (and may subclass them, so a type checker sees the promise); `walletcore.testing` holds
@@ -24,8 +27,11 @@ from walletcore.ports.chains import (
     Transfer,
     UnsignedTransfer,
 )
+from walletcore.ports.health import HealthCheck, PriceAges
 from walletcore.ports.keys import ChainSigner, KeyStore, NewWallet
+from walletcore.ports.metrics import Observer
 from walletcore.ports.nonces import NonceLease, NonceLeases
+from walletcore.ports.prices import PriceRecords, StoredPrices
 from walletcore.ports.runtime import Clock, Lifecycle
 from walletcore.ports.storage import (
     AuditStore,
@@ -46,17 +52,22 @@ __all__ = [
     "ClientStore",
     "Clock",
     "FeeQuote",
+    "HealthCheck",
     "KeyStore",
     "Lifecycle",
     "NewWallet",
     "NonceLease",
     "NonceLeases",
+    "Observer",
+    "PriceAges",
     "PriceMap",
+    "PriceRecords",
     "PriceSource",
     "SendStore",
     "SignatureVerifier",
     "SignedTransfer",
     "Storage",
+    "StoredPrices",
     "TradeStore",
     "TradeVenue",
     "Transfer",

@@ -37,6 +37,7 @@ from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.ports.prices import PriceRecords
 
 
 class ClientStore(Protocol):
@@ -127,6 +128,11 @@ class TradeStore(Protocol):
         """This user's open trades whose quote lapsed by `now` (to `swap` to expired)."""
         ...
 
+    async def in_flight(self, limit: int) -> list[Trade]:
+        """Approved and executing trades of every client, oldest first (by creation, then
+        trade id), at most `limit`: what the settlement job asks the venue about."""
+        ...
+
 
 class SendStore(Protocol):
     """The idempotency record of a send, one per (api client, X-Request-Id)."""
@@ -180,6 +186,8 @@ class UnitOfWork(Protocol):
     trades: TradeStore
     sends: SendStore
     audit: AuditStore
+    #: the deployment's shared price table (walletcore.ports.prices)
+    prices: PriceRecords
 
 
 class Storage(Protocol):

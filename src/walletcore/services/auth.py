@@ -11,6 +11,9 @@ Rules:
   tokens at once in the process that made it, and within that bound in every other process
   (another worker, a server after `walletcore clients disable`). `/auth` always reads the
   client fresh: a rotated key never opens a new token.
+- The operator's changes of a client (create, update, disable, enable, rotate) are audited
+  with the change; a change that changes nothing is audited `replay`. An update or an
+  enable reaches the other processes within the same `client_cache_seconds`.
 """
 
 from __future__ import annotations
@@ -137,9 +140,7 @@ class AuthService:
         asset_fee_payers: Mapping[int, FeePayer] | None = None,
         request_id: str = "operator",
     ) -> IssuedKey:
-        name = name.strip()
-        if not name or len(name) > 100:
-            raise InvalidRequest("name must be 1 to 100 characters")
+        name = _check_name(name)
         enabled = _check_assets(assets)
         api_key = new_api_key()
         client = ApiClient(
@@ -171,6 +172,70 @@ class AuthService:
                 lambda c: replace(c, disabled=True, key_generation=c.key_generation + 1),
             )
 
+    async def enable_client(self, client_id: str, request_id: str = "operator") -> ApiClient:
+        """The reverse of `disable_client`: `/auth` opens tokens again.
+
+        Rules:
+        - tokens issued before the disable stay refused (the disable moved the key
+          generation on); new ones work, here at once, elsewhere within
+          `client_cache_seconds`;
+        - enabling an enabled client changes nothing (audited `replay`).
+        """
+        async with self._auditor.record("client.enable", request_id, _audit_id(client_id)) as note:
+            return await self._change(client_id, note, lambda c: replace(c, disabled=False))
+
+    async def update_client(
+        self,
+        client_id: str,
+        *,
+        name: str | None = None,
+        assets: Iterable[int] | None = None,
+        fee_payer: FeePayer | None = None,
+        asset_fee_payers: Mapping[int, FeePayer] | None = None,
+        request_id: str = "operator",
+    ) -> ApiClient:
+        """Change the client's name, enabled assets and fee payers (what `/config` shows).
+
+        Rules:
+        - only what is given changes; `None` keeps the stored value;
+        - `assets` replaces the enabled assets: known ids, at least one (`400` otherwise);
+        - `asset_fee_payers` are per-asset exceptions to `fee_payer`, merged over the
+          stored ones; each names a known, enabled asset (`400` otherwise). An exception
+          equal to the client's fee payer is dropped (so `ID=<fee payer>` removes one), and
+          so is the exception of an asset no longer enabled;
+        - the key, its generation and `disabled` stay: issued tokens keep working and see
+          the change at once here, within `client_cache_seconds` elsewhere;
+        - a refusal changes nothing; an update that changes nothing is audited `replay`.
+        """
+        exceptions = dict(asset_fee_payers or {})
+        async with self._auditor.record("client.update", request_id, _audit_id(client_id)) as note:
+            new_name = None if name is None else _check_name(name)
+            enabled = None if assets is None else _check_assets(assets)
+            unknown = sorted(set(exceptions) - set(ASSETS_BY_ID))
+            if unknown:
+                raise InvalidRequest(f"unknown asset ids: {unknown}")
+
+            def change(client: ApiClient) -> ApiClient:
+                now_enabled = client.enabled_assets if enabled is None else enabled
+                not_enabled = sorted(set(exceptions) - set(now_enabled))
+                if not_enabled:
+                    raise InvalidRequest(
+                        f"fee payer for assets the client is not enabled for: {not_enabled}"
+                    )
+                payer = client.fee_payer if fee_payer is None else fee_payer
+                merged = {**client.asset_fee_payers, **exceptions}
+                return replace(
+                    client,
+                    name=client.name if new_name is None else new_name,
+                    enabled_assets=now_enabled,
+                    fee_payer=payer,
+                    asset_fee_payers={
+                        a: merged[a] for a in now_enabled if a in merged and merged[a] != payer
+                    },
+                )
+
+            return await self._change(client_id, note, change, detail=_describe)
+
     async def rotate_key(self, client_id: str, request_id: str = "operator") -> IssuedKey:
         """Re-issue the api key: the old key and every token issued under it stop working."""
         async with self._auditor.record("client.rotate", request_id, _audit_id(client_id)) as note:
@@ -185,18 +250,26 @@ class AuthService:
             return IssuedKey(updated, api_key)
 
     async def _change(
-        self, client_id: str, note: AuditNote, change: Callable[[ApiClient], ApiClient]
+        self,
+        client_id: str,
+        note: AuditNote,
+        change: Callable[[ApiClient], ApiClient],
+        *,
+        detail: Callable[[ApiClient], str] | None = None,
     ) -> ApiClient:
         """Read, change and store the client with its entry, in one write unit (the entry
-        holds ids and the action, never the key)."""
+        holds ids, the action and `detail` of the changed client, never the key). A change
+        that leaves the client as it was writes nothing (the note records `replay`)."""
         if not is_id(client_id):
             raise ApiClientNotFound()
-        entry = note.entry()
         async with self._storage.write() as unit:
             client = await unit.clients.get(client_id)
             if client is None:
                 raise ApiClientNotFound()
             updated = change(client)
+            if updated == client:
+                return client
+            entry = note.entry(detail=None if detail is None else detail(updated))
             await unit.clients.update(updated)
             await unit.audit.append(entry)
         note.carried(entry)
@@ -230,6 +303,20 @@ class AuthService:
 def _audit_id(client_id: str) -> str | None:
     """Only a well-formed id reaches the audit log; anything else an operator typed does not."""
     return client_id if is_id(client_id) else None
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise InvalidRequest("name must be 1 to 100 characters")
+    return name
+
+
+def _describe(client: ApiClient) -> str:
+    """What an update leaves, for its audit entry: ids and enums, never the key."""
+    exceptions = ",".join(f"{a}={p.value}" for a, p in sorted(client.asset_fee_payers.items()))
+    assets = ",".join(str(a) for a in client.enabled_assets)
+    return f"assets={assets} feePayer={client.fee_payer.value} assetFeePayers={exceptions}"
 
 
 def _check_assets(assets: Iterable[int] | None) -> tuple[int, ...]:

@@ -344,6 +344,19 @@ class TradingService:
             return trade
         return await self._poll(caller, trade)
 
+    async def settle(self, trade: Trade, *, request_id: str) -> Trade:
+        """What `/trade` does for an in-flight trade, with no client polling: ask the venue
+        and record what it says (the settlement job, walletcore.jobs.trades). The move
+        carries `trade.settle` under `request_id` (the job run's id); the trade as stored
+        after, or unchanged when the venue cannot be asked or its client is gone."""
+        if trade.status not in IN_FLIGHT_STATUSES:
+            return trade
+        async with self._storage.read() as unit:
+            client = await unit.clients.get(trade.client_id)
+        if client is None:  # pragma: no cover - trades outlive no client
+            return trade
+        return await self._poll(Caller(client, request_id), trade)
+
     async def _poll(self, caller: Caller, trade: Trade) -> Trade:
         """Ask the venue about an in-flight trade and record what it says."""
         try:

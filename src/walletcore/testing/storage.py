@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import asyncio
 from collections import ChainMap
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
+from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry, storable
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.sends import SEND_LEASE, SendRecord
-from walletcore.domain.trade import Side, Trade, TradeStatus
+from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.ports.prices import PriceRecords, StoredPrices
 from walletcore.ports.storage import (
     AuditStore,
     ClientStore,
@@ -47,9 +50,11 @@ class _Tables:
     sends: MutableMapping[tuple[str, str], SendRecord] = field(default_factory=dict)
     #: (client id, X-Request-Id) -> the user `/create` made for it
     creations: MutableMapping[tuple[str, str], str] = field(default_factory=dict)
+    #: (symbol, fiat) -> (price, when recorded): the shared price table
+    prices: MutableMapping[tuple[str, Fiat], tuple[Decimal, datetime]] = field(default_factory=dict)
 
 
-_TABLES = ("clients", "users", "wallets", "trades", "sends", "creations")
+_TABLES = ("clients", "users", "wallets", "trades", "sends", "creations", "prices")
 
 
 class _Unit(UnitOfWork):
@@ -67,6 +72,7 @@ class _Unit(UnitOfWork):
         self.trades: TradeStore = _Trades(self)
         self.sends: SendStore = _Sends(self)
         self.audit: AuditStore = _Audit(self)
+        self.prices: PriceRecords = _Prices(self)
 
     def check_writable(self) -> _Tables:
         if not self.writable:
@@ -178,6 +184,11 @@ class _Trades(TradeStore):
     async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:
         return [t for t in self._mine(client_id, user_id) if t.lapses_unapproved(now)]
 
+    async def in_flight(self, limit: int) -> list[Trade]:
+        found = [t for t in self._unit.tables.trades.values() if t.status in IN_FLIGHT_STATUSES]
+        found.sort(key=lambda t: (t.created_at, t.trade_id))
+        return found[: max(limit, 0)]
+
     def _mine(self, client_id: str, user_id: str) -> list[Trade]:
         return [
             t
@@ -236,6 +247,21 @@ class _Audit(AuditStore):
         return list(reversed(entries[-limit:])) if limit > 0 else []
 
 
+class _Prices(PriceRecords):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def save(self, table: Mapping[tuple[str, Fiat], Decimal], at: datetime) -> None:
+        prices = self._unit.check_writable().prices
+        for (symbol, fiat), price in table.items():
+            known = prices.get((symbol, fiat))
+            if known is None or known[1] <= at:  # never back in time
+                prices[(symbol, Fiat(fiat))] = (price, at)
+
+    async def load(self) -> StoredPrices:
+        return dict(self._unit.tables.prices)
+
+
 class InMemoryStorage(Storage):
     """Everything in dicts; write units one at a time under one lock. Lost on restart."""
 
@@ -246,6 +272,9 @@ class InMemoryStorage(Storage):
 
     def __repr__(self) -> str:
         return f"InMemoryStorage({len(self._tables.clients)} clients)"
+
+    async def check(self) -> None:
+        """`walletcore.ports.HealthCheck`: dicts in this process are always reachable."""
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[UnitOfWork]:
@@ -281,7 +310,19 @@ def _wallet_key(wallet: WalletRecord) -> WalletKey:
 
 
 #: The store methods that only read: `autocommit` runs them in a read unit.
-READS = frozenset({"get", "all", "get_user", "created_by_request", "page", "lapsed", "newest"})
+READS = frozenset(
+    {
+        "get",
+        "all",
+        "get_user",
+        "created_by_request",
+        "page",
+        "lapsed",
+        "newest",
+        "in_flight",
+        "load",
+    }
+)
 
 
 class autocommit:
@@ -316,6 +357,10 @@ class autocommit:
     @property
     def audit(self) -> Any:
         return _Calls(self._storage, "audit")
+
+    @property
+    def prices(self) -> Any:
+        return _Calls(self._storage, "prices")
 
 
 class _Calls:

@@ -120,6 +120,11 @@ class BitcoinGateway(ChainGateway):
     async def aclose(self) -> None:
         await self.backend.aclose()
 
+    async def check(self) -> None:
+        """`walletcore.ports.HealthCheck`: the backend answers its tip height (Esplora
+        `/blocks/tip/height`, Core `getblockcount`)."""
+        await self.backend.tip_height()
+
     # -- addresses ----------------------------------------------------------------------
     def validate_address(self, address: object) -> str:
         if not isinstance(address, str):

@@ -93,6 +93,10 @@ class EvmGateway(ChainGateway):
         if isinstance(self.w3.provider, AsyncHTTPProvider):
             await self.w3.provider.disconnect()
 
+    async def check(self) -> None:
+        """`walletcore.ports.HealthCheck`: the node answers `eth_blockNumber`."""
+        await self.w3.eth.block_number
+
     @property
     def nonces(self) -> NonceBook:
         return self._nonces

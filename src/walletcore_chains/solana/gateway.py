@@ -99,6 +99,10 @@ class SolanaGateway(ChainGateway):
         if close is not None:
             await close()
 
+    async def check(self) -> None:
+        """`walletcore.ports.HealthCheck`: the node answers `getBlockHeight`."""
+        await self.node.block_height()
+
     def mint(self, asset: Asset) -> Pubkey:
         mint = self._mints.get(asset.id)
         if mint is None:

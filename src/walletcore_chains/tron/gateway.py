@@ -108,6 +108,10 @@ class TronGateway(ChainGateway):
     async def aclose(self) -> None:
         await self.client.aclose()
 
+    async def check(self) -> None:
+        """`walletcore.ports.HealthCheck`: the node answers `wallet/getnowblock`."""
+        await self.client.head()
+
     def token_address(self, asset: Asset) -> str:
         contract = self._tokens.get(asset.id)
         if contract is None:

@@ -8,6 +8,7 @@ from litestar.types import ControllerRouterHandler
 from walletcore_litestar.errors import MAX_BODY_BYTES
 from walletcore_litestar.routes.auth import authenticate
 from walletcore_litestar.routes.market import config, prices
+from walletcore_litestar.routes.operations import OPERATIONS_ROUTES
 from walletcore_litestar.routes.platform import platform_addresses
 from walletcore_litestar.routes.trading import approve, cancel, get_trade, list_trades, order, sell
 from walletcore_litestar.routes.wallet_ops import (
@@ -65,4 +66,5 @@ def build_routes() -> list[ControllerRouterHandler]:
             ),
         ],
     )
-    return [authenticate, authenticated]
+    # The operations endpoints (GET, no api token, outside the document) stand apart.
+    return [authenticate, authenticated, *OPERATIONS_ROUTES]

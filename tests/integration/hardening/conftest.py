@@ -3,8 +3,8 @@
 - `sqlite_server`: the default sandbox profile (the SQL repo on an SQLite file under
   WALLETCORE_HOME), one granian worker: every request meets the one primed worker.
 - `pg_server`: the same on PostgreSQL (WALLETCORE_REPO=sql, WALLETCORE_DATABASE_URL to a
-  database created for this session on 127.0.0.1:5432 and dropped afterwards), two
-  granian workers, each primed.
+  database created for this session on the test server, `pg_test_url()`, and dropped
+  afterwards), two granian workers, each primed.
 - `served`: each of the two in turn (the PostgreSQL one marked `postgres`).
 
 Both are provisioned alike (`hardening_support.provision`): api clients A (fee payer
@@ -50,7 +50,13 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory, pg_database: str) -> Ite
         "postgres",
         tmp_path_factory.mktemp("hardening-pg"),
         workers=2,
-        extra_env={"WALLETCORE_REPO": "sql", "WALLETCORE_DATABASE_URL": pg_database},
+        # the background jobs (prices, settlement) in the HTTP workers, as on one machine:
+        # the hardening tests start no `walletcore worker` (the smoke test does)
+        extra_env={
+            "WALLETCORE_REPO": "sql",
+            "WALLETCORE_DATABASE_URL": pg_database,
+            "WALLETCORE_JOBS": "inprocess",
+        },
     )
     try:
         provision(server, postgres=True)

@@ -132,3 +132,17 @@ async def test_headers_over_the_application_limit_are_a_400(api: Api) -> None:
     answer = assert_error(await api.http.post("/prices", headers=big), 400, HEADERS_TOO_LARGE)
     assert answer["requestId"]
     assert_ok(await api.http.post("/prices", headers={**api.headers, "x-padding": "a" * 8000}))
+
+
+@pytest.mark.parametrize("body", [b"\x0c", b"\x0b", b" \x0c\n"])
+@pytest.mark.parametrize("path", ["/prices", "/config", "/platform/addresses"])
+async def test_a_no_body_endpoint_refuses_whitespace_json_does_not_know(
+    api: Api, path: str, body: bytes
+) -> None:
+    """JSON's whitespace is space, tab, CR and LF: a form feed is not an empty body."""
+    assert_error(await api.http.post(path, content=body, headers=headers(api)), 400)
+
+
+@pytest.mark.parametrize("body", [b" ", b"\r\n\t "])
+async def test_a_no_body_endpoint_takes_json_whitespace_as_no_body(api: Api, body: bytes) -> None:
+    assert_ok(await api.http.post("/prices", content=body, headers=headers(api)))

@@ -12,8 +12,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 from http_support import PASSWORD, Api, assert_error, assert_ok
+from pydantic import SecretStr
 
 from walletcore import plugins
 from walletcore.container import Container, check_profile, create_container

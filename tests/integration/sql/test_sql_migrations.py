@@ -33,8 +33,9 @@ TABLES = {
     "sends",
     "audit_log",
     "nonce_floors",
+    "price_records",
 }
-HEAD = "0003"
+HEAD = "0004"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]

@@ -39,6 +39,7 @@ from walletcore.domain.sends import SEND_LEASE, SendState
 from walletcore.domain.trade import Figures, Fill, FixedLeg, Quote, Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.storage import Storage
+from walletcore.testing.contracts.jobs import JobStorageContract
 from walletcore.testing.storage import autocommit
 
 T0 = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
@@ -97,7 +98,7 @@ def entry(action: str, request_id: str = "req-a", **changes: Any) -> AuditEntry:
     return dataclasses.replace(AuditEntry(T0, None, action, request_id, "ok"), **changes)
 
 
-class StorageContract:
+class StorageContract(JobStorageContract):
     """The contract; a subclass brings the `storage` fixture: an empty, ready Storage."""
 
     pytestmark = pytest.mark.asyncio
@@ -233,6 +234,26 @@ class StorageContract:
         )
         await db.clients.update(rotated)
         assert await db.clients.get(c.client_id) == rotated
+
+    async def test_update_client_changes_its_assets_and_fee_payers_only(
+        self, storage: Storage
+    ) -> None:
+        """`walletcore clients update` / `enable`: the other clients stay as they were."""
+        db = autocommit(storage)
+        c, other = client(disabled=True), client()
+        await db.clients.add(c)
+        await db.clients.add(other)
+        changed = dataclasses.replace(
+            c,
+            name="Acme Pay EU",
+            enabled_assets=(1, 6, 61),
+            fee_payer=FeePayer.PLATFORM,
+            asset_fee_payers={1: FeePayer.USER, 61: FeePayer.USER},
+            disabled=False,
+        )
+        await db.clients.update(changed)
+        assert await db.clients.get(c.client_id) == changed
+        assert await db.clients.get(other.client_id) == other
 
     # -- users and wallets -----------------------------------------------------------------
     async def test_user_and_wallet_are_stored_together(

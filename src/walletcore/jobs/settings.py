@@ -1,0 +1,53 @@
+"""Which engine runs the background jobs, and how often they run (`WALLETCORE_JOBS...`).
+
+In the core rather than in `walletcore_jobs`: the container reads it to choose the price
+source HTTP processes serve and whether the jobs run in-process, and the core imports no
+adapter.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from walletcore.settings import Settings
+
+
+class JobsMode(StrEnum):
+    #: procrastinate on the deployment's PostgreSQL: `walletcore worker` processes run
+    #: them; HTTP processes read prices from the store
+    PROCRASTINATE = "procrastinate"
+    #: asyncio tasks in each process that calls `walletcore.container.start` (SQLite)
+    INPROCESS = "inprocess"
+    #: no jobs: each process refreshes its own price source; trades settle when polled
+    OFF = "off"
+
+
+class JobSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="WALLETCORE_", extra="ignore")
+
+    #: The engine; unset: `procrastinate` on PostgreSQL, `inprocess` on SQLite, `off` on
+    #: the in-memory storage (one process, nothing to share).
+    jobs: JobsMode | None = None
+    #: Seconds between two runs of the settlement job (approved and executing trades
+    #: asked of the venue whether or not a client polls).
+    jobs_settle_seconds: float = Field(default=5.0, gt=0)
+    #: At most this many trades settled per run (oldest first).
+    jobs_settle_batch: int = Field(default=200, ge=1, le=10_000)
+    #: How long an HTTP process serves the stored prices it read before reading again.
+    jobs_price_cache_seconds: float = Field(default=1.0, ge=0, le=60)
+
+
+def jobs_mode(settings: Settings, jobs: JobSettings) -> JobsMode:
+    """The engine `jobs` asks for, or the default for the storage of `settings`."""
+    if jobs.jobs is not None:
+        return jobs.jobs
+    if settings.repo != "sql":
+        return JobsMode.OFF
+    url = settings.database_url.get_secret_value() if settings.database_url else ""
+    return JobsMode.PROCRASTINATE if url.startswith("postgresql") else JobsMode.INPROCESS
+
+
+__all__ = ["JobSettings", "JobsMode", "jobs_mode"]

@@ -1,0 +1,43 @@
+"""Port of the service's measurements: what happened, told to an `Observer`.
+
+The core knows no metrics library. The HTTP binding implements an `Observer` on Prometheus
+(`walletcore_litestar.metrics`) and hooks it to the adapters; an embedder may implement one
+on anything else. Every method has a no-op default, so an observer names only what it keeps.
+Label values are bounded: route templates, chain names, error kinds, never ids or amounts.
+"""
+
+from __future__ import annotations
+
+#: Kinds of a venue error: the venue refused the order, did not answer in time, or could
+#: not be asked (no price, connection refused, anything else).
+VENUE_ERROR_KINDS = ("rejected", "timeout", "unavailable")
+#: Kinds of a node error: the node refused a transaction, did not answer in time, could not
+#: be reached or answered an error.
+NODE_ERROR_KINDS = ("rejected", "timeout", "unavailable")
+#: Outcomes of a broadcast: the node took it, refused it (nothing sent), or it is unknown.
+BROADCAST_OUTCOMES = ("accepted", "refused", "unknown")
+
+
+class Observer:
+    """Receives the service's measurements; this base class drops them."""
+
+    def request(self, method: str, route: str, status: int, seconds: float) -> None:
+        """One HTTP request answered: its route template (`/trade/approve`), never a path."""
+
+    def venue_error(self, operation: str, kind: str) -> None:
+        """A venue call (`execute`, `status`, `cancel`) failed; `kind` in VENUE_ERROR_KINDS."""
+
+    def node_error(self, chain: str, operation: str, kind: str) -> None:
+        """A chain gateway call failed on the node's side; `kind` in NODE_ERROR_KINDS."""
+
+    def nonce_lease_wait(self, sequence: str, seconds: float) -> None:
+        """A send waited `seconds` for the nonce lease of an address on `sequence`."""
+
+    def send_started(self, chain: str) -> None:
+        """A send built its transaction (a nonce or coins reserved)."""
+
+    def send_broadcast(self, chain: str, outcome: str) -> None:
+        """A send's broadcast ended; `outcome` in BROADCAST_OUTCOMES."""
+
+
+__all__ = ["BROADCAST_OUTCOMES", "NODE_ERROR_KINDS", "VENUE_ERROR_KINDS", "Observer"]

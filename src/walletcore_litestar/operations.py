@@ -1,0 +1,28 @@
+"""Settings of operations (health, metrics, log format), read from `WALLETCORE_*` variables
+next to the core's settings; the binding's own, so the core's `Settings` stays the API's."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LIVE_PATH = "/health/live"
+READY_PATH = "/health/ready"
+METRICS_PATH = "/metrics"
+#: The GET endpoints outside the spec's POST API (and outside its OpenAPI document).
+OPERATIONS_PATHS = (LIVE_PATH, READY_PATH, METRICS_PATH)
+
+
+class OperationsSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="WALLETCORE_", extra="ignore")
+
+    #: `WALLETCORE_LOG_FORMAT`: `text` (one readable line a record) or `json` (one JSON
+    #: object a line: time, level, logger, message, requestId) for `walletcore serve`.
+    log_format: Literal["text", "json"] = "text"
+    #: `WALLETCORE_METRICS_TOKEN`: when set, `GET /metrics` needs `Authorization: Bearer
+    #: <token>`; unset, it is open (keep it on an internal network, as the health endpoints).
+    metrics_token: SecretStr | None = Field(default=None, min_length=16)
+    #: `WALLETCORE_HEALTH_TIMEOUT_SECONDS`: how long each readiness check may take.
+    health_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
