@@ -425,7 +425,7 @@ def _production_problems(choices: Iterable[ChainChoice]) -> list[str]:
         which = "; ".join(f"{label}: {', '.join(chains)}" for label, chains in by_label.items())
         problems.append(
             f"{source} is a sandbox adapter ({which}); the production profile refuses to "
-            "start on it"
+            "start on it (set WALLETCORE_CHAINS=rpc and each chain's node: docs/deploy.md)"
         )
     return problems
 

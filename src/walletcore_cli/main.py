@@ -240,6 +240,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DomainError as exc:
         print(f"walletcore: {exc.message}", file=sys.stderr)
         return 1
+    except ConfigurationError as exc:
+        problems = exc.problems
+        if len(problems) == 1:
+            print(f"walletcore: configuration error: {problems[0]}", file=sys.stderr)
+        else:  # one line per setting to set or change
+            print(f"walletcore: {len(problems)} configuration errors:", file=sys.stderr)
+            for problem in problems:
+                print(f"  - {problem}", file=sys.stderr)
+        return 2
     except CONFIGURATION_ERRORS as exc:
         print(f"walletcore: configuration error: {exc}", file=sys.stderr)
         return 2
