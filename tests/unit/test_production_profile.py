@@ -92,3 +92,16 @@ def test_real_adapters_everywhere_start(monkeypatch: pytest.MonkeyPatch) -> None
     for name, value in REAL_ENV.items():
         monkeypatch.setenv(name, value)
     check_profile(create_container(Settings()))  # no network is needed to check
+
+
+def test_the_cli_prints_one_line_per_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    from walletcore_cli.main import main
+
+    assert main(["serve", "--port", "1"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "walletcore: 6 configuration errors:"
+    assert [line.split("=")[0] for line in err[1:3]] == [
+        "  - WALLETCORE_CHAINS",
+        "  - WALLETCORE_PRICES",
+    ]
+    assert len([line for line in err if line.startswith("  - ")]) == 6
