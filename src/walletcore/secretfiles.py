@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import time
 from pathlib import Path
 
@@ -57,10 +58,17 @@ PRIVATE_FILE_MODE = 0o600
 
 def private_folder(path: Path) -> Path:
     """`path` as a folder only its owner can enter: created 0700 (parents as usual), or
-    narrowed to 0700 if it exists with group or other bits (it holds secrets)."""
+    narrowed to 0700 if it exists with group or other bits (it holds secrets).
+
+    A shared folder is never narrowed: one with the sticky bit (`/tmp`, where everyone
+    keeps files) or one another user owns. The files created in it are still 0600."""
     path = Path(path).expanduser()
     path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER_MODE)
-    if path.stat().st_mode & 0o077:
+    found = path.stat()
+    shared = bool(found.st_mode & stat.S_ISVTX) or (
+        hasattr(os, "getuid") and found.st_uid != os.getuid()
+    )
+    if found.st_mode & 0o077 and not shared:
         os.chmod(path, PRIVATE_FOLDER_MODE)
     return path
 

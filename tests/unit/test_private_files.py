@@ -65,3 +65,16 @@ async def test_the_sqlite_database_its_wal_and_home_are_private(tmp_path: Path) 
         assert mode(home) == 0o700
     finally:
         await engine.dispose()
+
+
+def test_a_shared_sticky_folder_is_never_narrowed(tmp_path: Path) -> None:
+    """A database or secret put straight into a shared folder (`/tmp`) leaves the folder as
+    it is: narrowing it would lock every other user out. The file itself is 0600."""
+    from walletcore.secretfiles import private_file
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    made = private_file(shared / "walletcore.db")
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    assert stat.S_IMODE(made.stat().st_mode) == 0o600
