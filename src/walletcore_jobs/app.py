@@ -9,7 +9,8 @@ Once-only, across any number of workers on any number of machines:
   is `doing`;
 - a job left `doing` by a worker that died (no heartbeat for `stalled_seconds`) is put back
   to `todo` by the `retry_stalled` task, and runs again on a live worker. The jobs are safe
-  to run again: the refresh skips a fresh table; a trade moves by compare-and-set, once;
+  to run again: the refresh skips a fresh table; a trade, and a send's chain status
+  (`follow_sends`), move by compare-and-set, once;
 - a run older than three periods (a backlog after an outage) is skipped: the next period
   does the same work.
 Transient failures (storage, upstream prices, venue timeouts) are retried with

@@ -15,7 +15,9 @@ What counts:
   balance) are not node errors. A gateway calling its own methods counts once;
 - sends: `prepare` that built a transaction is a send started; `broadcast` ends it
   `accepted`, `refused` (a 4xx or `TransferRejected`: nothing sent) or `unknown`;
-- nonce leases: the time each `acquire` took, whatever it ended with.
+- nonce leases: the time each `acquire` took, whatever it ended with;
+- the jobs run in this process (`WALLETCORE_JOBS=inprocess`): the sends still pending on
+  chain after each run of `follow_sends`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from walletcore.domain.errors import (
     TransferRejected,
     VenueTimeout,
 )
+from walletcore.jobs import JobsMode
 from walletcore.ports import Observer
 
 log = logging.getLogger("walletcore.http")
@@ -58,6 +61,8 @@ def instrument(container: Container, observer: Observer) -> None:
     for chain, gateway in container.gateways().items():
         for operation in GATEWAY_OPERATIONS:
             _hook(gateway, operation, _gateway_call, gateway, chain.value, operation, observer)
+    if container.jobs_mode() is JobsMode.INPROCESS:  # this process runs the follow job
+        container.jobs().observer = observer
     try:
         leases = container.nonce_leases()
     except Exception as exc:  # noqa: BLE001 - a storage without leases: nothing to measure

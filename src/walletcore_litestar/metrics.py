@@ -18,6 +18,9 @@ Names and labels (docs/operations.md):
   (`accepted`, `refused`, `unknown`);
 - `walletcore_nonce_lease_wait_seconds{sequence}`: how long a send waited for its nonce
   lease (`eip155:<chain id>`, the Bitcoin network's key);
+- `walletcore_sends_pending`: sends still pending on chain after the last run of the
+  `follow_sends` job (of its batch), from the processes that run the job in-process
+  (SQLite); absent where the job runs on `walletcore worker` processes;
 - `walletcore_worker_up` (a `pid` label per live worker in multiprocess mode).
 """
 
@@ -121,6 +124,7 @@ class PrometheusObserver(Observer):
             multiprocess_mode="liveall",
         )
         self._request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._sends_pending: Gauge | None = None  # made by the first run of the follow job
 
     # -- the Observer ---------------------------------------------------------------------
     def request(self, method: str, route: str, status: int, seconds: float) -> None:
@@ -147,6 +151,16 @@ class PrometheusObserver(Observer):
 
     def send_broadcast(self, chain: str, outcome: str) -> None:
         self.broadcasts.labels(chain, outcome).inc()
+
+    def sends_pending(self, count: int) -> None:
+        if self._sends_pending is None:  # not before: a process that never follows sends
+            self._sends_pending = Gauge(  # exposes no misleading 0
+                "walletcore_sends_pending",
+                "Sends still pending on chain after the last run of the follow job",
+                registry=self.registry,
+                multiprocess_mode="livemostrecent",
+            )
+        self._sends_pending.set(count)
 
     # -- scraping -------------------------------------------------------------------------
     def worker_started(self) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from walletcore.domain.assets import Chain, FeePayer, Fiat
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
-from walletcore.domain.sends import SendRecord, SendState
+from walletcore.domain.sends import ChainStatus, SendRecord, SendState
 from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 
@@ -167,11 +167,14 @@ def send_values(record: SendRecord) -> dict[str, Any]:
         "result": None if record.result is None else dict(record.result),
         "created_at": record.created_at,
         "updated_at": record.updated_at,
+        "chain_status": None if record.chain_status is None else record.chain_status.value,
+        "chain_checked_at": record.chain_checked_at,
+        "chain_final_at": record.chain_final_at,
     }
 
 
 def send_from(row: Row) -> SendRecord:
-    raw = row["raw_tx"]
+    raw, chain = row["raw_tx"], row["chain_status"]
     return SendRecord(
         client_id=row["client_id"],
         request_id=row["request_id"],
@@ -184,6 +187,9 @@ def send_from(row: Row) -> SendRecord:
         tx_hash=row["tx_hash"],
         raw_tx=None if raw is None else bytes(raw),
         result=row["result"],
+        chain_status=None if chain is None else ChainStatus(chain),
+        chain_checked_at=row["chain_checked_at"],
+        chain_final_at=row["chain_final_at"],
     )
 
 

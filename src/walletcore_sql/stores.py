@@ -7,7 +7,8 @@ Rules:
   partial index `ix_trades_open_expiry`.
 - `SendStore.begin` inserts the (client, X-Request-Id) row or locks the stored one
   (`FOR UPDATE`) and lets `SendRecord.claim` decide; `advance` is a compare-and-set on
-  (state, attempt).
+  (state, attempt); `settle_chain` one on `chain_status = 'pending'` (its entry appended
+  in the unit only when it matched); `following` one read of `ix_sends_following`.
 - A write method in a read unit raises `RuntimeError` before any statement.
 - Statements are built once, at import, with named bind parameters, and executed with the
   values as parameters: SQLAlchemy then reuses the compiled form without rebuilding the
@@ -16,7 +17,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -26,8 +27,8 @@ from sqlalchemy import Table, bindparam, insert, select, text, update
 from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
-from walletcore.domain.errors import InvalidRequest
-from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.errors import InvalidRequest, InvalidSendTransition
+from walletcore.domain.sends import SEND_LEASE, ChainStatus, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords, StoredPrices
@@ -156,11 +157,37 @@ _SEND_CLAIM = (
     .where(*_SEND_KEY, sends.c.attempt == _b("expected_attempt"))
     .values(attempt=_b("attempt"), locked_until=_b("locked_until"), updated_at=_b("updated_at"))
 )
-_SEND_MUTABLE = ("state", "locked_until", "tx_hash", "raw_tx", "result", "updated_at")
+_SEND_MUTABLE = (
+    "state",
+    "locked_until",
+    "tx_hash",
+    "raw_tx",
+    "result",
+    "updated_at",
+    "chain_status",
+    "chain_checked_at",
+    "chain_final_at",
+)
 _SEND_ADVANCE = update(sends).where(
     *_SEND_KEY,
     sends.c.state == _b("expected_state"),
     sends.c.attempt == _b("expected_attempt"),
+)
+# `ix_sends_following`'s partial condition as a literal (see `_TRADE_LAPSED`).
+_SEND_PENDING_ON_CHAIN = text("sends.chain_status = 'pending'")
+_SEND_FOLLOWING = (
+    select(sends)
+    .where(_SEND_PENDING_ON_CHAIN)
+    .order_by(sends.c.chain_checked_at, sends.c.created_at, sends.c.client_id, sends.c.request_id)
+    .limit(_b("limit"))
+)
+_SEND_CHECKED = (
+    update(sends).where(*_SEND_KEY, _SEND_PENDING_ON_CHAIN).values(chain_checked_at=_b("at"))
+)
+_SEND_SETTLE_CHAIN = (
+    update(sends)
+    .where(*_SEND_KEY, _SEND_PENDING_ON_CHAIN)
+    .values(chain_status=_b("status"), chain_checked_at=_b("at"), chain_final_at=_b("at"))
 )
 _AUDIT_NEWEST = select(audit_log).order_by(audit_log.c.entry_id.desc()).limit(_b("limit"))
 
@@ -531,6 +558,43 @@ class SqlSends(SendStore):
             _SEND_GET, {"b_client_id": client_id, "b_request_id": request_id}
         )
         return None if row is None else rows.send_from(row)
+
+    async def following(self, limit: int) -> list[SendRecord]:
+        found = await self._unit.all(_SEND_FOLLOWING, {"b_limit": max(limit, 0)})
+        return [rows.send_from(r) for r in found]
+
+    async def checked_chain(self, keys: Sequence[tuple[str, str]], at: datetime) -> None:
+        self._unit.writer()
+        params = [
+            {"b_client_id": client_id, "b_request_id": request_id, "b_at": at}
+            for client_id, request_id in keys
+        ]
+        if params:
+            await self._unit.run(_SEND_CHECKED, params)  # type: ignore[arg-type]
+
+    async def settle_chain(
+        self,
+        client_id: str,
+        request_id: str,
+        status: ChainStatus,
+        at: datetime,
+        *,
+        entry: AuditEntry | None = None,
+    ) -> bool:
+        final = ChainStatus(status)
+        if not final.is_final:
+            raise InvalidSendTransition()
+        self._unit.writer()
+        params = {
+            "b_client_id": client_id,
+            "b_request_id": request_id,
+            "b_status": final.value,
+            "b_at": at,
+        }
+        settled = (await self._unit.run(_SEND_SETTLE_CHAIN, params)).rowcount == 1
+        if settled and entry is not None:
+            await self._unit.audit.append(entry)  # same unit: committed with the move
+        return bool(settled)
 
 
 class SqlAudit(AuditStore):

@@ -180,6 +180,12 @@ Index(
 )
 
 SEND_STATES = "('started', 'signed', 'broadcast', 'finished')"
+#: A followed send is finished, was checked, and has its final instant once final.
+SEND_CHAIN_CHECK = (
+    "chain_status IS NULL OR (chain_status IN ('pending', 'success', 'failed') "
+    "AND state = 'finished' AND chain_checked_at IS NOT NULL "
+    "AND (chain_status = 'pending') = (chain_final_at IS NULL))"
+)
 
 sends = Table(
     "sends",
@@ -195,7 +201,24 @@ sends = Table(
     Column("result", JSON(none_as_null=True), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # The transaction on chain (`follow_sends`): `pending` from the finish of a send the
+    # network accepted, then `success` or `failed` once; null: not followed.
+    Column("chain_status", String(16), nullable=True),
+    Column("chain_checked_at", UTCDateTime, nullable=True),  # last asked (the finish first)
+    Column("chain_final_at", UTCDateTime, nullable=True),  # when it became final
     CheckConstraint(f"state IN {SEND_STATES}", name="state"),
+    CheckConstraint(SEND_CHAIN_CHECK, name="chain_status"),
+    # The follow job (`sends.following`): the pending ones of every client, least recently
+    # checked first. Partial: a handful of rows however many sends there are.
+    Index(
+        "ix_sends_following",
+        "chain_checked_at",
+        "created_at",
+        "client_id",
+        "request_id",
+        postgresql_where=text("chain_status = 'pending'"),
+        sqlite_where=text("chain_status = 'pending'"),
+    ),
 )
 
 audit_log = Table(

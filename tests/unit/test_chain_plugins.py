@@ -203,11 +203,15 @@ def test_production_refuses_sandbox_only_gateways_and_stand_ins(tmp_path: Path) 
     with pytest.raises(ConfigurationError) as caught:
         plan_chains(settings(tmp_path, chains="devnet", **production), REGISTRY, URL)
     assert caught.value.problems == (
-        "WALLETCORE_CHAINS=devnet has no production gateway for BITCOIN, BSC, TRON, POLYGON "
-        "yet; the production profile refuses to start on it",
-        "WALLETCORE_CHAINS=devnet is a sandbox adapter (nodes:devnet: ETHEREUM, SOLANA); the "
-        "production profile refuses to start on it (set WALLETCORE_CHAINS=rpc and each "
-        "chain's node: docs/deploy.md)",
+        (
+            "WALLETCORE_CHAINS=devnet has no production gateway for BITCOIN, BSC, TRON, "
+            "POLYGON yet; the production profile refuses to start on it"
+        ),
+        (
+            "WALLETCORE_CHAINS=devnet is a sandbox adapter (nodes:devnet: ETHEREUM, SOLANA); "
+            "the production profile refuses to start on it (set WALLETCORE_CHAINS=rpc and "
+            "each chain's node: docs/deploy.md)"
+        ),
     )
     others = frozenset({Chain.BITCOIN, Chain.BSC, Chain.TRON, Chain.POLYGON})
     real = ChainPlugin[NodeSettings](

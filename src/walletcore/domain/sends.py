@@ -16,6 +16,10 @@ States (recovery points), each committed before the next side effect:
   store a second signed transaction.
 - A different request under a used X-Request-Id is a 422 (`IdempotencyKeyReused`).
 - A finished record is returned as it is: the caller replays its stored `result`.
+- A send finished with the network's acceptance is followed on chain (`chain_status`):
+  `pending`, then once `success` or `failed` (the `follow_sends` job, walletcore.jobs, by
+  compare-and-set: `SendStore.settle_chain`). Separate from `state`, which is about the
+  request: a finished request's transaction may still be pending on chain.
 
 See docs/idempotency.md for the design and why.
 """
@@ -41,6 +45,18 @@ SEND_LEASE = timedelta(seconds=60)
 #: Longest X-Request-Id (and fingerprint) kept; longer ones are a 400.
 MAX_REQUEST_ID_LENGTH = 255
 MAX_FINGERPRINT_LENGTH = 128
+
+
+class ChainStatus(StrEnum):
+    """A broadcast transaction's outcome on chain (the `status` of `/txid`)."""
+
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+    @property
+    def is_final(self) -> bool:
+        return self is not ChainStatus.PENDING
 
 
 class SendState(StrEnum):
@@ -78,6 +94,15 @@ class SendRecord:
     raw_tx: bytes | None = field(default=None, repr=False)
     #: The stored outcome (a JSON object) a finished record replays.
     result: Mapping[str, Any] | None = None
+    #: The transaction on chain: `pending` from the finish of a send the network accepted,
+    #: then `success` or `failed` once (the `follow_sends` job); None: not followed (an
+    #: error result, or a record without its sender's address: signed before format 2).
+    chain_status: ChainStatus | None = None
+    #: When the job last asked the chain about it (the finish, at first): the job asks
+    #: the least recently checked first, so sends that stay pending do not starve others.
+    chain_checked_at: datetime | None = None
+    #: When it reached `success` or `failed`.
+    chain_final_at: datetime | None = None
 
     @classmethod
     def start(
@@ -149,12 +174,29 @@ class SendRecord:
         self._require(SendState.BROADCAST)
         return replace(self, state=SendState.BROADCAST, updated_at=now, locked_until=now + lease)
 
-    def finish(self, result: Mapping[str, Any], now: datetime) -> SendRecord:
-        """-> finished with the result every later request with this X-Request-Id replays."""
+    def finish(
+        self, result: Mapping[str, Any], now: datetime, *, follow: bool = False
+    ) -> SendRecord:
+        """-> finished with the result every later request with this X-Request-Id replays.
+
+        `follow`: the network accepted the transaction; its chain status starts `pending`,
+        for the `follow_sends` job to move to `success` or `failed`."""
         self._require(SendState.FINISHED)
         return replace(
-            self, state=SendState.FINISHED, result=dict(result), updated_at=now, locked_until=None
+            self,
+            state=SendState.FINISHED,
+            result=dict(result),
+            updated_at=now,
+            locked_until=None,
+            chain_status=ChainStatus.PENDING if follow else None,
+            chain_checked_at=now if follow else None,
         )
+
+    def settled_on_chain(self, status: ChainStatus, at: datetime) -> SendRecord:
+        """pending -> `status` (success or failed): what `SendStore.settle_chain` stores."""
+        if self.chain_status is not ChainStatus.PENDING or not status.is_final:
+            raise InvalidSendTransition()
+        return replace(self, chain_status=status, chain_checked_at=at, chain_final_at=at)
 
     def release(self, now: datetime) -> SendRecord:
         """Give the lease up without moving on (an error after which a retry is safe, such
@@ -178,6 +220,7 @@ __all__ = [
     "MAX_FINGERPRINT_LENGTH",
     "MAX_REQUEST_ID_LENGTH",
     "SEND_LEASE",
+    "ChainStatus",
     "SendRecord",
     "SendState",
 ]

@@ -8,6 +8,12 @@
   asked of the venue through `TradingService.settle`, as `/trade` does when a client
   polls. Each move is a compare-and-set with its `trade.settle` entry, so a trade moves
   once however many runs ask about it.
+- `follow_sends`: every send whose transaction is pending on chain (a batch, the least
+  recently checked first) asked of its chain (`ChainGateway.lookup(sender, asset, hash)`,
+  as `/txid` does); `success` or `failed` is stored by compare-and-set
+  (`sends.settle_chain`) with its `send.settle` entry in the same unit, so a send moves
+  once however many runs ask. Still pending, not found, or a node error: left pending,
+  and put behind the others for the next run (`sends.checked_chain`).
 
 Errors leave the run (an engine retries it); nothing here loops or sleeps.
 """
@@ -16,21 +22,37 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import Enum
 from typing import Any, Protocol
 
-from walletcore.domain.errors import PriceUnavailable
+from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.errors import DomainError, PriceUnavailable, TransactionNotFound
 from walletcore.domain.ids import new_id
-from walletcore.ports import Clock, Storage
+from walletcore.domain.sends import ChainStatus, SendRecord
+from walletcore.ports import ChainGateway, Clock, Observer, Storage
 from walletcore.pricing import PriceTable, usable_prices
+from walletcore.services.send_record import SignedSend
 from walletcore.services.trading import TradingService
 
 log = logging.getLogger("walletcore.jobs")
 
 #: Venue calls one settlement run makes at once.
 SETTLE_CONCURRENCY = 8
+#: Node lookups one follow run makes at once.
+FOLLOW_CONCURRENCY = 8
+#: The audit action of a send's move on chain (pending -> success / failed).
+SEND_SETTLE = "send.settle"
+
+
+class _Followed(Enum):
+    SETTLED = "settled"  # final now, stored by this run
+    LOST = "lost"  # final on chain, but another run stored it first
+    PENDING = "pending"  # still pending, not found, or the node failed: asked again later
+    SKIPPED = "skipped"  # cannot be asked about (no sender, chain not configured)
 
 
 class PriceFeed(Protocol):
@@ -47,8 +69,9 @@ class PeriodicJob:
 
 
 class Jobs:
-    """The job functions over the container's adapters. `feed` and `trading` are called
-    on first use, so a process that never runs a job never builds the upstream feed."""
+    """The job functions over the container's adapters. `feed`, `trading` and `gateways`
+    are called on first use, so a process that never runs a job never builds the upstream
+    feed."""
 
     def __init__(
         self,
@@ -60,6 +83,10 @@ class Jobs:
         refresh_seconds: float,
         settle_seconds: float,
         settle_batch: int,
+        gateways: Callable[[], Mapping[Chain, ChainGateway]] | None = None,
+        follow_seconds: float = 15.0,
+        follow_batch: int = 200,
+        observer: Observer | None = None,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -68,6 +95,10 @@ class Jobs:
         self.refresh_seconds = refresh_seconds
         self.settle_seconds = settle_seconds
         self._settle_batch = settle_batch
+        self._gateways = gateways
+        self.follow_seconds = follow_seconds
+        self._follow_batch = follow_batch
+        self.observer = observer or Observer()
         self._built_feed: Any = None
 
     async def aclose(self) -> None:
@@ -81,6 +112,11 @@ class Jobs:
         return [
             PeriodicJob("refresh_prices", self.refresh_seconds, self.refresh_prices),
             PeriodicJob("settle_trades", self.settle_seconds, self.settle_trades),
+            *(
+                [PeriodicJob("follow_sends", self.follow_seconds, self.follow_sends)]
+                if self._gateways is not None
+                else []
+            ),
         ]
 
     async def refresh_prices(self) -> bool:
@@ -124,6 +160,92 @@ class Jobs:
         moved = sum(await asyncio.gather(*(settle(t) for t in in_flight)))
         log.info("settlement: %d of %d trades in flight moved", moved, len(in_flight))
         return moved
+
+    async def follow_sends(self) -> int:
+        """Ask the chains about the sends pending on them; how many became final.
+
+        Tells the observer how many of the batch are still pending (`sends_pending`)."""
+        async with self._storage.read() as unit:
+            followed = await unit.sends.following(self._follow_batch)
+        if not followed:
+            self.observer.sends_pending(0)
+            return 0
+        gateways = self._gateways() if self._gateways is not None else {}
+        request_id = f"job-follow-{new_id()}"
+        gate = asyncio.Semaphore(FOLLOW_CONCURRENCY)
+
+        async def follow(record: SendRecord) -> _Followed:
+            async with gate:
+                return await self._follow(record, gateways, request_id)
+
+        outcomes = await asyncio.gather(*(follow(r) for r in followed))
+        asked = [
+            (r.client_id, r.request_id)
+            for r, outcome in zip(followed, outcomes, strict=True)
+            if outcome is _Followed.PENDING or outcome is _Followed.SKIPPED
+        ]
+        if asked:  # behind the others next run, so none waits on sends that stay pending
+            async with self._storage.write() as unit:
+                await unit.sends.checked_chain(asked, self._clock.now())
+        settled = outcomes.count(_Followed.SETTLED)
+        pending = outcomes.count(_Followed.PENDING) + outcomes.count(_Followed.SKIPPED)
+        self.observer.sends_pending(pending)
+        log.info("follow: %d of %d sends pending on chain became final", settled, len(followed))
+        return settled
+
+    async def _follow(
+        self, record: SendRecord, gateways: Mapping[Chain, ChainGateway], request_id: str
+    ) -> _Followed:
+        key = f"{record.client_id}/{record.request_id}"
+        try:
+            signed = SignedSend.from_bytes(record.raw_tx)
+        except (DomainError, ValueError, KeyError, TypeError):
+            log.warning("send %s: its stored transaction cannot be read; not followed", key)
+            return _Followed.SKIPPED
+        gateway = gateways.get(signed.chain)
+        if signed.sender is None or gateway is None:
+            # a format 1 record (no sender), or a chain this deployment no longer serves
+            log.debug("send %s (%s) cannot be followed here", key, signed.chain.value)
+            return _Followed.SKIPPED
+        try:
+            row = await gateway.lookup(signed.sender, asset_by_id(signed.asset_id), signed.tx_hash)
+        except TransactionNotFound:
+            log.debug("send %s: %s not found on chain yet", key, signed.tx_hash)
+            return _Followed.PENDING
+        except Exception as exc:  # noqa: BLE001 - a node error: asked again next run
+            log.warning(
+                "send %s: the %s node failed (%s); asked again later",
+                key,
+                signed.chain.value,
+                type(exc).__name__,
+            )
+            return _Followed.PENDING
+        try:
+            status = ChainStatus(row.status)
+        except ValueError:
+            log.warning("send %s: unknown chain status %r", key, row.status)
+            return _Followed.PENDING
+        if not status.is_final:
+            return _Followed.PENDING
+        entry = AuditEntry(
+            at=self._clock.now(),
+            client_id=record.client_id,
+            action=SEND_SETTLE,
+            request_id=request_id,
+            outcome="ok",
+            user_id=signed.user_id,
+            target=signed.tx_hash,
+            detail=f"{ChainStatus.PENDING.value} -> {status.value}",
+        )
+        async with self._storage.write() as unit:
+            moved = await unit.sends.settle_chain(
+                record.client_id, record.request_id, status, entry.at, entry=entry
+            )
+        if not moved:
+            log.info("send %s was settled by another run", key)
+            return _Followed.LOST
+        log.info("send %s: %s %s", key, signed.tx_hash, status.value)
+        return _Followed.SETTLED
 
 
 __all__ = ["Jobs", "PeriodicJob", "PriceFeed"]

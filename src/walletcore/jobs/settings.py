@@ -36,6 +36,11 @@ class JobSettings(BaseSettings):
     jobs_settle_seconds: float = Field(default=5.0, gt=0)
     #: At most this many trades settled per run (oldest first).
     jobs_settle_batch: int = Field(default=200, ge=1, le=10_000)
+    #: Seconds between two runs of the follow job (sends pending on chain asked of their
+    #: chain, to `success` / `failed`).
+    jobs_follow_seconds: float = Field(default=15.0, gt=0)
+    #: At most this many sends asked about per run (the least recently checked first).
+    jobs_follow_batch: int = Field(default=200, ge=1, le=10_000)
     #: How long an HTTP process serves the stored prices it read before reading again.
     jobs_price_cache_seconds: float = Field(default=1.0, ge=0, le=60)
 

@@ -39,5 +39,9 @@ class Observer:
     def send_broadcast(self, chain: str, outcome: str) -> None:
         """A send's broadcast ended; `outcome` in BROADCAST_OUTCOMES."""
 
+    def sends_pending(self, count: int) -> None:
+        """After a run of the `follow_sends` job: how many of the sends it asked about are
+        still pending on chain (at most its batch)."""
+
 
 __all__ = ["BROADCAST_OUTCOMES", "NODE_ERROR_KINDS", "VENUE_ERROR_KINDS", "Observer"]

@@ -16,7 +16,8 @@ Rules every adapter keeps (`walletcore.testing.contracts.StorageContract` checks
 - Units do not nest, and none is held across a network call (a venue, a chain): a write
   unit may hold the database's write lock (SQLite) for as long as it is open.
 - State changes that must not race are compare-and-sets: `TradeStore.swap` on the trade's
-  status, `SendStore.begin` / `SendStore.advance` on the idempotency record of a send. A
+  status, `SendStore.begin` / `SendStore.advance` on the idempotency record of a send,
+  `SendStore.settle_chain` on a send's chain status (pending -> success / failed). A
   loser writes nothing and answers False (or raises, for `begin`), never waits for the
   winner's whole use case.
 - The audit log is append-only and in commit order, so it can serve as an outbox. A use
@@ -28,13 +29,14 @@ Rules every adapter keeps (`walletcore.testing.contracts.StorageContract` checks
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
-from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.sends import SEND_LEASE, ChainStatus, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords
@@ -164,6 +166,34 @@ class SendStore(Protocol):
         ...
 
     async def get(self, client_id: str, request_id: str) -> SendRecord | None: ...
+
+    # -- following broadcast transactions on chain (the `follow_sends` job) -------------
+    async def following(self, limit: int) -> list[SendRecord]:
+        """Sends of every client whose chain status is `pending`, at most `limit`: the least
+        recently checked first (`chain_checked_at`, the finish until `checked_chain` moved
+        it), then the oldest (created, client id, request id)."""
+        ...
+
+    async def checked_chain(self, keys: Sequence[tuple[str, str]], at: datetime) -> None:
+        """Record that the chain was asked about these (client id, request id) sends at
+        `at` and still had them pending: they go behind the others in `following`. Sends
+        no longer pending are left as they are."""
+        ...
+
+    async def settle_chain(
+        self,
+        client_id: str,
+        request_id: str,
+        status: ChainStatus,
+        at: datetime,
+        *,
+        entry: AuditEntry | None = None,
+    ) -> bool:
+        """pending -> `status` (`success` or `failed`, else `InvalidSendTransition`), with
+        `chain_final_at` = `at`, if the stored chain status is still `pending`; then (only
+        then) append `entry` in the same unit. False: not pending (already settled by
+        another run, or never followed); nothing written."""
+        ...
 
 
 class AuditStore(Protocol):

@@ -4,6 +4,10 @@ its answer, and the answer a finished record replays.
 `SendRecord.raw_tx` holds a `SignedSend` (JSON): the gateway's signed bytes, the hash, and
 the fee and fee payer of the result, so a send resumed after a crash or a timed-out
 broadcast re-broadcasts the same bytes and answers the same figures without planning again.
+
+Format 2 adds the sender's address and user (`sender`, `userId`): what the `follow_sends`
+job asks the chain with (`ChainGateway.lookup(sender, asset, txHash)`) and audits. Format 1
+records still read (`sender=None`); they are not followed.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from walletcore.domain.sends import SendRecord
 from walletcore.ports import SignedTransfer
 from walletcore.services.send_plan import Plan, fee_text
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Formats `from_bytes` reads: 1 has no sender (not followed on chain).
+READABLE_VERSIONS = frozenset({1, 2})
 #: A send's status once the network accepted it; `/txid` follows it to `success`.
 ACCEPTED_STATUS = "pending"
 
@@ -60,6 +66,10 @@ class SignedSend:
     raw: bytes = field(repr=False)
     fee_units: int
     fee_payer: FeePayer
+    #: The sending wallet's address on the chain (None: a format 1 record).
+    sender: str | None = None
+    #: The sending user (None: the platform wallet, or a format 1 record).
+    user_id: str | None = None
 
     @classmethod
     def of(cls, plan: Plan, signed: SignedTransfer) -> SignedSend:
@@ -70,7 +80,14 @@ class SignedSend:
             signed.raw,
             plan.fee.native_units,
             plan.fee_payer,
+            sender=plan.transfer.sender,
+            user_id=plan.sender_wallet.user_id,
         )
+
+    @property
+    def followable(self) -> bool:
+        """Whether the chain can be asked about it (its sender is known)."""
+        return self.sender is not None
 
     def receipt(self) -> SendReceipt:
         fee = fee_text(self.fee_units, asset_by_id(self.asset_id))
@@ -85,6 +102,8 @@ class SignedSend:
             "raw": base64.b64encode(self.raw).decode("ascii"),
             "fee": self.fee_units,
             "feePayer": self.fee_payer.value,
+            "sender": self.sender,
+            "userId": self.user_id,
         }
         return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
@@ -93,8 +112,9 @@ class SignedSend:
         if data is None:
             raise InvalidSendTransition()  # a signed record without its transaction: a bug
         value = json.loads(data)
-        if value.get("v") != FORMAT_VERSION:
+        if value.get("v") not in READABLE_VERSIONS:
             raise InvalidSendTransition()
+        sender, user_id = value.get("sender"), value.get("userId")
         return cls(
             Chain(value["chain"]),
             int(value["assetId"]),
@@ -102,6 +122,8 @@ class SignedSend:
             base64.b64decode(value["raw"]),
             int(value["fee"]),
             FeePayer(value["feePayer"]),
+            sender=None if sender is None else str(sender),
+            user_id=None if user_id is None else str(user_id),
         )
 
 

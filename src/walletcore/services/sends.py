@@ -192,7 +192,8 @@ class SendService:
         if record.state is SendState.SIGNED:
             record = await self._broadcast(record, signed, note)
         receipt = signed.receipt()
-        finished = record.finish(receipt.as_result(), self._clock.now())
+        # accepted by the network: followed on chain when its sender is known (format 2)
+        finished = record.finish(receipt.as_result(), self._clock.now(), follow=signed.followable)
         # A send this request signed has its entry; one it resumed gets it here.
         resumed = () if note.changed else (note.entry(detail="resumed"),)
         if await self._advance(record, finished, *resumed):

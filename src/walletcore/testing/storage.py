@@ -13,9 +13,16 @@ from __future__ import annotations
 
 import asyncio
 from collections import ChainMap
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -23,8 +30,8 @@ from typing import Any
 from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry, storable
 from walletcore.domain.clients import ApiClient, User
-from walletcore.domain.errors import InvalidRequest
-from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.errors import InvalidRequest, InvalidSendTransition
+from walletcore.domain.sends import SEND_LEASE, ChainStatus, SendRecord
 from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords, StoredPrices
@@ -232,6 +239,47 @@ class _Sends(SendStore):
 
     async def get(self, client_id: str, request_id: str) -> SendRecord | None:
         return self._unit.tables.sends.get((client_id, request_id))
+
+    async def following(self, limit: int) -> list[SendRecord]:
+        found = [
+            r for r in self._unit.tables.sends.values() if r.chain_status is ChainStatus.PENDING
+        ]
+        found.sort(
+            key=lambda r: (
+                r.chain_checked_at or r.created_at,
+                r.created_at,
+                r.client_id,
+                r.request_id,
+            )
+        )
+        return found[: max(limit, 0)]
+
+    async def checked_chain(self, keys: Sequence[tuple[str, str]], at: datetime) -> None:
+        tables = self._unit.check_writable()
+        for key in keys:
+            stored = tables.sends.get(key)
+            if stored is not None and stored.chain_status is ChainStatus.PENDING:
+                tables.sends[key] = replace(stored, chain_checked_at=at)
+
+    async def settle_chain(
+        self,
+        client_id: str,
+        request_id: str,
+        status: ChainStatus,
+        at: datetime,
+        *,
+        entry: AuditEntry | None = None,
+    ) -> bool:
+        if not ChainStatus(status).is_final:
+            raise InvalidSendTransition()
+        tables = self._unit.check_writable()
+        stored = tables.sends.get((client_id, request_id))
+        if stored is None or stored.chain_status is not ChainStatus.PENDING:
+            return False
+        if entry is not None:
+            await self._unit.audit.append(entry)  # refuses an entry no store could keep
+        tables.sends[(client_id, request_id)] = stored.settled_on_chain(ChainStatus(status), at)
+        return True
 
 
 class _Audit(AuditStore):

@@ -192,6 +192,8 @@ def environment(deployment_home: Path, database_url: str, nodes: dict[str, Any])
         "WALLETCORE_TOKEN_SIGNING_KEY": secrets.token_hex(32),
         "WALLETCORE_MASTER_KEY": secrets.token_hex(32),
         "WALLETCORE_PRICE_REFRESH_SECONDS": str(PRICE_INTERVAL),
+        "WALLETCORE_JOBS_SETTLE_SECONDS": "1",
+        "WALLETCORE_JOBS_FOLLOW_SECONDS": "1",
         "WALLETCORE_CHAINS": "rpc",
         "WALLETCORE_EVM_NETWORK": "mainnet",
         "WALLETCORE_ETHEREUM_RPC_URL": anvils[Chain.ETHEREUM].url,
@@ -256,3 +258,18 @@ async def wait_for(check: Any, seconds: float, what: str, step: float = 0.25) ->
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(step)
+
+
+async def query(sa_url: str, sql: str) -> list[Any]:
+    """Rows of one SQL statement on the deployment's database (what the operator sees)."""
+    import asyncpg
+
+    url = make_url(sa_url)
+    conn = await asyncpg.connect(
+        user=url.username, password=url.password, host=url.host, port=url.port or 5432,
+        database=url.database,
+    )  # fmt: skip
+    try:
+        return list(await conn.fetch(sql))
+    finally:
+        await conn.close()

@@ -21,6 +21,7 @@ from deployment import (
     create_database,
     drop_database,
     environment,
+    query,
     start_nodes,
     wait_for,
 )
@@ -194,6 +195,7 @@ async def test_a_scripted_session_over_every_endpoint(
         api, {"assetId": ETH, "txHash": sent["txHash"]}, deployment, "/platform/txid"
     )
     assert row["status"] == "success"
+    await every_send_followed_once(deployment, expected=len(sends) + 1)
 
 
 def _chain(asset_id: int) -> Chain:
@@ -233,3 +235,20 @@ async def the_worker_is_replaced_mid_run(api: Client, deployment: Deployment, us
     # one refresh per interval for the whole deployment (two HTTP instances, two workers
     # over time), with one interval of slack for the periods at either end
     assert refreshes <= elapsed / PRICE_INTERVAL + 2, (refreshes, elapsed)
+
+
+async def every_send_followed_once(deployment: Deployment, expected: int) -> None:
+    """The worker followed each broadcast send to `success`, once: one `send.settle` entry
+    per send, whoever polled `/txid` meanwhile."""
+    url = deployment.env["WALLETCORE_DATABASE_URL"]
+
+    async def all_final() -> bool:
+        rows = await query(url, "SELECT chain_status FROM sends WHERE chain_status IS NOT NULL")
+        return len(rows) == expected and all(r["chain_status"] == "success" for r in rows)
+
+    await wait_for(all_final, 60, "the worker to follow every send to success")
+    entries = await query(
+        url,
+        "SELECT target, count(*) AS n FROM audit_log WHERE action = 'send.settle' GROUP BY target",
+    )
+    assert len(entries) == expected and all(e["n"] == 1 for e in entries), entries

@@ -13,6 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from sql_helpers import Db
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from walletcore.domain.clients import User
 from walletcore.domain.wallet import WalletOwner, WalletRecord
@@ -35,7 +36,7 @@ TABLES = {
     "nonce_floors",
     "price_records",
 }
-HEAD = "0004"
+HEAD = "0005"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]
@@ -163,6 +164,55 @@ async def test_a_0002_database_keeps_its_users_and_gets_one_user_per_request_id(
         assert await autocommit(storage).wallets.get_user("c1", "u3") is None
     finally:
         await storage.aclose()
+
+
+async def test_a_0004_database_keeps_its_sends_unfollowed_and_checks_chain_status(
+    database: Db,
+) -> None:
+    """0005 adds the chain status of sends: NULL (not followed) for the sends already
+    there; the CHECK refuses a status on an unfinished send and an unknown status."""
+    await migrate.upgrade_async(database.url, schema=database.schema, revision="0004")
+    columns = "client_id, request_id, fingerprint, state, attempt, created_at, updated_at"
+    await _sync(
+        database,
+        lambda c: [
+            c.execute(
+                text(
+                    "INSERT INTO api_clients VALUES "
+                    "('c1', 'n', 'h', '[]', 'USER', '{}', false, 1, NULL)"
+                )
+            ),
+            c.execute(
+                text(
+                    f"INSERT INTO sends ({columns}) VALUES ('c1', 'r1', 'fp', 'finished', 1, "
+                    "CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                )
+            ),
+        ],
+    )
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == HEAD
+    storage = SqlStorage(database.url, migrate=False, schema=database.schema)
+    try:
+        record = await autocommit(storage).sends.get("c1", "r1")
+        assert record is not None and record.chain_status is None
+        assert await autocommit(storage).sends.following(10) == []
+    finally:
+        await storage.aclose()
+    for values in (
+        (
+            "('c1', 'r2', 'fp', 'started', 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 'pending', "
+            "CURRENT_TIMESTAMP)"
+        ),
+        (
+            "('c1', 'r3', 'fp', 'finished', 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 'lost', "
+            "CURRENT_TIMESTAMP)"
+        ),
+    ):
+        statement = text(
+            f"INSERT INTO sends ({columns}, chain_status, chain_checked_at) VALUES {values}"
+        )
+        with pytest.raises(IntegrityError):
+            await _sync(database, lambda c, statement=statement: c.execute(statement))
 
 
 async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None:

@@ -1,6 +1,7 @@
 """The storage promises background jobs rely on: the shared price table
-(`unit.prices`, walletcore.ports.prices) and the trades in flight (`trades.in_flight`).
-Part of `StorageContract` (its base class)."""
+(`unit.prices`, walletcore.ports.prices), the trades in flight (`trades.in_flight`) and the
+sends followed on chain (`sends.following`, `checked_chain`, `settle_chain`). Part of
+`StorageContract` (its base class)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from decimal import Decimal
 import pytest
 
 from walletcore.domain.assets import FeePayer, Fiat
+from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.errors import InvalidSendTransition
 from walletcore.domain.ids import new_id
+from walletcore.domain.sends import ChainStatus, SendRecord, SendState
 from walletcore.domain.trade import FixedLeg, Quote, Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.storage import Storage
@@ -52,6 +56,40 @@ def _trade(client_id: str, user_id: str, status: TradeStatus, created_at: dateti
         return trade
     approved_at = created_at + timedelta(seconds=1)
     return dataclasses.replace(trade, status=status, approved_at=approved_at)
+
+
+async def _finished_send(
+    storage: Storage, client_id: str, request_id: str, at: datetime, *, follow: bool = True
+) -> SendRecord:
+    """A send record taken through its recovery points and finished at `at` (accepted by
+    the network: followed on chain when `follow`)."""
+    db = autocommit(storage)
+    started = await db.sends.begin(client_id, request_id, "fp-" + request_id, at)
+    signed = started.signed(b"raw-" + request_id.encode(), "0x" + request_id, at)
+    assert await db.sends.advance(started, signed)
+    sent = signed.broadcast(at)
+    assert await db.sends.advance(signed, sent)
+    result = {"txHash": "0x" + request_id, "status": "pending"}
+    finished = sent.finish(result, at, follow=follow)
+    assert await db.sends.advance(sent, finished)
+    return finished
+
+
+def _settle_entry(record: SendRecord, status: str, n: int = 0) -> AuditEntry:
+    return AuditEntry(
+        at=T0,
+        client_id=record.client_id,
+        action="send.settle",
+        request_id=f"job-follow-{n}",
+        outcome="ok",
+        target=record.tx_hash,
+        detail=f"pending -> {status}",
+    )
+
+
+async def _settle_entries(storage: Storage) -> list[AuditEntry]:
+    entries = await autocommit(storage).audit.newest(1000)
+    return [e for e in entries if e.action == "send.settle"]
 
 
 class JobStorageContract:
@@ -153,3 +191,120 @@ class JobStorageContract:
         failed = dataclasses.replace(trade, status=TradeStatus.FAILED, completed_at=T0)
         assert await db.trades.swap(TradeStatus.EXECUTING, failed)
         assert await db.trades.in_flight(10) == []
+
+    # -- sends followed on chain --------------------------------------------------------
+    async def test_a_send_finished_as_accepted_is_pending_on_chain(self, storage: Storage) -> None:
+        client_id, _ = await _user(storage)
+        finished = await _finished_send(storage, client_id, "s-1", T0)
+        stored = await autocommit(storage).sends.get(client_id, "s-1")
+        assert stored == finished
+        assert stored.chain_status is ChainStatus.PENDING
+        assert stored.chain_checked_at == T0 and stored.chain_final_at is None
+        assert await autocommit(storage).sends.following(10) == [finished]
+
+    async def test_a_send_not_followed_has_no_chain_status(self, storage: Storage) -> None:
+        client_id, _ = await _user(storage)
+        await _finished_send(storage, client_id, "s-1", T0, follow=False)
+        db = autocommit(storage)
+        await db.sends.begin(client_id, "in-flight", "fp", T0)  # started, never finished
+        stored = await db.sends.get(client_id, "s-1")
+        assert stored.state is SendState.FINISHED and stored.chain_status is None
+        assert await db.sends.following(10) == []
+        assert not await db.sends.settle_chain(client_id, "s-1", ChainStatus.SUCCESS, T0)
+        assert not await db.sends.settle_chain(client_id, "in-flight", ChainStatus.SUCCESS, T0)
+        assert not await db.sends.settle_chain(client_id, "unknown", ChainStatus.SUCCESS, T0)
+        assert (await db.sends.get(client_id, "s-1")).chain_status is None
+
+    async def test_following_lists_pending_sends_of_every_client_least_recently_checked_first(
+        self, storage: Storage
+    ) -> None:
+        (first, _), (second, _) = await _user(storage), await _user(storage)
+        a = await _finished_send(storage, second, "a", T0)
+        b = await _finished_send(storage, first, "b", T0 + timedelta(seconds=1))
+        c = await _finished_send(storage, second, "c", T0 + timedelta(seconds=2))
+        d = await _finished_send(storage, first, "d", T0 + timedelta(seconds=3))
+        db = autocommit(storage)
+        assert await db.sends.settle_chain(second, "c", ChainStatus.FAILED, T0)
+        keys = [(r.client_id, r.request_id) for r in await db.sends.following(10)]
+        assert keys == [(second, "a"), (first, "b"), (first, "d")]
+        assert [r.request_id for r in await db.sends.following(2)] == ["a", "b"]
+        # asked about and still pending: behind the others; a settled one is left alone
+        later = T0 + timedelta(minutes=1)
+        await db.sends.checked_chain([(second, "a"), (second, "c")], later)
+        following = await db.sends.following(10)
+        assert [r.request_id for r in following] == ["b", "d", "a"]
+        assert following[-1] == dataclasses.replace(a, chain_checked_at=later)
+        settled = await db.sends.get(second, "c")
+        assert settled.chain_checked_at == T0 and settled.chain_status is ChainStatus.FAILED
+        assert (b, d) == tuple(following[:2])
+        assert c.chain_status is ChainStatus.PENDING  # as finished, before the settle
+
+    async def test_settle_chain_moves_pending_to_final_once_with_its_entry(
+        self, storage: Storage
+    ) -> None:
+        client_id, _ = await _user(storage)
+        record = await _finished_send(storage, client_id, "s-1", T0)
+        at = T0 + timedelta(seconds=30)
+        async with storage.write() as unit:
+            entry = _settle_entry(record, "success")
+            assert await unit.sends.settle_chain(
+                client_id, "s-1", ChainStatus.SUCCESS, at, entry=entry
+            )
+            # the loser of a second settle writes nothing, nor its entry
+            assert not await unit.sends.settle_chain(
+                client_id, "s-1", ChainStatus.FAILED, at, entry=_settle_entry(record, "x", 1)
+            )
+        stored = await autocommit(storage).sends.get(client_id, "s-1")
+        assert stored == dataclasses.replace(
+            record, chain_status=ChainStatus.SUCCESS, chain_checked_at=at, chain_final_at=at
+        )
+        assert await _settle_entries(storage) == [entry]
+        assert await autocommit(storage).sends.following(10) == []
+        # and in a later unit too
+        assert not await autocommit(storage).sends.settle_chain(
+            client_id, "s-1", ChainStatus.FAILED, at, entry=_settle_entry(record, "failed", 2)
+        )
+        assert await _settle_entries(storage) == [entry]
+
+    async def test_concurrent_settles_of_one_send_move_it_once(self, storage: Storage) -> None:
+        client_id, _ = await _user(storage)
+        record = await _finished_send(storage, client_id, "s-1", T0)
+
+        async def settle(n: int) -> bool:
+            status = ChainStatus.SUCCESS if n % 2 else ChainStatus.FAILED
+            async with storage.write() as unit:
+                return await unit.sends.settle_chain(
+                    client_id, "s-1", status, T0, entry=_settle_entry(record, status, n)
+                )
+
+        won = await asyncio.gather(*(settle(n) for n in range(8)))
+        assert sum(won) == 1
+        (entry,) = await _settle_entries(storage)
+        stored = await autocommit(storage).sends.get(client_id, "s-1")
+        assert entry.detail == f"pending -> {stored.chain_status.value}"
+
+    async def test_a_settle_in_a_failed_unit_writes_nothing(self, storage: Storage) -> None:
+        client_id, _ = await _user(storage)
+        record = await _finished_send(storage, client_id, "s-1", T0)
+        with pytest.raises(LookupError):
+            async with storage.write() as unit:
+                await unit.sends.settle_chain(
+                    client_id, "s-1", ChainStatus.SUCCESS, T0, entry=_settle_entry(record, "ok")
+                )
+                raise LookupError("after the settle")
+        assert await autocommit(storage).sends.get(client_id, "s-1") == record
+        assert await _settle_entries(storage) == []
+
+    async def test_settle_chain_takes_a_final_status_in_a_write_unit(
+        self, storage: Storage
+    ) -> None:
+        client_id, _ = await _user(storage)
+        record = await _finished_send(storage, client_id, "s-1", T0)
+        with pytest.raises(InvalidSendTransition):
+            await autocommit(storage).sends.settle_chain(client_id, "s-1", ChainStatus.PENDING, T0)
+        async with storage.read() as unit:
+            with pytest.raises(RuntimeError):
+                await unit.sends.settle_chain(client_id, "s-1", ChainStatus.SUCCESS, T0)
+            with pytest.raises(RuntimeError):
+                await unit.sends.checked_chain([(client_id, "s-1")], T0)
+        assert await autocommit(storage).sends.get(client_id, "s-1") == record
