@@ -18,9 +18,9 @@ Names and labels (docs/operations.md):
   (`accepted`, `refused`, `unknown`);
 - `walletcore_nonce_lease_wait_seconds{sequence}`: how long a send waited for its nonce
   lease (`eip155:<chain id>`, the Bitcoin network's key);
-- `walletcore_sends_pending`: sends still pending on chain after the last run of the
-  `follow_sends` job (of its batch), from the processes that run the job in-process
-  (SQLite); absent where the job runs on `walletcore worker` processes;
+- `walletcore_sends_pending`: broadcast sends still pending on chain, every client's:
+  counted from the storage at each scrape (one indexed count), and set by the
+  `follow_sends` job where it runs in-process;
 - `walletcore_worker_up` (a `pid` label per live worker in multiprocess mode).
 """
 
@@ -156,7 +156,7 @@ class PrometheusObserver(Observer):
         if self._sends_pending is None:  # not before: a process that never follows sends
             self._sends_pending = Gauge(  # exposes no misleading 0
                 "walletcore_sends_pending",
-                "Sends still pending on chain after the last run of the follow job",
+                "Broadcast sends still pending on chain (every client's), as last read",
                 registry=self.registry,
                 multiprocess_mode="livemostrecent",
             )

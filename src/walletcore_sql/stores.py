@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, select, text, update
+from sqlalchemy import Table, bindparam, func, insert, select, text, update
 
 from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry
@@ -180,6 +180,9 @@ _SEND_FOLLOWING = (
     .where(_SEND_PENDING_ON_CHAIN)
     .order_by(sends.c.chain_checked_at, sends.c.created_at, sends.c.client_id, sends.c.request_id)
     .limit(_b("limit"))
+)
+_SEND_COUNT_FOLLOWING = (
+    select(func.count().label("n")).select_from(sends).where(_SEND_PENDING_ON_CHAIN)
 )
 _SEND_CHECKED = (
     update(sends).where(*_SEND_KEY, _SEND_PENDING_ON_CHAIN).values(chain_checked_at=_b("at"))
@@ -558,6 +561,10 @@ class SqlSends(SendStore):
             _SEND_GET, {"b_client_id": client_id, "b_request_id": request_id}
         )
         return None if row is None else rows.send_from(row)
+
+    async def count_following(self) -> int:
+        found = await self._unit.all(_SEND_COUNT_FOLLOWING, {})
+        return int(found[0]["n"])
 
     async def following(self, limit: int) -> list[SendRecord]:
         found = await self._unit.all(_SEND_FOLLOWING, {"b_limit": max(limit, 0)})

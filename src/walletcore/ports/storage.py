@@ -168,6 +168,10 @@ class SendStore(Protocol):
     async def get(self, client_id: str, request_id: str) -> SendRecord | None: ...
 
     # -- following broadcast transactions on chain (the `follow_sends` job) -------------
+    async def count_following(self) -> int:
+        """How many sends of every client are `pending` on chain (the metrics' gauge)."""
+        ...
+
     async def following(self, limit: int) -> list[SendRecord]:
         """Sends of every client whose chain status is `pending`, at most `limit`: the least
         recently checked first (`chain_checked_at`, the finish until `checked_chain` moved

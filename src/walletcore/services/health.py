@@ -95,6 +95,16 @@ class HealthService:
         self._last = (time.monotonic(), found)
         return found
 
+    async def pending_sends(self) -> int | None:
+        """How many broadcast sends are still `pending` on chain (every client's), or None
+        when the storage cannot tell now (the gauge keeps its last value)."""
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                async with self._storage.read() as unit:
+                    return await unit.sends.count_following()
+        except Exception:  # noqa: BLE001 - a scrape never fails on it
+            return None
+
     async def price_ages(self) -> dict[str, float]:
         """symbol -> seconds since its newest price, the source asked first (as `/prices`
         asks it); empty when the source cannot tell. Never raises: a source that does not

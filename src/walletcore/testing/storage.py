@@ -240,6 +240,10 @@ class _Sends(SendStore):
     async def get(self, client_id: str, request_id: str) -> SendRecord | None:
         return self._unit.tables.sends.get((client_id, request_id))
 
+    async def count_following(self) -> int:
+        sends = self._unit.tables.sends.values()
+        return sum(r.chain_status is ChainStatus.PENDING for r in sends)
+
     async def following(self, limit: int) -> list[SendRecord]:
         found = [
             r for r in self._unit.tables.sends.values() if r.chain_status is ChainStatus.PENDING

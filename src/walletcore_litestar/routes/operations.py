@@ -50,6 +50,9 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         raise MissingOrExpiredToken()
     health = services_of(request.app).health
     operations.observer.prices(await health.price_ages(), health.max_price_age_seconds)
+    pending = await health.pending_sends()  # read at the scrape: any process can answer
+    if pending is not None:
+        operations.observer.sends_pending(pending)
     return Response(operations.observer.exposition(), media_type=CONTENT_TYPE, headers=NO_STORE)
 
 

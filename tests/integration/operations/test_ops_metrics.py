@@ -131,3 +131,26 @@ async def test_a_metrics_token_guards_the_metrics(http: AsyncTestClient[Litestar
     found = await scrape(http, Authorization=f"Bearer {TOKEN}")
     assert value(found, "walletcore_worker_up") == 1
     assert (await http.get("/health/ready")).status_code == 200  # probes need no token
+
+
+async def test_pending_sends_are_counted_from_the_storage_at_each_scrape(
+    api: Api, http: AsyncTestClient[Litestar], container: Container, clock: ManualClock
+) -> None:
+    """Any process answers it (a worker elsewhere follows the sends): two sends accepted by
+    the network and still pending on chain, then one of them final."""
+    from walletcore.domain.sends import ChainStatus
+    from walletcore.testing import autocommit
+
+    db = autocommit(container.storage())
+    now = clock.now()
+    for request_id in ("p-1", "p-2"):
+        started = await db.sends.begin(api.client_id, request_id, "fp-" + request_id, now)
+        signed = started.signed(b"raw", "0x" + request_id, now)
+        assert await db.sends.advance(started, signed)
+        sent = signed.broadcast(now)
+        assert await db.sends.advance(signed, sent)
+        finished = sent.finish({"txHash": "0x" + request_id, "status": "pending"}, now, follow=True)
+        assert await db.sends.advance(sent, finished)
+    assert value(await scrape(http), "walletcore_sends_pending") == 2
+    assert await db.sends.settle_chain(api.client_id, "p-1", ChainStatus.SUCCESS, now)
+    assert value(await scrape(http), "walletcore_sends_pending") == 1

@@ -227,6 +227,7 @@ class JobStorageContract:
         assert await db.sends.settle_chain(second, "c", ChainStatus.FAILED, T0)
         keys = [(r.client_id, r.request_id) for r in await db.sends.following(10)]
         assert keys == [(second, "a"), (first, "b"), (first, "d")]
+        assert await db.sends.count_following() == 3  # every client's, the settled one not
         assert [r.request_id for r in await db.sends.following(2)] == ["a", "b"]
         # asked about and still pending: behind the others; a settled one is left alone
         later = T0 + timedelta(minutes=1)
