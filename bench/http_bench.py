@@ -697,6 +697,13 @@ def bench_config(
          "--workers", str(workers), "--server", "granian", "--log-level", args.log_level],
         db.env, real_log,
     )
+    # On PostgreSQL the deployment's background jobs (the shared price refresh, settlement,
+    # following sends) run on `walletcore worker` (docs/jobs.md); on SQLite in-process.
+    worker = (
+        spawn([str(BIN / "walletcore"), "worker"], db.env, workdir / f"worker-{tag}.log")
+        if db.kind == "pg"
+        else None
+    )
     bare_env = {**os.environ, BARE_SEED_ENV: bare_seed.hex(), "PYTHONPATH": str(HERE)}
     bare = spawn(
         [sys.executable, __file__, "--serve-bare", str(bare_port), str(workers)],
@@ -708,6 +715,7 @@ def bench_config(
         token = ok(*post(real_port, "/auth", {"x-client-id": db.client_id,
                                               "x-api-key": db.api_key}, None)[:2], "/auth")["token"]
         auth = {"Authorization": f"Bearer {token}"}
+        wait_priced(real_port, auth)
         list_user = db.user_ids[0]
         poll_user, sell_user = db.sellers(real_port, auth)
         sell_body = {"userId": sell_user, "assetId": 1, "cryptoAmount": "0.01"}
@@ -789,6 +797,19 @@ def bench_config(
     finally:
         stop(real)
         stop(bare)
+        if worker is not None:
+            stop(worker)
+
+
+def wait_priced(port: int, auth: dict[str, str], timeout: float = 60.0) -> None:
+    """Until the deployment has its first prices (the worker's first refresh)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, answer, _ = post(port, "/prices", auth, None)
+        if status == 200 and answer["result"]["BTC"]["USD"] > 0:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("no prices: the background jobs did not refresh them")
 
 
 def measure_create_latency(port: int, auth: dict[str, str], samples: int) -> list[float]:
