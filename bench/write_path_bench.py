@@ -189,6 +189,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         settings = Settings(
             home=Path(home.name), repo="sql", database_url=url, prices="sandbox", venue="sandbox"
         )
+        # one process measured alone: its background jobs in-process (no `walletcore
+        # worker` beside it), so its prices are refreshed by itself (docs/jobs.md)
+        os.environ.setdefault("WALLETCORE_JOBS", "inprocess")
         container = create_container(settings)
         for provider in (container.storage, container.prices, container.venue):
             adapter = provider()
