@@ -30,7 +30,53 @@ PriceTable = Mapping[str, Mapping[Fiat, Decimal]]
 Fetch = Callable[[], Awaitable[PriceTable]]
 
 
-class RefreshingPriceSource(PriceSource):
+class _KnownPrices(PriceSource):
+    """What both sources share: the recorded prices, `(symbol, fiat) -> (price, when)`, the
+    `/prices` map built from them, their ages, and the quote rule (none recorded or older
+    than `max_age`: 502). Subclasses bring the values up to date in `_fresh`."""
+
+    def __init__(self, clock: Clock, *, max_age_seconds: float, timeout_seconds: float) -> None:
+        self._clock = clock
+        self._max_age = timedelta(seconds=max_age_seconds)
+        self._timeout = timeout_seconds
+        self._known: StoredPrices = {}
+        #: The `/prices` map, rebuilt when the values change (callers must not mutate it).
+        self._map: PriceMap = price_map_of({})
+
+    def _record(self, known: StoredPrices) -> None:
+        self._known = dict(known)
+        self._map = price_map_of(self._known)
+
+    async def _fresh(self) -> None:
+        """Bring the recorded values up to date if they are due (a refresh, a read)."""
+        raise NotImplementedError
+
+    def ages(self) -> dict[str, timedelta]:
+        """symbol -> time since its newest recorded price (`walletcore.ports.PriceAges`);
+        symbols never priced are absent. Read-only: it never refreshes nor reads."""
+        newest: dict[str, datetime] = {}
+        for (symbol, _), (_, at) in self._known.items():
+            newest[symbol] = max(at, newest.get(symbol, at))
+        now = self._clock.now()
+        return {symbol: now - at for symbol, at in newest.items()}
+
+    # -- the port -------------------------------------------------------------------------
+    async def price_map(self) -> PriceMap:
+        await self._fresh()
+        return self._map
+
+    async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
+        try:
+            await asyncio.wait_for(self._fresh(), self._timeout)
+        except TimeoutError:
+            raise PricingTimeout() from None
+        known = self._known.get((symbol, fiat))
+        if known is None or self._clock.now() - known[1] > self._max_age:
+            raise PriceUnavailable(f"No usable {symbol}/{fiat.value} price; retry with backoff")
+        return known[0]
+
+
+class RefreshingPriceSource(_KnownPrices):
     def __init__(
         self,
         fetch: Fetch,
@@ -40,16 +86,10 @@ class RefreshingPriceSource(PriceSource):
         timeout_seconds: float = 10.0,
         max_age_seconds: float = 900.0,
     ) -> None:
+        super().__init__(clock, max_age_seconds=max_age_seconds, timeout_seconds=timeout_seconds)
         self._fetch = fetch
-        self._clock = clock
         self._interval = interval_seconds
-        self._timeout = timeout_seconds
-        self._max_age = timedelta(seconds=max_age_seconds)
-        #: (symbol, fiat) -> (price, when it was recorded)
-        self._known: dict[tuple[str, Fiat], tuple[Decimal, datetime]] = {}
         self._last_attempt: datetime | None = None
-        #: The `/prices` map, rebuilt once per successful refresh (callers must not mutate it).
-        self._map: PriceMap = self._build_map()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._refresh_lock = asyncio.Lock()
@@ -89,7 +129,7 @@ class RefreshingPriceSource(PriceSource):
         async with self._refresh_lock:
             self._last_attempt = self._clock.now()
             try:
-                table = await asyncio.wait_for(self._fetch(), self._timeout)
+                table = await self.fetch_table()
             except Exception as exc:  # noqa: BLE001 - any upstream failure keeps the last values
                 self.failures += 1
                 log.warning(
@@ -97,56 +137,17 @@ class RefreshingPriceSource(PriceSource):
                 )
                 return False
             now = self._clock.now()
-            for symbol, by_fiat in table.items():
-                for fiat, price in by_fiat.items():
-                    if price is not None and price.is_finite() and price > 0:
-                        self._known[(symbol, Fiat(fiat))] = (price, now)
-            self._map = self._build_map()
+            fresh = {pair: (price, now) for pair, price in usable_prices(table).items()}
+            self._record({**self._known, **fresh})
             return True
 
-    async def _refresh_if_due(self) -> None:
+    async def _fresh(self) -> None:
         """Without a background task (an embedder that never called start), refresh inline."""
         if self._task is not None:
             return
         last = self._last_attempt
         if last is None or self._clock.now() - last >= timedelta(seconds=self._interval):
             await self.refresh()
-
-    # -- the port -------------------------------------------------------------------------
-    async def price_map(self) -> PriceMap:
-        await self._refresh_if_due()
-        return self._map
-
-    def _build_map(self) -> PriceMap:
-        return {
-            symbol: {
-                fiat.value: float(self._known[(symbol, fiat)][0])
-                if (symbol, fiat) in self._known
-                else 0.0
-                for fiat in PRICE_FIATS
-            }
-            for symbol in SYMBOLS
-        }
-
-    def ages(self) -> dict[str, timedelta]:
-        """symbol -> time since its newest recorded price (`walletcore.ports.PriceAges`);
-        symbols never priced are absent. Read-only: it never triggers a refresh."""
-        newest: dict[str, datetime] = {}
-        for (symbol, _), (_, at) in self._known.items():
-            if symbol not in newest or at > newest[symbol]:
-                newest[symbol] = at
-        now = self._clock.now()
-        return {symbol: now - at for symbol, at in newest.items()}
-
-    async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
-        try:
-            await asyncio.wait_for(self._refresh_if_due(), self._timeout)
-        except TimeoutError:
-            raise PricingTimeout() from None
-        known = self._known.get((symbol, fiat))
-        if known is None or self._clock.now() - known[1] > self._max_age:
-            raise PriceUnavailable(f"No usable {symbol}/{fiat.value} price; retry with backoff")
-        return known[0]
 
 
 def usable_prices(table: PriceTable) -> dict[tuple[str, Fiat], Decimal]:
@@ -175,7 +176,7 @@ def price_map_of(known: StoredPrices) -> PriceMap:
 RefreshIfDue = Callable[[], Awaitable[object]]
 
 
-class SharedPriceSource(PriceSource):
+class SharedPriceSource(_KnownPrices):
     """The PriceSource of every process of a deployment whose prices a job refreshes: it
     serves the table stored by `walletcore.jobs.prices.refresh_prices`, with the rules of
     `RefreshingPriceSource` (last known values; 0 for a fiat never recorded in the map; a
@@ -196,14 +197,10 @@ class SharedPriceSource(PriceSource):
         cache_seconds: float = 1.0,
         refresh_if_due: RefreshIfDue | None = None,
     ) -> None:
+        super().__init__(clock, max_age_seconds=max_age_seconds, timeout_seconds=timeout_seconds)
         self._storage = storage
-        self._clock = clock
-        self._max_age = timedelta(seconds=max_age_seconds)
-        self._timeout = timeout_seconds
         self._cache_seconds = cache_seconds
         self._refresh_if_due = refresh_if_due
-        self._known: StoredPrices = {}
-        self._map: PriceMap = price_map_of({})
         self._loaded_at: float | None = None
         self._loading: asyncio.Future[None] | None = None
         self.loads = 0
@@ -211,7 +208,7 @@ class SharedPriceSource(PriceSource):
     def __repr__(self) -> str:
         return f"SharedPriceSource({self._storage!r})"
 
-    async def _current(self) -> None:
+    async def _fresh(self) -> None:
         loaded = self._loaded_at
         if loaded is not None and time.monotonic() - loaded < self._cache_seconds:
             return
@@ -234,31 +231,7 @@ class SharedPriceSource(PriceSource):
             self._loaded_at = time.monotonic()
         self.loads += 1
         if known != self._known:
-            self._known, self._map = dict(known), price_map_of(known)
-
-    def ages(self) -> dict[str, timedelta]:
-        """symbol -> time since its newest stored price, as last read (`PriceAges`);
-        symbols never priced are absent. Read-only: it never reads the store."""
-        newest: dict[str, datetime] = {}
-        for (symbol, _), (_, at) in self._known.items():
-            newest[symbol] = max(at, newest.get(symbol, at))
-        now = self._clock.now()
-        return {symbol: now - at for symbol, at in newest.items()}
-
-    # -- the port -------------------------------------------------------------------------
-    async def price_map(self) -> PriceMap:
-        await self._current()
-        return self._map
-
-    async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
-        try:
-            await asyncio.wait_for(self._current(), self._timeout)
-        except TimeoutError:
-            raise PricingTimeout() from None
-        known = self._known.get((symbol, fiat))
-        if known is None or self._clock.now() - known[1] > self._max_age:
-            raise PriceUnavailable(f"No usable {symbol}/{fiat.value} price; retry with backoff")
-        return known[0]
+            self._record(known)
 
 
 def slippage_percent(order: Order, price: Decimal) -> Decimal:
