@@ -5,6 +5,10 @@
 drops those of runs that died without cleaning up); migrate it
 with `migrate.upgrade(url, schema=name)`, use it with `SqlStorage(url, migrate=False,
 schema=name)`, empty it between tests with `truncate_async` and drop it with `drop_schema`.
+
+A test that needs a whole database of its own (a server process with its own settings)
+gets one from `create_database(prefix)` (`<prefix>_<pid>_<random>`, dropping those of
+dead runs first) and drops it with `drop_database(name)`.
 """
 
 from __future__ import annotations
@@ -101,6 +105,57 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+_DATABASE_RE = re.compile(r"\A([a-z]+)_([0-9]+)_[0-9a-f]+\Z")
+
+
+async def _admin(statements: list[str]) -> list[str]:
+    """Run `statements` (one each, no transaction: CREATE/DROP DATABASE) on the test server;
+    the names of its databases before them."""
+    import asyncpg  # the driver of the SQL storage's PostgreSQL URLs
+
+    url = make_url(pg_test_url())
+    conn = await asyncpg.connect(
+        host=url.host or "127.0.0.1",
+        port=url.port or 5432,
+        user=url.username or "postgres",
+        password=url.password,
+        database=url.database or "postgres",
+    )
+    try:
+        names = [r["datname"] for r in await conn.fetch("SELECT datname FROM pg_database")]
+        for statement in statements:
+            await conn.execute(statement)
+        return names
+    finally:
+        await conn.close()
+
+
+def create_database(prefix: str) -> tuple[str, str]:
+    """A fresh database `<prefix>_<pid>_<hex>` on the test server, after dropping those of
+    this prefix whose run died without cleaning up. Returns (its SQLAlchemy asyncpg URL,
+    for WALLETCORE_DATABASE_URL, and its name)."""
+    if not prefix.isalpha() or not prefix.islower():
+        raise ValueError(f"not a plain database prefix: {prefix!r}")
+    existing = asyncio.run(_admin([]))
+    stale = [
+        n
+        for n in existing
+        if (m := _DATABASE_RE.match(n)) and m.group(1) == prefix
+        and not process_alive(int(m.group(2)))
+    ]  # fmt: skip
+    name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
+    drops = [f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)' for n in stale]
+    asyncio.run(_admin([*drops, f'CREATE DATABASE "{name}"']))
+    url = make_url(pg_test_url()).set(drivername="postgresql+asyncpg", database=name)
+    return url.render_as_string(hide_password=False), name
+
+
+def drop_database(name: str) -> None:
+    if not _DATABASE_RE.match(name):
+        raise ValueError(f"not a database of create_database: {name!r}")
+    asyncio.run(_admin([f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)']))
 
 
 def create_schema(url: str, name: str | None = None) -> str:

@@ -21,7 +21,9 @@ import pytest
 
 pytest.register_assert_rewrite("hardening_support")
 
-from hardening_support import Server, create_database, drop_database, provision
+from hardening_support import Server, provision
+
+from walletcore_sql.testing import create_database, drop_database
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +39,7 @@ def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """The URL of a fresh, empty PostgreSQL database, dropped after the session."""
-    url, name = create_database()
+    url, name = create_database("wch")
     try:
         yield url
     finally:

@@ -8,12 +8,10 @@ http); the fixtures that use it are in `conftest.py`.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import http.client
 import json
 import os
-import re
 import secrets
 import signal
 import socket
@@ -27,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from walletcore_sql.testing import process_alive
 
 BIN = Path(sys.executable).parent
 HERE = Path(__file__).resolve().parent
@@ -591,60 +587,6 @@ def assert_error_envelope(
     if message is not None:
         assert body["message"] == message, body
     return body  # type: ignore[no-any-return]
-
-
-# -- a throwaway PostgreSQL database ---------------------------------------------------------
-_DB_NAME = re.compile(r"\Awch_([0-9]+)_[0-9a-f]+\Z")
-
-
-def _admin_url() -> Any:
-    from sqlalchemy.engine import make_url
-
-    from walletcore_sql.testing import pg_test_url
-
-    return make_url(pg_test_url())
-
-
-async def _admin(statements: list[str]) -> list[str]:
-    import asyncpg  # the driver of the SQL repo's PostgreSQL URLs
-
-    url = _admin_url()
-    conn = await asyncpg.connect(
-        host=url.host or "127.0.0.1",
-        port=url.port or 5432,
-        user=url.username or "postgres",
-        password=url.password,
-        database=url.database or "postgres",
-    )
-    try:
-        names = [r["datname"] for r in await conn.fetch("SELECT datname FROM pg_database")]
-        for statement in statements:
-            await conn.execute(statement)
-        return names
-    finally:
-        await conn.close()
-
-
-def create_database() -> tuple[str, str]:
-    """A fresh database `wch_<pid>_<hex>` on the test server (WALLETCORE_TEST_DATABASE_URL or
-    postgres@127.0.0.1:5432); first drops those of runs that died without cleaning up.
-    Returns (its asyncpg URL for WALLETCORE_DATABASE_URL, its name)."""
-    existing = asyncio.run(_admin([]))
-    stale = [n for n in existing if (m := _DB_NAME.match(n)) and not process_alive(int(m.group(1)))]
-    name = f"wch_{os.getpid()}_{secrets.token_hex(4)}"
-    asyncio.run(
-        _admin(
-            [f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)' for n in stale]
-            + [f'CREATE DATABASE "{name}"']
-        )
-    )
-    url = _admin_url().set(drivername="postgresql+asyncpg", database=name)
-    return url.render_as_string(hide_password=False), name
-
-
-def drop_database(name: str) -> None:
-    assert _DB_NAME.match(name), name
-    asyncio.run(_admin([f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)']))
 
 
 def iter_chunks(data: bytes, size: int = 4096) -> Iterator[bytes]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy.engine import make_url
+from sqlalchemy import text
 
 from walletcore.domain.assets import Chain, asset_by_id
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
@@ -31,7 +31,6 @@ from walletcore_chains.testing.solana_rpc_node import RpcTestNode
 from walletcore_chains.testing.tron_node import TronTestNode
 from walletcore_markets.testing.binance_server import BinanceTestServer
 from walletcore_markets.testing.coingecko_server import CoinGeckoTestServer
-from walletcore_sql.testing import pg_test_url
 
 BIN = Path(sys.executable).parent
 EVM_CHAINS = (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON)
@@ -43,39 +42,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-async def create_database() -> str:
-    """A fresh database on the test server; its SQLAlchemy URL."""
-    import asyncpg
-
-    url = make_url(pg_test_url())
-    name = f"wc_smoke_{os.getpid()}_{secrets.token_hex(3)}"
-    admin = await asyncpg.connect(
-        user=url.username, password=url.password, host=url.host, port=url.port or 5432,
-        database=url.database,
-    )  # fmt: skip
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    return url.set(drivername="postgresql+asyncpg", database=name).render_as_string(
-        hide_password=False
-    )
-
-
-async def drop_database(sa_url: str) -> None:
-    import asyncpg
-
-    url = make_url(sa_url)
-    admin = await asyncpg.connect(
-        user=url.username, password=url.password, host=url.host, port=url.port or 5432,
-        database=make_url(pg_test_url()).database,
-    )  # fmt: skip
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)')
-    finally:
-        await admin.close()
 
 
 @dataclass
@@ -262,14 +228,11 @@ async def wait_for(check: Any, seconds: float, what: str, step: float = 0.25) ->
 
 async def query(sa_url: str, sql: str) -> list[Any]:
     """Rows of one SQL statement on the deployment's database (what the operator sees)."""
-    import asyncpg
+    from walletcore_sql.engine import make_engine
 
-    url = make_url(sa_url)
-    conn = await asyncpg.connect(
-        user=url.username, password=url.password, host=url.host, port=url.port or 5432,
-        database=url.database,
-    )  # fmt: skip
+    engine = make_engine(sa_url)
     try:
-        return list(await conn.fetch(sql))
+        async with engine.connect() as conn:
+            return list((await conn.execute(text(sql))).mappings())
     finally:
-        await conn.close()
+        await engine.dispose()

@@ -5,7 +5,6 @@ calls every endpoint of the contract; then what the deployment did is checked.""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -18,8 +17,6 @@ import pytest
 from deployment import (
     PRICE_INTERVAL,
     Deployment,
-    create_database,
-    drop_database,
     environment,
     query,
     start_nodes,
@@ -29,6 +26,7 @@ from deployment import (
 from walletcore.domain.assets import Chain, asset_by_id, native_asset
 from walletcore_chains.testing.anvil import find_anvil
 from walletcore_chains.testing.bitcoind import find_bitcoind
+from walletcore_sql.testing import create_database, drop_database
 
 pytestmark = [
     pytest.mark.postgres,
@@ -52,9 +50,9 @@ BTC, ETH, TRX, SOL = (native_asset(c).id for c in (Chain.BITCOIN, Chain.ETHEREUM
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     home = tmp_path_factory.mktemp("deployment")
     home.chmod(0o700)
-    database = asyncio.run(create_database())
+    database, name = create_database("wcsmoke")
     with ExitStack() as stack:
-        stack.callback(lambda: asyncio.run(drop_database(database)))
+        stack.callback(drop_database, name)
         nodes = start_nodes(stack)
         made = Deployment(home=home, env=environment(home, database, nodes), **nodes)
         stack.callback(made.stop_all)
