@@ -308,3 +308,8 @@ async def stop(container: Container) -> None:
             await adapter.aclose()
     if container.jobs_mode() is not JobsMode.OFF:
         await container.jobs().aclose()  # the upstream feed, if a job built it
+    if container.settings().profile is Profile.PRODUCTION:
+        # check_profile built the upstream feed to check its settings, used here or not
+        feed = container.price_feed()
+        if isinstance(feed, Lifecycle):
+            await feed.aclose()
