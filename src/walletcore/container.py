@@ -29,6 +29,7 @@ from walletcore.services.market import MarketService
 from walletcore.services.sends import SendService
 from walletcore.services.tokens import TokenSigner
 from walletcore.services.trading import TradingService
+from walletcore.services.transfers import Transfers, TransferSettings
 from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
 from walletcore.settings import Profile, Settings
@@ -101,6 +102,7 @@ class Container(containers.DeclarativeContainer):
         settle_seconds=job_settings.provided.jobs_settle_seconds,
         settle_batch=job_settings.provided.jobs_settle_batch,
         gateways=providers.Callable(lambda c: c.gateways, __self__),  # defined below
+        transfers=providers.Callable(lambda c: c.transfers, __self__),  # defined below
         follow_seconds=job_settings.provided.jobs_follow_seconds,
         follow_batch=job_settings.provided.jobs_follow_batch,
     )
@@ -183,8 +185,13 @@ class Container(containers.DeclarativeContainer):
         asset_policy,
         page_size=settings.provided.transactions_page_size,
     )
+    # the transfer lifecycle (services/transfers.py): ladders, following, replacements
+    transfer_settings = providers.Singleton(TransferSettings)
+    transfers = providers.Singleton(
+        Transfers, storage, clock, keystore, gateways, transfer_settings
+    )
     sends = providers.Singleton(
-        SendService, storage, clock, keystore, gateways, asset_policy, auditor
+        SendService, storage, clock, keystore, gateways, asset_policy, auditor, transfers
     )
     # readiness: the storage, each chain's node, the price age (services/health.py)
     health = providers.Singleton(

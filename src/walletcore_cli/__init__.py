@@ -16,6 +16,8 @@
     walletcore sandbox fund --chain C --address A --asset ID --amount X
     walletcore nonces show --chain C --address A
     walletcore nonces reset --chain C --address A [--to N]
+    walletcore sends list [--limit N]
+    walletcore sends show | bump | cancel CLIENT_ID REQUEST_ID
 
 Every command reads the same settings (`WALLETCORE_*`, `walletcore.settings.Settings`), as
 `walletcore serve` and `create_container()` do: the storage defaults to `sql`, the SQLite

@@ -57,6 +57,8 @@ async def _command(args: argparse.Namespace, container: Container) -> Any:
         return await _sandbox_fund(args, container)
     if args.command == "nonces":
         return await _nonces(args, container)
+    if args.command == "sends":
+        return await _sends(args, container)
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover
 
 
@@ -192,6 +194,46 @@ async def _nonces(args: argparse.Namespace, container: Container) -> Any:
         await gateway.aclose()
         if isinstance(storage, Lifecycle):
             await storage.aclose()
+
+
+async def _sends(args: argparse.Namespace, container: Container) -> Any:
+    """`walletcore sends list|show|bump|cancel` (docs/transfers.md)."""
+    from walletcore.domain.ids import new_id
+    from walletcore.services.transfers import describe
+
+    storage = container.storage()
+    if isinstance(storage, Lifecycle):
+        await storage.start()
+    if args.action == "list":
+        async with storage.read() as unit:
+            followed = await unit.sends.following(args.limit)
+        return [
+            {
+                k: v
+                for k, v in describe(r).items()
+                if k in ("clientId", "requestId", "chain", "chainStatus", "current", "checkedAt")
+            }
+            for r in followed
+        ]
+    transfers = container.transfers()
+    client_id, request_id = args.client_id.strip().lower(), args.request_id
+    try:
+        if args.action == "show":
+            return await transfers.show(client_id, request_id)
+        audit_id = f"operator-{args.action}-{new_id()}"
+        if args.action == "cancel":
+            print(
+                "A cancel takes the transfer's place: if it is mined first, nothing is sent.",
+                file=sys.stderr,
+            )
+        return await transfers.replace(
+            client_id, request_id, cancel=args.action == "cancel", request_id_audit=audit_id
+        )
+    finally:
+        for gateway in container.gateways().values():
+            close = getattr(gateway, "aclose", None)
+            if close is not None:
+                await close()
 
 
 async def _db(args: argparse.Namespace, settings: Settings) -> Any:

@@ -191,6 +191,33 @@ def parser() -> argparse.ArgumentParser:
     reset.add_argument(
         "--to", type=int, default=None, help="the next nonce (default: the node's pending count)"
     )
+    sends = _actions(
+        commands, "sends", "transfers followed on chain: show, bump, cancel (docs/transfers.md)"
+    )
+    listing = sends.add_parser(
+        "list", help="the sends not final on chain, least recently checked first"
+    )
+    listing.add_argument("--limit", type=int, default=100, help="at most this many (100)")
+    for action, text in (
+        ("show", "a send's transfer: status, current and earlier transactions, ladder left"),
+        (
+            "bump",
+            (
+                "broadcast the next fee bump (EVM, BITCOIN), or re-sign an expired platform "
+                "send (SOLANA, TRON)"
+            ),
+        ),
+        (
+            "cancel",
+            (
+                "broadcast the cancel (EVM, BITCOIN), or end an expired transfer as failed "
+                "(SOLANA, TRON)"
+            ),
+        ),
+    ):
+        sub = sends.add_parser(action, help=text)
+        sub.add_argument("client_id", help="the api client's id")
+        sub.add_argument("request_id", help="the send's X-Request-Id")
     return parser
 
 

@@ -43,9 +43,11 @@ from walletcore.ports.storage import (
 from walletcore_sql import rows
 from walletcore_sql.database import Database
 from walletcore_sql.tables import (
+    SEND_FOLLOWED,
     api_clients,
     audit_log,
     price_records,
+    send_hashes,
     sends,
     trades,
     users,
@@ -174,23 +176,47 @@ _SEND_ADVANCE = update(sends).where(
     sends.c.attempt == _b("expected_attempt"),
 )
 # `ix_sends_following`'s partial condition as a literal (see `_TRADE_LAPSED`).
-_SEND_PENDING_ON_CHAIN = text("sends.chain_status = 'pending'")
+_SEND_FOLLOWED = text(f"sends.{SEND_FOLLOWED}")
 _SEND_FOLLOWING = (
     select(sends)
-    .where(_SEND_PENDING_ON_CHAIN)
+    .where(_SEND_FOLLOWED)
     .order_by(sends.c.chain_checked_at, sends.c.created_at, sends.c.client_id, sends.c.request_id)
     .limit(_b("limit"))
 )
-_SEND_COUNT_FOLLOWING = (
-    select(func.count().label("n")).select_from(sends).where(_SEND_PENDING_ON_CHAIN)
-)
-_SEND_CHECKED = (
-    update(sends).where(*_SEND_KEY, _SEND_PENDING_ON_CHAIN).values(chain_checked_at=_b("at"))
-)
+_SEND_COUNT_FOLLOWING = select(func.count().label("n")).select_from(sends).where(_SEND_FOLLOWED)
+_SEND_CHECKED = update(sends).where(*_SEND_KEY, _SEND_FOLLOWED).values(chain_checked_at=_b("at"))
 _SEND_SETTLE_CHAIN = (
     update(sends)
-    .where(*_SEND_KEY, _SEND_PENDING_ON_CHAIN)
+    .where(*_SEND_KEY, _SEND_FOLLOWED)
     .values(chain_status=_b("status"), chain_checked_at=_b("at"), chain_final_at=_b("at"))
+)
+_SEND_TRACK = (
+    update(sends)
+    .where(
+        *_SEND_KEY,
+        _SEND_FOLLOWED,
+        sends.c.chain_status == _b("expected_status"),
+        sends.c.tx_hash == _b("expected_hash"),
+    )
+    .values(
+        chain_status=_b("status"),
+        chain_checked_at=_b("at"),
+        chain_final_at=_b("final_at"),
+        tx_hash=_b("tx_hash"),
+        raw_tx=_b("raw_tx"),
+    )
+)
+_SEND_BY_HASH = select(sends).where(
+    sends.c.client_id == _b("client_id"), sends.c.tx_hash == _b("tx_hash")
+)
+_SEND_BY_OLD_HASH = (
+    select(sends)
+    .join(
+        send_hashes,
+        (send_hashes.c.client_id == sends.c.client_id)
+        & (send_hashes.c.request_id == sends.c.request_id),
+    )
+    .where(send_hashes.c.client_id == _b("client_id"), send_hashes.c.tx_hash == _b("tx_hash"))
 )
 _AUDIT_NEWEST = select(audit_log).order_by(audit_log.c.entry_id.desc()).limit(_b("limit"))
 
@@ -236,6 +262,8 @@ def _build_upsert(database: Database, name: str) -> Any:
         )
     if name == "send_insert":
         return database.insert(sends).on_conflict_do_nothing()
+    if name == "send_hash_insert":
+        return database.insert(send_hashes).on_conflict_do_nothing()
     if name == "price_upsert":
         insert = database.insert(price_records)
         # never back in time: a slower writer with an older instant changes nothing
@@ -602,6 +630,47 @@ class SqlSends(SendStore):
         if settled and entry is not None:
             await self._unit.audit.append(entry)  # same unit: committed with the move
         return bool(settled)
+
+    async def track(
+        self, current: SendRecord, new: SendRecord, *, entry: AuditEntry | None = None
+    ) -> bool:
+        current.require_successor(new)
+        if new.chain_status is None or current.chain_status is None or not current.tx_hash:
+            raise InvalidSendTransition()
+        self._unit.writer()
+        at = new.chain_checked_at or new.updated_at
+        params = {
+            "b_client_id": current.client_id,
+            "b_request_id": current.request_id,
+            "b_expected_status": current.chain_status.value,
+            "b_expected_hash": current.tx_hash,
+            "b_status": new.chain_status.value,
+            "b_at": at,
+            "b_final_at": at if new.chain_status.is_final else None,
+            "b_tx_hash": new.tx_hash,
+            "b_raw_tx": None if new.raw_tx is None else bytes(new.raw_tx),
+        }
+        if (await self._unit.run(_SEND_TRACK, params)).rowcount != 1:
+            return False
+        if new.tx_hash and new.tx_hash != current.tx_hash:
+            statement = self._unit.upsert("send_hash_insert")
+            await self._unit.run(
+                statement,
+                [  # type: ignore[arg-type]
+                    {"client_id": current.client_id, "tx_hash": h, "request_id": current.request_id}
+                    for h in (current.tx_hash, new.tx_hash)
+                ],
+            )
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def by_hash(self, client_id: str, tx_hash: str) -> SendRecord | None:
+        params = {"b_client_id": client_id, "b_tx_hash": tx_hash}
+        row = await self._unit.one(_SEND_BY_OLD_HASH, params)
+        if row is None:
+            row = await self._unit.one(_SEND_BY_HASH, params)
+        return None if row is None else rows.send_from(row)
 
 
 class SqlAudit(AuditStore):

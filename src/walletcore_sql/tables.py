@@ -182,10 +182,12 @@ Index(
 SEND_STATES = "('started', 'signed', 'broadcast', 'finished')"
 #: A followed send is finished, was checked, and has its final instant once final.
 SEND_CHAIN_CHECK = (
-    "chain_status IS NULL OR (chain_status IN ('pending', 'success', 'failed') "
-    "AND state = 'finished' AND chain_checked_at IS NOT NULL "
-    "AND (chain_status = 'pending') = (chain_final_at IS NULL))"
+    "chain_status IS NULL OR (chain_status IN ('pending', 'stuck', 'dropped', 'success', "
+    "'failed') AND state = 'finished' AND chain_checked_at IS NOT NULL "
+    "AND (chain_status IN ('pending', 'stuck', 'dropped')) = (chain_final_at IS NULL))"
 )
+#: A followed send not final yet: what the follow job reads (`ix_sends_following`).
+SEND_FOLLOWED = "chain_status IN ('pending', 'stuck', 'dropped')"
 
 sends = Table(
     "sends",
@@ -201,8 +203,10 @@ sends = Table(
     Column("result", JSON(none_as_null=True), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    # The transaction on chain (`follow_sends`): `pending` from the finish of a send the
-    # network accepted, then `success` or `failed` once; null: not followed.
+    # The transaction on chain (`follow_sends`, docs/transfers.md): `pending` from the
+    # finish of a send the network accepted, `stuck` or `dropped` on the way, then
+    # `success` or `failed` once; null: not followed. `tx_hash` and `raw_tx` are the
+    # transfer's current transaction (a bump, a cancel or a re-signed one replaces them).
     Column("chain_status", String(16), nullable=True),
     Column("chain_checked_at", UTCDateTime, nullable=True),  # last asked (the finish first)
     Column("chain_final_at", UTCDateTime, nullable=True),  # when it became final
@@ -216,9 +220,22 @@ sends = Table(
         "created_at",
         "client_id",
         "request_id",
-        postgresql_where=text("chain_status = 'pending'"),
-        sqlite_where=text("chain_status = 'pending'"),
+        postgresql_where=text(SEND_FOLLOWED),
+        sqlite_where=text(SEND_FOLLOWED),
     ),
+    # `/txid` of a send's hash (`sends.by_hash`): a dropped transfer is answered pending
+    Index("ix_sends_tx_hash", "client_id", "tx_hash"),
+)
+
+#: Every hash a replaced send had, and has (`sends.by_hash`): `/txid` of a replaced hash
+#: answers the transfer's outcome.
+send_hashes = Table(
+    "send_hashes",
+    metadata,
+    Column("client_id", String(ID), primary_key=True),
+    Column("tx_hash", Text, primary_key=True),
+    Column("request_id", String(255), nullable=False),
+    ForeignKeyConstraint(["client_id", "request_id"], ["sends.client_id", "sends.request_id"]),
 )
 
 audit_log = Table(

@@ -48,15 +48,27 @@ MAX_FINGERPRINT_LENGTH = 128
 
 
 class ChainStatus(StrEnum):
-    """A broadcast transaction's outcome on chain (the `status` of `/txid`)."""
+    """Where a followed send stands on chain (docs/transfers.md).
+
+    `pending`, `success` and `failed` are the spec's transaction statuses; `stuck` (pending
+    longer than the chain's time: bumped when a rung is left) and `dropped` (the node lost
+    it, or it expired: re-broadcast, re-filled or re-signed) are internal and read as
+    `pending` on the wire (`public`)."""
 
     PENDING = "pending"
+    STUCK = "stuck"
+    DROPPED = "dropped"
     SUCCESS = "success"
     FAILED = "failed"
 
     @property
     def is_final(self) -> bool:
-        return self is not ChainStatus.PENDING
+        return self is ChainStatus.SUCCESS or self is ChainStatus.FAILED
+
+    @property
+    def public(self) -> str:
+        """The spec's status it reads as: `pending`, `success` or `failed`."""
+        return self.value if self.is_final else ChainStatus.PENDING.value
 
 
 class SendState(StrEnum):
@@ -194,9 +206,38 @@ class SendRecord:
 
     def settled_on_chain(self, status: ChainStatus, at: datetime) -> SendRecord:
         """pending -> `status` (success or failed): what `SendStore.settle_chain` stores."""
-        if self.chain_status is not ChainStatus.PENDING or not status.is_final:
+        if self.chain_status is None or self.chain_status.is_final or not status.is_final:
             raise InvalidSendTransition()
         return replace(self, chain_status=status, chain_checked_at=at, chain_final_at=at)
+
+    @property
+    def is_followed(self) -> bool:
+        """Followed on chain and not final yet (pending, stuck or dropped)."""
+        return self.chain_status is not None and not self.chain_status.is_final
+
+    def tracked(
+        self,
+        status: ChainStatus,
+        at: datetime,
+        *,
+        raw_tx: bytes | None = None,
+        tx_hash: str | None = None,
+    ) -> SendRecord:
+        """A followed send's move on chain (`SendStore.track`): its status now, and with
+        `raw_tx` and `tx_hash` its transaction replaced (a bump, a cancel, a re-signed
+        transfer: the same transfer under the same X-Request-Id). Final once only."""
+        if not self.is_followed or self.state is not SendState.FINISHED:
+            raise InvalidSendTransition()
+        if (raw_tx is None) != (tx_hash is None):
+            raise InvalidSendTransition()
+        return replace(
+            self,
+            chain_status=status,
+            chain_checked_at=at,
+            chain_final_at=at if status.is_final else None,
+            raw_tx=self.raw_tx if raw_tx is None else raw_tx,
+            tx_hash=self.tx_hash if tx_hash is None else tx_hash,
+        )
 
     def release(self, now: datetime) -> SendRecord:
         """Give the lease up without moving on (an error after which a retry is safe, such

@@ -8,12 +8,13 @@
   asked of the venue through `TradingService.settle`, as `/trade` does when a client
   polls. Each move is a compare-and-set with its `trade.settle` entry, so a trade moves
   once however many runs ask about it.
-- `follow_sends`: every send whose transaction is pending on chain (a batch, the least
-  recently checked first) asked of its chain (`ChainGateway.lookup(sender, asset, hash)`,
-  as `/txid` does); `success` or `failed` is stored by compare-and-set
-  (`sends.settle_chain`) with its `send.settle` entry in the same unit, so a send moves
-  once however many runs ask. Still pending, not found, or a node error: left pending,
-  and put behind the others for the next run (`sends.checked_chain`).
+- `follow_sends`: every send not final on chain (`pending`, `stuck`, `dropped`; a batch,
+  the least recently checked first) followed by `Transfers.follow`
+  (walletcore.services.transfers, docs/transfers.md): asked of its chain, settled,
+  bumped, re-broadcast, re-filled or re-signed. Every move is a compare-and-set on the
+  transfer's current hash (`sends.track`) with its audit entry in the same unit, so a
+  send moves once however many runs ask. Unchanged, or a node error: put behind the
+  others for the next run (`sends.checked_chain`).
 
 Errors leave the run (an engine retries it); nothing here loops or sleeps.
 """
@@ -25,18 +26,16 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import Enum
 from typing import Any, Protocol
 
-from walletcore.domain.assets import Chain, asset_by_id
-from walletcore.domain.audit import AuditEntry
-from walletcore.domain.errors import DomainError, PriceUnavailable, TransactionNotFound
+from walletcore.domain.assets import Chain
+from walletcore.domain.errors import PriceUnavailable, ServerError
 from walletcore.domain.ids import new_id
-from walletcore.domain.sends import ChainStatus, SendRecord
+from walletcore.domain.sends import SendRecord
 from walletcore.ports import ChainGateway, Clock, Observer, Storage
 from walletcore.pricing import PriceTable, usable_prices
-from walletcore.services.send_record import SignedSend
 from walletcore.services.trading import TradingService
+from walletcore.services.transfers import Followed, Transfers
 
 log = logging.getLogger("walletcore.jobs")
 
@@ -44,15 +43,13 @@ log = logging.getLogger("walletcore.jobs")
 SETTLE_CONCURRENCY = 8
 #: Node lookups one follow run makes at once.
 FOLLOW_CONCURRENCY = 8
-#: The audit action of a send's move on chain (pending -> success / failed).
-SEND_SETTLE = "send.settle"
 
 
-class _Followed(Enum):
-    SETTLED = "settled"  # final now, stored by this run
-    LOST = "lost"  # final on chain, but another run stored it first
-    PENDING = "pending"  # still pending, not found, or the node failed: asked again later
-    SKIPPED = "skipped"  # cannot be asked about (no sender, chain not configured)
+class _NoKeys:
+    """A key store that opens nothing (a `Jobs` built without the container's lifecycle)."""
+
+    def unseal(self, *_: Any) -> Any:
+        raise ServerError("no key store: this job runner cannot re-sign transfers")
 
 
 class PriceFeed(Protocol):
@@ -84,6 +81,7 @@ class Jobs:
         settle_seconds: float,
         settle_batch: int,
         gateways: Callable[[], Mapping[Chain, ChainGateway]] | None = None,
+        transfers: Callable[[], Transfers] | None = None,
         follow_seconds: float = 15.0,
         follow_batch: int = 200,
         observer: Observer | None = None,
@@ -96,6 +94,7 @@ class Jobs:
         self.settle_seconds = settle_seconds
         self._settle_batch = settle_batch
         self._gateways = gateways
+        self._transfers_factory = transfers
         self.follow_seconds = follow_seconds
         self._follow_batch = follow_batch
         self.observer = observer or Observer()
@@ -118,6 +117,14 @@ class Jobs:
                 else []
             ),
         ]
+
+    def _transfers(self) -> Transfers:
+        """The lifecycle the follow job drives: the container's, or one over `gateways`
+        with default settings (no keys: expired platform sends wait for a keyed run)."""
+        if self._transfers_factory is not None:
+            return self._transfers_factory()
+        gateways = self._gateways() if self._gateways is not None else {}
+        return Transfers(self._storage, self._clock, _NoKeys(), gateways)
 
     async def refresh_prices(self) -> bool:
         """Fetch and save the price table; False when it was fresh already (skipped)."""
@@ -170,82 +177,37 @@ class Jobs:
         if not followed:
             self.observer.sends_pending(0)
             return 0
-        gateways = self._gateways() if self._gateways is not None else {}
+        transfers = self._transfers()
         request_id = f"job-follow-{new_id()}"
         gate = asyncio.Semaphore(FOLLOW_CONCURRENCY)
 
-        async def follow(record: SendRecord) -> _Followed:
+        async def follow(record: SendRecord) -> Followed:
             async with gate:
-                return await self._follow(record, gateways, request_id)
+                try:
+                    return await transfers.follow(record, request_id)
+                except Exception as exc:  # noqa: BLE001 - a node or store error: next run
+                    log.warning(
+                        "send %s/%s: following failed (%s); asked again later",
+                        record.client_id,
+                        record.request_id,
+                        type(exc).__name__,
+                    )
+                    return Followed.PENDING
 
         outcomes = await asyncio.gather(*(follow(r) for r in followed))
         asked = [
             (r.client_id, r.request_id)
             for r, outcome in zip(followed, outcomes, strict=True)
-            if outcome is _Followed.PENDING or outcome is _Followed.SKIPPED
+            if outcome is Followed.PENDING or outcome is Followed.SKIPPED
         ]
         if asked:  # behind the others next run, so none waits on sends that stay pending
             async with self._storage.write() as unit:
                 await unit.sends.checked_chain(asked, self._clock.now())
-        settled = outcomes.count(_Followed.SETTLED)
-        pending = outcomes.count(_Followed.PENDING) + outcomes.count(_Followed.SKIPPED)
+        settled = outcomes.count(Followed.SETTLED)
+        pending = len(outcomes) - settled - outcomes.count(Followed.LOST)
         self.observer.sends_pending(pending)
         log.info("follow: %d of %d sends pending on chain became final", settled, len(followed))
         return settled
-
-    async def _follow(
-        self, record: SendRecord, gateways: Mapping[Chain, ChainGateway], request_id: str
-    ) -> _Followed:
-        key = f"{record.client_id}/{record.request_id}"
-        try:
-            signed = SignedSend.from_bytes(record.raw_tx)
-        except (DomainError, ValueError, KeyError, TypeError):
-            log.warning("send %s: its stored transaction cannot be read; not followed", key)
-            return _Followed.SKIPPED
-        gateway = gateways.get(signed.chain)
-        if signed.sender is None or gateway is None:
-            # a format 1 record (no sender), or a chain this deployment no longer serves
-            log.debug("send %s (%s) cannot be followed here", key, signed.chain.value)
-            return _Followed.SKIPPED
-        try:
-            row = await gateway.lookup(signed.sender, asset_by_id(signed.asset_id), signed.tx_hash)
-        except TransactionNotFound:
-            log.debug("send %s: %s not found on chain yet", key, signed.tx_hash)
-            return _Followed.PENDING
-        except Exception as exc:  # noqa: BLE001 - a node error: asked again next run
-            log.warning(
-                "send %s: the %s node failed (%s); asked again later",
-                key,
-                signed.chain.value,
-                type(exc).__name__,
-            )
-            return _Followed.PENDING
-        try:
-            status = ChainStatus(row.status)
-        except ValueError:
-            log.warning("send %s: unknown chain status %r", key, row.status)
-            return _Followed.PENDING
-        if not status.is_final:
-            return _Followed.PENDING
-        entry = AuditEntry(
-            at=self._clock.now(),
-            client_id=record.client_id,
-            action=SEND_SETTLE,
-            request_id=request_id,
-            outcome="ok",
-            user_id=signed.user_id,
-            target=signed.tx_hash,
-            detail=f"{ChainStatus.PENDING.value} -> {status.value}",
-        )
-        async with self._storage.write() as unit:
-            moved = await unit.sends.settle_chain(
-                record.client_id, record.request_id, status, entry.at, entry=entry
-            )
-        if not moved:
-            log.info("send %s was settled by another run", key)
-            return _Followed.LOST
-        log.info("send %s: %s %s", key, signed.tx_hash, status.value)
-        return _Followed.SETTLED
 
 
 __all__ = ["Jobs", "PeriodicJob", "PriceFeed"]

@@ -7,6 +7,7 @@ per reason to change:
   `SignedTransfer`, `FeeQuote`), `AddressValidator`, `SignatureVerifier`;
 - `storage`: `Storage`, its `UnitOfWork` and the stores (`ClientStore`, `WalletStore`,
   `TradeStore`, `SendStore`, `AuditStore`);
+- `follow`: `TransferFollower`, `Sighting`, `Replacement` (the transfer lifecycle);
 - `nonces`: `NonceLeases`, `NonceLease`;
 - `prices`: `PriceRecords` (the shared price table, on every unit of work), `StoredPrices`;
 - `runtime`: `Clock`, `Lifecycle`;
@@ -27,6 +28,7 @@ from walletcore.ports.chains import (
     Transfer,
     UnsignedTransfer,
 )
+from walletcore.ports.follow import Replacement, Sighting, TransferFollower
 from walletcore.ports.health import HealthCheck, PriceAges
 from walletcore.ports.keys import ChainSigner, KeyStore, NewWallet
 from walletcore.ports.metrics import Observer
@@ -63,7 +65,9 @@ __all__ = [
     "PriceMap",
     "PriceRecords",
     "PriceSource",
+    "Replacement",
     "SendStore",
+    "Sighting",
     "SignatureVerifier",
     "SignedTransfer",
     "Storage",
@@ -71,6 +75,7 @@ __all__ = [
     "TradeStore",
     "TradeVenue",
     "Transfer",
+    "TransferFollower",
     "UnitOfWork",
     "UnsignedTransfer",
     "WalletStore",

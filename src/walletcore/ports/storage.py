@@ -169,19 +169,36 @@ class SendStore(Protocol):
 
     # -- following broadcast transactions on chain (the `follow_sends` job) -------------
     async def count_following(self) -> int:
-        """How many sends of every client are `pending` on chain (the metrics' gauge)."""
+        """How many sends of every client are followed and not final on chain (`pending`,
+        `stuck` or `dropped`: the metrics' gauge)."""
         ...
 
     async def following(self, limit: int) -> list[SendRecord]:
-        """Sends of every client whose chain status is `pending`, at most `limit`: the least
-        recently checked first (`chain_checked_at`, the finish until `checked_chain` moved
-        it), then the oldest (created, client id, request id)."""
+        """Sends of every client followed and not final on chain (`pending`, `stuck`,
+        `dropped`), at most `limit`: the least recently checked first (`chain_checked_at`,
+        the finish until `checked_chain` or `track` moved it), then the oldest (created,
+        client id, request id)."""
         ...
 
     async def checked_chain(self, keys: Sequence[tuple[str, str]], at: datetime) -> None:
         """Record that the chain was asked about these (client id, request id) sends at
-        `at` and still had them pending: they go behind the others in `following`. Sends
-        no longer pending are left as they are."""
+        `at` and still had them where they were: they go behind the others in `following`.
+        Sends already final are left as they are."""
+        ...
+
+    async def track(
+        self, current: SendRecord, new: SendRecord, *, entry: AuditEntry | None = None
+    ) -> bool:
+        """A followed send's move on chain (`SendRecord.tracked`): store `new`'s chain
+        status, check time, final time and transaction (`tx_hash`, `raw_tx`: a replacement)
+        if the stored record still has `current`'s chain status and `tx_hash` (compare and
+        set: one of two racing jobs wins); then (only then) append `entry` in the same
+        unit. Every hash a send ever had stays findable by `by_hash`."""
+        ...
+
+    async def by_hash(self, client_id: str, tx_hash: str) -> SendRecord | None:
+        """The send of this client whose transaction is or was `tx_hash` (a hash it had
+        before a replacement included), or None."""
         ...
 
     async def settle_chain(
@@ -193,10 +210,10 @@ class SendStore(Protocol):
         *,
         entry: AuditEntry | None = None,
     ) -> bool:
-        """pending -> `status` (`success` or `failed`, else `InvalidSendTransition`), with
-        `chain_final_at` = `at`, if the stored chain status is still `pending`; then (only
-        then) append `entry` in the same unit. False: not pending (already settled by
-        another run, or never followed); nothing written."""
+        """-> `status` (`success` or `failed`, else `InvalidSendTransition`), with
+        `chain_final_at` = `at`, if the stored chain status is still not final (`pending`,
+        `stuck`, `dropped`); then (only then) append `entry` in the same unit. False: final
+        already (settled by another run) or never followed; nothing written."""
         ...
 
 

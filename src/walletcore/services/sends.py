@@ -43,14 +43,12 @@ from walletcore.domain.errors import (
     DomainError,
     IdempotencyConflict,
     InvalidRequest,
-    ServerError,
     TransferRejected,
     WrongWalletPassword,
 )
-from walletcore.domain.sends import SendRecord, SendState
+from walletcore.domain.sends import ChainStatus, SendRecord, SendState
 from walletcore.ports import (
     ChainGateway,
-    ChainSigner,
     Clock,
     KeyStore,
     SignedTransfer,
@@ -69,7 +67,14 @@ from walletcore.services.send_plan import (
     read_asset,
     read_user_id,
 )
-from walletcore.services.send_record import SendReceipt, SignedSend, failure_result, replay
+from walletcore.services.send_record import (
+    Attempt,
+    SendReceipt,
+    SignedSend,
+    failure_result,
+    replay,
+)
+from walletcore.services.transfers import Transfers, Wallets, follower, sign_transfer
 from walletcore.services.wallet_access import (
     platform_wallet,
     platform_wallet_or_none,
@@ -89,6 +94,7 @@ class SendService:
         gateways: Mapping[Chain, ChainGateway],
         policy: AssetPolicy,
         auditor: Auditor,
+        transfers: Transfers | None = None,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -96,6 +102,7 @@ class SendService:
         self._gateways = gateways
         self._policy = policy
         self._auditor = auditor
+        self._transfers = transfers or Transfers(storage, clock, keystore, gateways)
 
     async def send(
         self,
@@ -184,7 +191,7 @@ class SendService:
             )
         note.target = record.tx_hash or note.target
         if record.is_finished:
-            return replay(record)
+            return await self._replay(record, request, note)
         if record.state is SendState.STARTED:
             record = await self._sign_and_store(record, request, plan, note)
             note.target = record.tx_hash  # audited even when the broadcast fails
@@ -218,8 +225,8 @@ class SendService:
             await self._release(record)
             raise
         try:
-            transfer = await self._sign(ready, unsigned, request.password)
-            signed = SignedSend.of(ready, transfer)
+            transfer, ladder = await self._sign(ready, unsigned, request.password)
+            signed = SignedSend.of(ready, transfer, at=self._clock.now(), ladder=ladder)
             new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now())
             entry = note.entry(target=transfer.tx_hash, detail="signed")
             stored = await self._advance(record, new, entry)
@@ -235,24 +242,43 @@ class SendService:
 
     async def _sign(
         self, plan: Plan, unsigned: UnsignedTransfer, password: str | None
-    ) -> SignedTransfer:
-        chain = plan.asset.chain
-        signatures: dict[str, bytes] = {}
-        sender = plan.transfer.sender
+    ) -> tuple[SignedTransfer, tuple[Attempt, ...]]:
+        """The transfer and the rungs of its ladder, signed in one unseal per wallet."""
+        ladder = self._transfers.ladder(plan.gateway, unsigned)
+        wallets = Wallets(plan.sender_wallet, plan.sponsor_wallet)
         try:
-            async with self._keystore.unseal(plan.sender_wallet.sealed, password, chain) as key:
-                signatures[sender] = _sign_as(key, sender, unsigned.payload_for(sender))
+            return await sign_transfer(
+                self._keystore, plan.gateway, unsigned, wallets, password, ladder
+            )
         except WrongWalletPassword:
-            if password is None:  # the platform wallet: the operator's master key changed
-                raise ServerError(
-                    "The platform wallet cannot be opened; contact the operator"
-                ) from None
-            raise password_error_for(chain) from None
-        if plan.sponsor_wallet is not None:
-            async with self._keystore.unseal(plan.sponsor_wallet.sealed, None, chain) as key:
-                fee_payer = plan.transfer.fee_payer
-                signatures[fee_payer] = _sign_as(key, fee_payer, unsigned.payload_for(fee_payer))
-        return plan.gateway.assemble(unsigned, signatures)
+            raise password_error_for(plan.asset.chain) from None
+
+    async def _replay(
+        self, record: SendRecord, request: SendRequest, note: AuditNote
+    ) -> SendReceipt:
+        """A finished send asked again: its first error, or the transfer as it stands
+        now (its current hash and fee; `pending`, `success` or `failed`). A user's send
+        that expired unlanded (SOLANA, TRON: `dropped`) is re-signed with the password
+        this replay carries."""
+        if record.chain_status is None or record.raw_tx is None:
+            return replay(record)  # an error, or a send not followed
+        if record.chain_status is ChainStatus.DROPPED and request.password is not None:
+            record = await self._resign_on_replay(record, request.password, note)
+        signed = SignedSend.from_bytes(record.raw_tx)
+        assert record.chain_status is not None
+        return signed.receipt(record.chain_status.public)
+
+    async def _resign_on_replay(
+        self, record: SendRecord, password: str, note: AuditNote
+    ) -> SendRecord:
+        signed = SignedSend.from_bytes(record.raw_tx)
+        chain_follower = follower(self._gateways.get(signed.chain))
+        if chain_follower is None or not chain_follower.resigns:
+            return record
+        try:
+            return await self._transfers.resign(record, password, note.request_id)
+        except WrongWalletPassword:
+            raise password_error_for(signed.chain) from None
 
     async def _broadcast(
         self, record: SendRecord, signed: SignedSend, note: AuditNote
@@ -299,13 +325,6 @@ class SendService:
             await self._advance(record, record.release(self._clock.now()))
         except Exception:  # the original error is the one to report
             log.warning("could not release send record %s", record.request_id, exc_info=True)
-
-
-def _sign_as(key: ChainSigner, address: str, payload: bytes) -> bytes:
-    """Sign only with the key of the stored address (a mismatch would send from elsewhere)."""
-    if key.address != address:
-        raise ServerError("The wallet's key does not match its stored address")
-    return key.sign(payload)
 
 
 def _required(request_id: str | None) -> str:

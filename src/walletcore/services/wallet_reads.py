@@ -22,7 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from walletcore.domain.assets import Asset, Chain, FeePayer
-from walletcore.domain.errors import AddressUnknown, HistoryUnavailable, InvalidRequest
+from walletcore.domain.errors import (
+    AddressUnknown,
+    HistoryUnavailable,
+    InvalidRequest,
+    TransactionNotFound,
+)
+from walletcore.domain.sends import SendRecord
 from walletcore.domain.wallet import TxRow, WalletRecord
 from walletcore.ports import ChainGateway, FeeQuote, Storage
 from walletcore.services.assets import AssetPolicy
@@ -34,6 +40,7 @@ from walletcore.services.send_plan import (
     sponsored_fee,
     wallet_address,
 )
+from walletcore.services.send_record import SignedSend
 from walletcore.services.wallet_access import (
     platform_wallet,
     platform_wallet_or_none,
@@ -138,8 +145,53 @@ class WalletReads:
     ) -> TxFound:
         target = await self._target(caller, "txid", asset_id, user_id, platform)
         wanted = _tx_hash(tx_hash)
+        transfer = await self._transfer(caller, target, wanted)
+        if transfer is not None:
+            return TxFound(target.asset, await self._transfer_row(target, wanted, *transfer))
         row = await target.gateway.lookup(target.address, target.asset, wanted)
         return TxFound(target.asset, row)
+
+    async def _transfer(
+        self, caller: Caller, target: _Target, wanted: str
+    ) -> tuple[SendRecord, SignedSend] | None:
+        """The send of this wallet and asset whose transaction is or was `wanted` and whose
+        transfer the service follows (docs/transfers.md), or None: ask the chain."""
+        async with self._storage.read() as unit:
+            record = await unit.sends.by_hash(caller.client_id, wanted)
+        if record is None or record.chain_status is None or record.raw_tx is None:
+            return None
+        signed = SignedSend.from_bytes(record.raw_tx)
+        mine = (signed.user_id, signed.asset_id, signed.sender) == (
+            target.wallet.user_id,
+            target.asset.id,
+            target.address,
+        )
+        return (record, signed) if mine else None
+
+    async def _transfer_row(
+        self, target: _Target, wanted: str, record: SendRecord, signed: SignedSend
+    ) -> TxRow:
+        """`/txid` of a followed send's hash: the transfer's outcome. The chain's row of
+        its current transaction (a replacement's, when `wanted` was replaced); the
+        transfer's own row while the node lacks it (dropped, awaiting re-broadcast), or
+        when a cancel took its place (`failed`)."""
+        assert record.chain_status is not None
+        status = record.chain_status.public
+        if not signed.cancelled:
+            try:
+                row = await target.gateway.lookup(target.address, target.asset, signed.tx_hash)
+            except TransactionNotFound:
+                row = None
+            if row is not None and (row.status != "pending" or status == "pending"):
+                return row
+        return TxRow(
+            hash=signed.tx_hash,
+            type="send",
+            amount_units=signed.amount_units,
+            fee_units=signed.fee_units,
+            status=status,
+            date=record.chain_final_at,
+        )
 
     async def fee(
         self,

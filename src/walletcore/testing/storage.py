@@ -55,13 +55,24 @@ class _Tables:
     wallets: MutableMapping[WalletKey, WalletRecord] = field(default_factory=dict)
     trades: MutableMapping[str, Trade] = field(default_factory=dict)
     sends: MutableMapping[tuple[str, str], SendRecord] = field(default_factory=dict)
+    #: (client id, a hash a send had before a replacement, or has now) -> X-Request-Id
+    send_hashes: MutableMapping[tuple[str, str], str] = field(default_factory=dict)
     #: (client id, X-Request-Id) -> the user `/create` made for it
     creations: MutableMapping[tuple[str, str], str] = field(default_factory=dict)
     #: (symbol, fiat) -> (price, when recorded): the shared price table
     prices: MutableMapping[tuple[str, Fiat], tuple[Decimal, datetime]] = field(default_factory=dict)
 
 
-_TABLES = ("clients", "users", "wallets", "trades", "sends", "creations", "prices")
+_TABLES = (
+    "clients",
+    "users",
+    "wallets",
+    "trades",
+    "sends",
+    "send_hashes",
+    "creations",
+    "prices",
+)
 
 
 class _Unit(UnitOfWork):
@@ -241,13 +252,10 @@ class _Sends(SendStore):
         return self._unit.tables.sends.get((client_id, request_id))
 
     async def count_following(self) -> int:
-        sends = self._unit.tables.sends.values()
-        return sum(r.chain_status is ChainStatus.PENDING for r in sends)
+        return sum(r.is_followed for r in self._unit.tables.sends.values())
 
     async def following(self, limit: int) -> list[SendRecord]:
-        found = [
-            r for r in self._unit.tables.sends.values() if r.chain_status is ChainStatus.PENDING
-        ]
+        found = [r for r in self._unit.tables.sends.values() if r.is_followed]
         found.sort(
             key=lambda r: (
                 r.chain_checked_at or r.created_at,
@@ -262,7 +270,7 @@ class _Sends(SendStore):
         tables = self._unit.check_writable()
         for key in keys:
             stored = tables.sends.get(key)
-            if stored is not None and stored.chain_status is ChainStatus.PENDING:
+            if stored is not None and stored.is_followed:
                 tables.sends[key] = replace(stored, chain_checked_at=at)
 
     async def settle_chain(
@@ -278,12 +286,49 @@ class _Sends(SendStore):
             raise InvalidSendTransition()
         tables = self._unit.check_writable()
         stored = tables.sends.get((client_id, request_id))
-        if stored is None or stored.chain_status is not ChainStatus.PENDING:
+        if stored is None or not stored.is_followed:
             return False
         if entry is not None:
             await self._unit.audit.append(entry)  # refuses an entry no store could keep
         tables.sends[(client_id, request_id)] = stored.settled_on_chain(ChainStatus(status), at)
         return True
+
+    async def track(
+        self, current: SendRecord, new: SendRecord, *, entry: AuditEntry | None = None
+    ) -> bool:
+        current.require_successor(new)
+        if new.chain_status is None:
+            raise InvalidSendTransition()
+        tables = self._unit.check_writable()
+        key = (current.client_id, current.request_id)
+        stored = tables.sends.get(key)
+        if (
+            stored is None
+            or not stored.is_followed
+            or (stored.chain_status, stored.tx_hash) != (current.chain_status, current.tx_hash)
+        ):
+            return False
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        tables.sends[key] = stored.tracked(
+            new.chain_status,
+            new.chain_checked_at or new.updated_at,
+            raw_tx=new.raw_tx if new.tx_hash != stored.tx_hash else None,
+            tx_hash=new.tx_hash if new.tx_hash != stored.tx_hash else None,
+        )
+        if stored.tx_hash and new.tx_hash and new.tx_hash != stored.tx_hash:
+            tables.send_hashes[(current.client_id, stored.tx_hash)] = current.request_id
+            tables.send_hashes[(current.client_id, new.tx_hash)] = current.request_id
+        return True
+
+    async def by_hash(self, client_id: str, tx_hash: str) -> SendRecord | None:
+        request_id = self._unit.tables.send_hashes.get((client_id, tx_hash))
+        if request_id is not None:
+            return self._unit.tables.sends.get((client_id, request_id))
+        for record in self._unit.tables.sends.values():
+            if record.client_id == client_id and record.tx_hash == tx_hash:
+                return record
+        return None
 
 
 class _Audit(AuditStore):

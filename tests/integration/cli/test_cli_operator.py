@@ -396,3 +396,36 @@ def test_worker_dispatches_to_its_module(
     assert main(["worker", "--concurrency", "2"]) == 0
     assert [a.concurrency for a in seen] == [2]
     assert capsys.readouterr().err.startswith("walletcore: home ")
+
+
+# -- sends (docs/transfers.md) ---------------------------------------------------------------
+def test_sends_list_and_show_a_followed_send_and_refuse_what_cannot_be_done(
+    home: Path, http: TestClient[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    created = cli(capsys, "clients", "create", "--name", "Acme", "--assets", "2")
+    cid = created["clientId"]
+    platform = cli(capsys, "platform", "provision", "--client-id", cid)
+    argv = ["--chain", "ETHEREUM", "--address", platform["ETHEREUM"], "--asset", "2"]
+    cli(capsys, "sandbox", "fund", *argv, "--amount", "1")
+    auth = sign_in(http, created)
+    body = {"assetId": 2, "recipient": "0x52908400098527886E0F7030069857D2E4169EE7"}
+    sent = ok(
+        http.post(
+            "/platform/send",
+            json={**body, "amount": "0.1"},
+            headers={**auth, "X-Request-Id": "pay-1"},
+        )
+    )
+    shown = cli(capsys, "sends", "show", cid, "pay-1")
+    assert shown["current"]["txHash"] == sent["txHash"]
+    assert (shown["chain"], shown["userId"], shown["earlier"]) == ("ETHEREUM", None, [])
+    assert shown["status"] in ("pending", "success")
+    assert "raw" not in json.dumps(shown)  # never the transaction's bytes
+    listed = cli(capsys, "sends", "list")
+    if shown["status"] == "pending":
+        assert [(s["clientId"], s["requestId"]) for s in listed] == [(cid, "pay-1")]
+    # the sandbox chain settles by itself: nothing to bump or cancel
+    refused = cli(capsys, "sends", "bump", cid, "pay-1", status=1)
+    assert "cannot replace transfers" in refused or "already final" in refused
+    assert "no signed send" in cli(capsys, "sends", "show", cid, "nope", status=1)
+    assert "no signed send" in cli(capsys, "sends", "cancel", "0" * 24, "pay-1", status=1)

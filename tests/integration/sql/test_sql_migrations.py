@@ -32,11 +32,12 @@ TABLES = {
     "wallets",
     "trades",
     "sends",
+    "send_hashes",
     "audit_log",
     "nonce_floors",
     "price_records",
 }
-HEAD = "0005"
+HEAD = "0006"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]

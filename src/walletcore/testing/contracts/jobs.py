@@ -309,3 +309,61 @@ class JobStorageContract:
             with pytest.raises(RuntimeError):
                 await unit.sends.checked_chain([(client_id, "s-1")], T0)
         assert await autocommit(storage).sends.get(client_id, "s-1") == record
+
+    # -- the transfer lifecycle (`track`, `by_hash`; docs/transfers.md) ------------------
+    async def test_track_moves_a_followed_send_through_stuck_and_a_replacement(
+        self, storage: Storage
+    ) -> None:
+        client_id, _ = await _user(storage)
+        record = await _finished_send(storage, client_id, "s-1", T0)
+        at = T0 + timedelta(seconds=40)
+        stuck = record.tracked(ChainStatus.STUCK, at)
+        async with storage.write() as unit:
+            assert await unit.sends.track(record, stuck, entry=_settle_entry(record, "stuck"))
+        db = autocommit(storage)
+        assert await db.sends.get(client_id, "s-1") == stuck
+        assert [r.request_id for r in await db.sends.following(10)] == ["s-1"]
+        assert await db.sends.count_following() == 1
+        # a bump replaces the transaction: the record keeps one hash, every hash finds it
+        bumped = stuck.tracked(ChainStatus.STUCK, at, raw_tx=b"raw-bump", tx_hash="0xbump")
+        assert await db.sends.track(stuck, bumped)
+        assert await db.sends.get(client_id, "s-1") == bumped
+        assert await db.sends.by_hash(client_id, "0xs-1") == bumped
+        assert await db.sends.by_hash(client_id, "0xbump") == bumped
+        assert await db.sends.by_hash(new_id(), "0xbump") is None  # another client's: none
+        assert await db.sends.by_hash(client_id, "0xnone") is None
+        # the loser of a race (it read the record before the bump) writes nothing
+        assert not await db.sends.track(stuck, stuck.tracked(ChainStatus.DROPPED, at))
+        final = bumped.tracked(ChainStatus.SUCCESS, at + timedelta(seconds=5))
+        assert await db.sends.track(bumped, final)
+        stored = await db.sends.get(client_id, "s-1")
+        assert stored.chain_final_at == at + timedelta(seconds=5)
+        assert stored.chain_status is ChainStatus.SUCCESS
+        assert await db.sends.following(10) == []
+        assert not await db.sends.track(final, final)  # final once: never moved again
+        entries = await db.audit.newest(10)
+        assert [e.detail for e in entries if e.action == "send.settle"] == ["pending -> stuck"]
+
+    async def test_by_hash_finds_a_never_replaced_send_by_its_hash(
+        self, storage: Storage
+    ) -> None:
+        client_id, _ = await _user(storage)
+        record = await _finished_send(storage, client_id, "s-1", T0)
+        assert await autocommit(storage).sends.by_hash(client_id, "0xs-1") == record
+
+    async def test_concurrent_replacements_of_one_send_store_one(
+        self, storage: Storage
+    ) -> None:
+        client_id, _ = await _user(storage)
+        record = await _finished_send(storage, client_id, "s-1", T0)
+
+        async def replace(n: int) -> bool:
+            new = record.tracked(ChainStatus.PENDING, T0, raw_tx=b"r%d" % n, tx_hash=f"0x{n}")
+            async with storage.write() as unit:
+                return await unit.sends.track(record, new, entry=_settle_entry(record, str(n), n))
+
+        won = await asyncio.gather(*(replace(n) for n in range(6)))
+        assert sum(won) == 1
+        stored = await autocommit(storage).sends.get(client_id, "s-1")
+        assert stored.tx_hash == f"0x{won.index(True)}"
+        assert len(await _settle_entries(storage)) == 1
