@@ -22,6 +22,17 @@ energy is used first, the rest burned at `getEnergyFee`.
 Each accepted transaction is a block of its own at once; blocks are solidified at once, or
 only by `solidify()` when built with `auto_solidify=False`. The daily bandwidth window
 never elapses (`reset_usage()` starts a new day).
+
+The transfer lifecycle (docs/tron.md, "Following a transfer"): with `auto_pack=False` an
+accepted broadcast waits in the pending pool (`wallet/gettransactionfrompending` shows it,
+`gettransactionbyid` does not, as on java-tron) until `pack()` puts each held transaction
+in a block of its own, validating it again against the new head as a block producer does
+(one that no longer validates, e.g. expired meanwhile, is dropped). `drop_pending()` loses
+held transactions as a node that evicted them (`remember=True`: the node still answers
+`DUP_TRANSACTION_ERROR` to the same bytes, as java-tron's `transactionIdCache` does, without
+taking them back). `advance(seconds)` produces an empty block that many seconds after the
+head (time moves past an expiration); `walletsolidity/getnowblock` is the solidified head.
+`broken` holds API paths that answer java-tron's servlet error (`{"Error": ...}`).
 """
 
 from __future__ import annotations
@@ -96,11 +107,30 @@ class Refused(Exception):
         self.code, self.message = code, message
 
 
+@dataclass(frozen=True)
+class Held:
+    """A transaction accepted into the pending pool, not yet in a block."""
+
+    raw: proto.Raw
+    raw_bytes: bytes
+    signatures: list[bytes]
+    size: int
+
+
 class TronTestNode(LoopbackHttpServer):
-    def __init__(self, *, auto_solidify: bool = True, estimate_energy: bool = True) -> None:
+    def __init__(
+        self, *, auto_solidify: bool = True, estimate_energy: bool = True, auto_pack: bool = True
+    ) -> None:
         self.params = dict(PARAMETERS)
         self.auto_solidify = auto_solidify
         self.estimate_energy = estimate_energy
+        #: False: accepted broadcasts wait in `pending` until `pack()`
+        self.auto_pack = auto_pack
+        self.pending: dict[str, Held] = {}
+        #: txIDs answered `DUP_TRANSACTION_ERROR` though held no more (`drop_pending(remember=True)`)
+        self.remembered: set[str] = set()
+        #: API paths (e.g. "/wallet/gettransactioninfobyid") answering a servlet error
+        self.broken: set[str] = set()
         self.accounts: dict[bytes, Account] = {}
         self.landed: dict[str, Landed] = {}
         self.order: list[str] = []
@@ -232,11 +262,51 @@ class TronTestNode(LoopbackHttpServer):
     def info(self, tx_id: str) -> dict[str, Any]:
         return self.landed[tx_id].info
 
+    def head_time(self) -> int:
+        """The head block's timestamp (ms)."""
+        return self.blocks[-1][2]
+
+    def advance(self, seconds: float) -> int:
+        """Produce an empty block `seconds` after the head (later blocks follow it): the
+        chain's time moves on, past an expiration. Returns the block's number."""
+        with self._lock:
+            return self._new_block(at=self.blocks[-1][2] + int(seconds * 1000))
+
+    def pack(self) -> list[str]:
+        """Put each held transaction in a block of its own, in the order they came, each
+        validated again against the head then (a producer drops one that no longer
+        validates: expired, or its TRX spent meanwhile). Returns the txIDs that landed."""
+        with self._lock:
+            held, self.pending = self.pending, {}
+            landed = []
+            for tx_id, tx in held.items():
+                try:
+                    self._accept(tx.raw, tx.raw_bytes, tx.signatures, tx.size, tx_id)
+                except Refused:
+                    continue
+                landed.append(tx_id)
+            return landed
+
+    def drop_pending(self, tx_id: str | None = None, *, remember: bool = False) -> list[str]:
+        """Lose held transactions before any block has them (`tx_id`, else all), as a node
+        that evicted them; `remember`: still answer `DUP_TRANSACTION_ERROR` to their bytes
+        (java-tron's `transactionIdCache`) instead of taking them back. Returns the txIDs."""
+        with self._lock:
+            gone = [t for t in self.pending if tx_id is None or t == tx_id]
+            for t in gone:
+                del self.pending[t]
+            if remember:
+                self.remembered.update(gone)
+            return gone
+
     # -- blocks ---------------------------------------------------------------------------
-    def _new_block(self) -> int:
+    def _new_block(self, at: int | None = None) -> int:
         number = len(self.blocks)
         parent = self.blocks[-1][1] if self.blocks else b"\0" * 32
-        stamp = max(int(time.time() * 1000), (self.blocks[-1][2] + 1) if self.blocks else 0)
+        stamp = max(
+            int(time.time() * 1000) if at is None else at,
+            (self.blocks[-1][2] + 1) if self.blocks else 0,
+        )
         digest = hashlib.sha256(parent + number.to_bytes(8) + stamp.to_bytes(8)).digest()
         block_id = number.to_bytes(8) + digest[8:]
         self.blocks.append((number, block_id, stamp))
@@ -249,6 +319,8 @@ class TronTestNode(LoopbackHttpServer):
         handler = getattr(self, "_" + path.strip("/").replace("/", "_"), None)
         if handler is None:
             raise KeyError(path)
+        if path in self.broken:
+            raise RuntimeError("the node failed")
         with self._lock:
             return handler(body)  # type: ignore[no-any-return]
 
@@ -287,7 +359,13 @@ class TronTestNode(LoopbackHttpServer):
         }
 
     def _wallet_getnowblock(self, body: dict[str, Any]) -> dict[str, Any]:
-        number, block_id, stamp = self.blocks[-1]
+        return self._block_json(self.blocks[-1])
+
+    def _walletsolidity_getnowblock(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._block_json(self.blocks[self.solid])
+
+    def _block_json(self, block: tuple[int, bytes, int]) -> dict[str, Any]:
+        number, block_id, stamp = block
         header = {
             "number": number,
             "timestamp": stamp,
@@ -340,6 +418,17 @@ class TronTestNode(LoopbackHttpServer):
     def _wallet_gettransactionbyid(self, body: dict[str, Any]) -> dict[str, Any]:
         landed = self.landed.get(str(body.get("value", "")))
         return {} if landed is None else self._tx_json(landed, visible=bool(body.get("visible")))
+
+    def _wallet_gettransactionfrompending(self, body: dict[str, Any]) -> dict[str, Any]:
+        tx_id = str(body.get("value", ""))
+        held = self.pending.get(tx_id)
+        if held is None:
+            return {}
+        return {
+            "txID": tx_id,
+            "raw_data_hex": held.raw_bytes.hex(),
+            "signature": [s.hex() for s in held.signatures],
+        }
 
     def _wallet_gettransactioninfobyid(self, body: dict[str, Any]) -> dict[str, Any]:
         landed = self.landed.get(str(body.get("value", "")))
@@ -482,7 +571,12 @@ class TronTestNode(LoopbackHttpServer):
         tx_id = proto.txid(raw_bytes)
         self.broadcasts.append(tx_id)
         try:
-            self._accept(raw, raw_bytes, signatures, len(signed), tx_id)
+            if tx_id in self.pending or tx_id in self.remembered:
+                raise Refused("DUP_TRANSACTION_ERROR", "Dup transaction.")
+            held = not self.auto_pack
+            self._accept(raw, raw_bytes, signatures, len(signed), tx_id, check_only=held)
+            if held:
+                self.pending[tx_id] = Held(raw, raw_bytes, signatures, len(signed))
         except Refused as refused:
             return {
                 "result": False,
@@ -499,8 +593,17 @@ class TronTestNode(LoopbackHttpServer):
         }
 
     def _accept(
-        self, raw: proto.Raw, raw_bytes: bytes, signatures: list[bytes], size: int, tx_id: str
+        self,
+        raw: proto.Raw,
+        raw_bytes: bytes,
+        signatures: list[bytes],
+        size: int,
+        tx_id: str,
+        *,
+        check_only: bool = False,
     ) -> None:
+        """Validate the transaction against the head and land it in a block of its own;
+        `check_only`: validate only (a transaction taken into the pending pool)."""
         if tx_id in self.landed:
             raise Refused("DUP_TRANSACTION_ERROR", "Dup transaction.")
         if not any(
@@ -562,6 +665,8 @@ class TronTestNode(LoopbackHttpServer):
                 "CONTRACT_VALIDATE_ERROR",
                 "Contract validate error : feeLimit must be >= 0 and <= 15000000000",
             )
+        if check_only:
+            return
         # accepted: charge bandwidth, run the contract
         if use_staked:
             owner.net_used += bandwidth

@@ -112,8 +112,10 @@ class TronClient:
     async def prices(self) -> Prices:
         return Prices.of(await self.tron.get_chain_parameters())
 
-    async def head(self) -> Block:
-        block = await self.post("wallet/getnowblock", {"visible": True})
+    async def head(self, *, solid: bool = False) -> Block:
+        """The head block (`solid`: the latest solidified block, irreversible)."""
+        path = "walletsolidity" if solid else "wallet"
+        block = await self.post(f"{path}/getnowblock", {"visible": True})
         header = block["block_header"]["raw_data"]
         return Block(str(block["blockID"]), int(header.get("number", 0)), int(header["timestamp"]))
 
@@ -159,8 +161,19 @@ class TronClient:
     async def info(self, tx_id: str, *, solid: bool) -> dict[str, Any] | None:
         """The transaction's receipt: in a block (`solid`: in a solidified one), else None."""
         path = "walletsolidity" if solid else "wallet"
-        answer = await self.post(f"{path}/gettransactioninfobyid", {"value": tx_id})
+        answer = _checked(await self.post(f"{path}/gettransactioninfobyid", {"value": tx_id}))
         return answer if answer.get("id") else None
+
+    async def pending(self, tx_id: str) -> bool:
+        """Whether the node holds the transaction in its pending pool, not yet in a block
+        (`wallet/gettransactionfrompending`); False from a provider without that API (404)."""
+        try:
+            answer = await self.post("wallet/gettransactionfrompending", {"value": tx_id})
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code == httpx.codes.NOT_FOUND:
+                return False
+            raise
+        return str(_checked(answer).get("txID", "")).lower() == tx_id
 
     async def history(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
         """A GET of TronGrid's `/v1/...` API (`path` after `/v1/`)."""
@@ -170,6 +183,14 @@ class TronClient:
         if not isinstance(answer, dict) or answer.get("success") is False:
             raise ValueError("the history API refused the request")
         return answer
+
+
+def _checked(answer: dict[str, Any]) -> dict[str, Any]:
+    """The answer, unless it is java-tron's servlet error (`{"Error": ...}`): a node error,
+    never to be read as "not found"."""
+    if "Error" in answer:
+        raise ValueError("the node answered an error")
+    return answer
 
 
 __all__ = ["API_KEY_HEADER", "Block", "Prices", "Resources", "TronClient"]

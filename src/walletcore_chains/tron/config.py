@@ -63,6 +63,9 @@ class TronSettings(BaseSettings):
     tron_expiration_seconds: int = Field(default=300, ge=30, le=86_400)
     #: seconds a PLATFORM top-up may take to reach a block before the transfer goes
     tron_receipt_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
+    #: seconds a broadcast transfer may stay pending before the follow job counts it stuck
+    #: (TRON replaces nothing: it is re-signed only once it EXPIRED)
+    tron_stuck_after_seconds: float = Field(default=60.0, gt=0, le=86_400)
 
     @field_validator("tron_tokens")
     @classmethod
@@ -111,6 +114,7 @@ def _rpc(context: GatewayContext[TronSettings]) -> ChainGateway:
         energy_margin=settings.tron_energy_margin,
         expiration_seconds=settings.tron_expiration_seconds,
         receipt_timeout=settings.tron_receipt_timeout_seconds,
+        stuck_after_seconds=settings.tron_stuck_after_seconds,
     )
     return TronGateway(client, context.validate_address, tokens=settings.tokens(), options=options)
 

@@ -105,8 +105,7 @@ def broadcast_refusal(answer: dict[str, Any], *, token: bool) -> BaseException:
 
 def expired() -> TransferRejected:
     return TransferRejected(
-        "Transfer rejected by the network: it expired before it was sent; nothing was sent; "
-        "retry with a new X-Request-Id"
+        "Transfer rejected by the network: it expired before it was sent; nothing was sent"
     )
 
 

@@ -16,6 +16,10 @@ HTTP API (docs/tron.md).
   node); the signature is the KeyStore's over it. The signed `Transaction` bytes are kept
   and re-sent unchanged on a retry (`wallet/broadcasthex`): `DUP_TRANSACTION_ERROR` counts
   as sent; an expired transaction is sent only if the node knows it.
+- Followed (`walletcore.ports.TransferFollower`): `sighting` reads one transaction on the
+  chain, in the pending pool, or past its expiration. TRON has no fee replacement: a
+  transaction that can no longer land (EXPIRED) is re-signed (`resigns`: `prepare` again
+  with a fresh quote: a new reference block, expiration and txID).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +50,11 @@ from walletcore.ports import (
     AddressValidator,
     ChainGateway,
     FeeQuote,
+    Replacement,
+    Sighting,
     SignedTransfer,
     Transfer,
+    TransferFollower,
     UnsignedTransfer,
 )
 from walletcore_chains.tron import errors, proto, rows
@@ -84,10 +91,17 @@ class TronOptions:
     receipt_timeout: float = 60.0
     #: TronGrid's history pages read at most (200 rows each)
     history_pages: int = 3
+    #: seconds a broadcast may stay pending before it counts as stuck (`TransferFollower`)
+    stuck_after_seconds: float = 60.0
+    #: a transaction not on chain reads EXPIRED only once the solidified head is this many
+    #: seconds past its expiration (`sighting`; docs/tron.md, "Following a transfer")
+    expiry_margin_seconds: float = 30.0
 
 
-class TronGateway(ChainGateway):
+class TronGateway(ChainGateway, TransferFollower):
     chain = Chain.TRON
+    #: TRON has no fee replacement: an EXPIRED transfer is signed again (`prepare`)
+    resigns = True
 
     def __init__(
         self,
@@ -101,6 +115,7 @@ class TronGateway(ChainGateway):
         self._validator = validator
         self._tokens = dict(tokens)
         self.options = options or TronOptions()
+        self.stuck_after_seconds = self.options.stuck_after_seconds
 
     def __repr__(self) -> str:
         return f"TronGateway({self.options.network})"
@@ -424,6 +439,46 @@ class TronGateway(ChainGateway):
         except Exception:  # noqa: BLE001 - cannot tell
             raise BroadcastTimeout() from None
 
+    # -- the transfer lifecycle (`TransferFollower`) ----------------------------------------
+    async def sighting(self, sender: str, asset: Asset, signed: SignedTransfer) -> Sighting:
+        """What the chain says of `signed`'s transaction (the transfer itself; a PLATFORM
+        top-up before it is re-sent with it, never followed on its own):
+
+        - in a solidified block: SUCCESS, or FAILED (`OUT_OF_ENERGY`, `REVERT`, ...: its fee
+          was burned), the rule `lookup` uses;
+        - in a block not yet solidified, or in the node's pending pool: PENDING;
+        - else EXPIRED once the solidified head is past the transaction's `expiration` by
+          `expiry_margin_seconds` (java-tron takes a transaction only into a block whose
+          parent is older than its expiration, so no block after that head can carry it, and
+          every block up to it is irreversible and was read): re-signing is safe;
+        - else MISSING: the same bytes are still valid, and may be sent again.
+
+        The solidified head is read first, so a block arriving while the transaction is
+        looked up cannot be missed. A node error raises (`NodeUnavailable`), never MISSING."""
+        tx_id, expiration = _followed(signed)
+        try:
+            solid_head = await self.client.head(solid=True)
+            solid = await self.client.info(tx_id, solid=True)
+            if solid is not None:
+                return Sighting.FAILED if rows.receipt_failed(solid) else Sighting.SUCCESS
+            if await self.client.info(tx_id, solid=False) is not None:
+                return Sighting.PENDING
+            if await self.client.transaction(tx_id) is not None:
+                return Sighting.PENDING
+            if await self.client.pending(tx_id):
+                return Sighting.PENDING
+        except Exception as exc:  # noqa: BLE001 - any node failure is read into a domain error
+            raise errors.read_error(exc) from None
+        margin = math.ceil(self.options.expiry_margin_seconds * 1000)
+        if solid_head.timestamp > expiration + margin:
+            return Sighting.EXPIRED
+        return Sighting.MISSING
+
+    def replacements(self, unsigned: UnsignedTransfer, cap_units: int) -> Sequence[Replacement]:
+        """Empty: TRON has no fee replacement (a transaction's fee is what it burns); a
+        transfer that cannot land any more is re-signed instead (`resigns`)."""
+        return []
+
     async def _in_block(self, tx_id: str) -> None:
         """Wait until the top-up `tx_id` is in a block (the transfer needs its TRX)."""
         deadline = time.monotonic() + self.options.receipt_timeout
@@ -456,6 +511,21 @@ def _burn(
 
 def _energy(contract: str | None, energy: int) -> int | None:
     return None if contract is None else energy
+
+
+def _followed(signed: SignedTransfer) -> tuple[str, int]:
+    """(txID, expiration in ms) of the transfer's own transaction in `signed` (the last of
+    its `txs`: a PLATFORM top-up comes first)."""
+    try:
+        last = bytes.fromhex(json.loads(signed.raw)["txs"][-1])
+        raw_bytes = proto.split_signed(last)[0]
+        expiration = proto.Raw.decode(raw_bytes).expiration
+    except (ValueError, KeyError, TypeError, IndexError):
+        raise ValueError("not a signed TRON transfer of this gateway") from None
+    tx_id = proto.txid(raw_bytes)
+    if tx_id != signed.tx_hash.strip().lower().removeprefix("0x"):
+        raise ValueError("the signed transfer's hash is not its transaction's txID")
+    return tx_id, expiration
 
 
 def _raw21(address: str) -> bytes:
