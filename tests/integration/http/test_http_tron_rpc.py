@@ -17,11 +17,15 @@ from litestar.testing import AsyncTestClient
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
 from walletcore.domain.assets import Chain, FeePayer
+from walletcore.domain.errors import TransferRejected
+from walletcore.ports import SignedTransfer
+from walletcore.services.send_record import SignedSend
 from walletcore.settings import Settings
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.testing.tron_node import PARAMETERS, TronTestNode
 from walletcore_chains.tron.client import API_KEY_HEADER
 from walletcore_chains.tron.gateway import TronGateway
+from walletcore_litestar import create_app
 from walletcore_sql.engine import sqlite_url
 
 SUN = 1_000_000
@@ -158,3 +162,104 @@ async def test_platform_pays_a_usdt_send_from_a_wallet_without_trx(
     assert (row["type"], row["amount"], row["status"]) == ("send", "3", "success")
     platform_trx = Decimal(assert_ok(await payer.post("/platform/balance", {"assetId": 4})))
     assert Decimal(100) - platform_trx == Decimal(sent["fee"])
+
+
+@pytest.fixture
+def held_node() -> Iterator[TronTestNode]:
+    """A node that holds broadcasts in its pending pool until `pack()` (docs/tron.md)."""
+    with TronTestNode(auto_pack=False) as started:
+        yield started
+
+
+async def test_one_request_id_is_one_transfer_through_an_expiry_and_a_resign(
+    tmp_path: Path,
+    held_node: TronTestNode,
+    clock: ManualClock,
+    keystore: SealedKeyStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user's TRX send lost from the node's pool: broadcast again by the follow job while
+    it may land; once expired, `dropped` (pending on the wire, never 404) until the client
+    replays its `/send` with the password, which re-signs it; the replaced hash's `/txid`
+    answers the transfer; the recipient is paid once (docs/transfers.md)."""
+    node = held_node
+    monkeypatch.setenv("WALLETCORE_TRON_NODE_URL", node.url)
+    monkeypatch.setenv("WALLETCORE_TRON_TOKENS", json.dumps({"41": node.tokens[41]}))
+    home = tmp_path / "home-held"
+    home.mkdir()
+    for name, value in {
+        "WALLETCORE_HOME": str(home),
+        "WALLETCORE_REPO": "sql",
+        "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
+        "WALLETCORE_CHAINS": "rpc",
+        "WALLETCORE_CHAIN_BITCOIN": "sandbox",
+        "WALLETCORE_CHAIN_ETHEREUM": "sandbox",
+        "WALLETCORE_CHAIN_BSC": "sandbox",
+        "WALLETCORE_CHAIN_POLYGON": "sandbox",
+        "WALLETCORE_CHAIN_SOLANA": "sandbox",
+        "WALLETCORE_TRON_NETWORK": "nile",
+        "WALLETCORE_JOBS": "off",
+    }.items():
+        monkeypatch.setenv(name, value)
+    container = create_container(Settings(), clock=clock, keystore=keystore)
+    async with AsyncTestClient(create_app(container)) as client:
+        api = await sign_in(client, container)
+        alice = assert_ok(await api.post("/create", {"password": PASSWORD}))
+        bob = assert_ok(await api.post("/create", {"password": PASSWORD}))
+        node.fund(alice["addresses"]["TRON"], 50 * SUN)
+        node.fund(bob["addresses"]["TRON"], 1 * SUN)  # an active account: no activation fee
+        body = {
+            "userId": alice["userId"],
+            "assetId": 4,
+            "recipient": bob["addresses"]["TRON"],
+            "amount": "10",
+        }
+        sent = assert_ok(await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="r1"))
+        first = sent["txHash"]
+        # the follow job runs in a worker of its own (its own container, the same database)
+        worker = create_container(Settings(), clock=clock, keystore=keystore)
+        jobs = worker.jobs()
+        await jobs.follow_sends()
+        lookup = {"userId": alice["userId"], "assetId": 4, "txHash": first}
+        assert assert_ok(await api.post("/txid", lookup))["status"] == "pending"
+
+        # lost from the pool while its expiration is ahead: the same bytes go again
+        assert node.drop_pending(first) == [first]
+        await jobs.follow_sends()
+        assert node.broadcasts.count(first) == 2
+        assert node.drop_pending(first) == [first]
+
+        # expired unlanded: dropped, pending on the wire, never re-signed without the password
+        node.advance(400)
+        node.solidify()
+        await jobs.follow_sends()
+        async with worker.storage().read() as unit:
+            record = await unit.sends.get(api.client_id, "r1")
+        assert record.chain_status.value == "dropped"
+        row = assert_ok(await api.post("/txid", lookup))
+        assert (row["status"], row["hash"]) == ("pending", first)
+        assert set(node.broadcasts) == {first}
+
+        # the replay re-signs: a new transaction under the same X-Request-Id
+        again = assert_ok(
+            await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="r1")
+        )
+        second = again["txHash"]
+        assert second != first and again["status"] == "pending"
+        assert node.broadcasts[-1] == second
+        assert node.pack() == [second]
+        node.solidify()
+        await jobs.follow_sends()
+        row = assert_ok(await api.post("/txid", lookup))  # the replaced hash
+        assert (row["hash"], row["status"]) == (second, "success")
+        replay = assert_ok(
+            await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="r1")
+        )
+        assert (replay["txHash"], replay["status"]) == (second, "success")
+        bob_balance = {"userId": bob["userId"], "assetId": 4}
+        assert Decimal(assert_ok(await api.post("/balance", bob_balance))) == 11  # paid once
+        # the old bytes can never land now: refused, nothing sent
+        old = SignedSend.from_bytes(record.raw_tx)
+        with pytest.raises(TransferRejected):
+            await worker.gateways()[Chain.TRON].broadcast(SignedTransfer(old.raw, first))
+        assert Decimal(assert_ok(await api.post("/balance", bob_balance))) == 11
