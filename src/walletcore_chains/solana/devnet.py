@@ -1,7 +1,10 @@
 """The devnet Solana chain: a LiteSVM runtime in-process, with the asset table's SPL mints
-created at start-up and a faucet (a funded keypair of the devnet, never a wallet's key)."""
+created at start-up and a faucet (a funded keypair of the devnet, never a wallet's key).
+Its transactions land at once and are finalized at once (`LiteSvmNode.finality_slots`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from solders.keypair import Keypair
 from solders.message import Message
@@ -35,7 +38,8 @@ FAUCET_LAMPORTS = 10**13  # 10,000 SOL
 class DevnetSolanaGateway(SolanaGateway):
     node: LiteSvmNode
 
-    def __init__(self, validator: AddressValidator) -> None:
+    def __init__(self, validator: AddressValidator, **options: Any) -> None:
+        """`options`: `SolanaGateway`'s (commitment, compute-unit prices, ...)."""
         node = LiteSvmNode()
         self._faucet = Keypair()
         node.svm.airdrop(self._faucet.pubkey(), FAUCET_LAMPORTS)
@@ -44,15 +48,14 @@ class DevnetSolanaGateway(SolanaGateway):
             for asset in ASSETS_BY_ID.values()
             if asset.chain is Chain.SOLANA and not asset.is_native
         }
-        super().__init__(node, validator, mints)
+        super().__init__(node, validator, mints, **options)
 
     def __repr__(self) -> str:
         return "DevnetSolanaGateway()"
 
     def _run(self, node: LiteSvmNode, instructions: list, *extra: Keypair) -> str:  # type: ignore[type-arg]
-        message = Message.new_with_blockhash(
-            instructions, self._faucet.pubkey(), node.svm.latest_blockhash()
-        )
+        blockhash, _ = node.latest_blockhash_now()
+        message = Message.new_with_blockhash(instructions, self._faucet.pubkey(), blockhash)
         return node.execute(Transaction([self._faucet, *extra], message, message.recent_blockhash))
 
     def _create_mint(self, node: LiteSvmNode, asset: Asset) -> Pubkey:

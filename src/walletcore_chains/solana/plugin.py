@@ -8,7 +8,10 @@
   LiteSVM, sandbox profile only).
 - Settings (`SolanaSettings`): `WALLETCORE_SOLANA_RPC_URL`, `WALLETCORE_SOLANA_NETWORK`,
   `WALLETCORE_SOLANA_USDT_MINT`, ...; the names before the plugins (`WALLETCORE_RPC_SOLANA`,
-  `WALLETCORE_NETWORK`, `WALLETCORE_RPC_TIMEOUT_SECONDS`) are read too.
+  `WALLETCORE_NETWORK`, `WALLETCORE_RPC_TIMEOUT_SECONDS`) are read too. The transfer
+  lifecycle's (docs/solana.md): `WALLETCORE_SOLANA_COMMITMENT`,
+  `WALLETCORE_SOLANA_CU_PRICE_MIN`, `WALLETCORE_SOLANA_CU_PRICE_MAX`,
+  `WALLETCORE_SOLANA_STUCK_AFTER_SECONDS`.
 
 Chain libraries are imported when used, not with this module.
 """
@@ -16,6 +19,7 @@ Chain libraries are imported when used, not with this module.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -62,6 +66,31 @@ class SolanaSettings(BaseSettings):
     #: SPL mints beyond the built-in table: USDT has no canonical mint on Solana's devnet.
     solana_usdt_mint: str | None = None
     solana_usdc_mint: str | None = None
+    #: When a landed transfer reads `success` (lookup, history, the transfer lifecycle):
+    #: `finalized` (rooted: cannot be rolled back) or `confirmed` (voted on by a
+    #: supermajority; seconds sooner).
+    solana_commitment: Literal["finalized", "confirmed"] = "finalized"
+    #: The compute-unit price of a transfer (micro-lamports per compute unit), from the
+    #: recent prioritization fees: never below the minimum, never above the maximum.
+    solana_cu_price_min: int = Field(default=0, ge=0)
+    solana_cu_price_max: int = Field(default=1_000_000, ge=0, le=10**9)
+    #: Seconds a broadcast transfer may stay pending before it counts as stuck.
+    solana_stuck_after_seconds: float = Field(default=60.0, gt=0, le=3600)
+
+
+def gateway_options(settings: SolanaSettings) -> dict[str, Any]:
+    """`SolanaGateway`'s options from the settings."""
+    if settings.solana_cu_price_min > settings.solana_cu_price_max:
+        raise ConfigurationError(
+            f"{env_name(SolanaSettings, 'solana_cu_price_min')} is above "
+            f"{env_name(SolanaSettings, 'solana_cu_price_max')}"
+        )
+    return {
+        "commitment": settings.solana_commitment,
+        "cu_price_min": settings.solana_cu_price_min,
+        "cu_price_max": settings.solana_cu_price_max,
+        "stuck_after_seconds": settings.solana_stuck_after_seconds,
+    }
 
 
 # -- the chain's definition ---------------------------------------------------------------
@@ -122,6 +151,10 @@ def _rpc_needs(chain: Chain, settings: SolanaSettings) -> Iterator[str]:
         _mints(settings)
     except ConfigurationError as exc:
         yield str(exc)
+    try:
+        gateway_options(settings)
+    except ConfigurationError as exc:
+        yield str(exc)
 
 
 def _rpc(context: GatewayContext[SolanaSettings]) -> ChainGateway:
@@ -138,13 +171,14 @@ def _rpc(context: GatewayContext[SolanaSettings]) -> ChainGateway:
     client = rpc_client(
         settings.solana_rpc_url.get_secret_value(), settings.solana_rpc_timeout_seconds
     )
-    return SolanaGateway(RpcNode(client), context.validate_address, mints)
+    options = gateway_options(settings)
+    return SolanaGateway(RpcNode(client), context.validate_address, mints, **options)
 
 
 def _devnet(context: GatewayContext[SolanaSettings]) -> ChainGateway:
     from walletcore_chains.solana.devnet import DevnetSolanaGateway
 
-    return DevnetSolanaGateway(context.validate_address)
+    return DevnetSolanaGateway(context.validate_address, **gateway_options(context.settings))
 
 
 #: Entry point `walletcore.chains: solana`.
@@ -166,6 +200,7 @@ __all__ = [
     "PLUGIN",
     "SolanaSettings",
     "address_of",
+    "gateway_options",
     "validate_address",
     "verify_signature",
 ]

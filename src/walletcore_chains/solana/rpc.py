@@ -2,10 +2,13 @@
 
 - reads at `confirmed` commitment: getBalance, getTokenAccountBalance (an account the node
   does not know: none), getAccountInfo, getLatestBlockhash (with its last valid block
-  height), getBlockHeight, getMinimumBalanceForRentExemption.
+  height), getBlockHeight (also at `finalized`), getMinimumBalanceForRentExemption.
+- getRecentPrioritizationFees of the accounts a transfer writes; isBlockhashValid (at
+  the commitment asked).
 - send: simulateTransaction first (the preflight, read like the LiteSVM node's refusals),
   then sendTransaction of the same bytes with `skipPreflight`.
-- landed: getSignatureStatuses (searching history), `confirmed` or `finalized`.
+- landed: getSignatureStatuses (searching history), `confirmed` or `finalized`; the
+  statuses, with their commitment level, for the gateway's commitment rule.
 - lookup and history: getTransaction (base64, the fee and error from its meta);
   getSignaturesForAddress bounded by the page, then getTransaction for each.
 
@@ -19,27 +22,44 @@ nothing was sent). The client makes no retries of its own.
 from __future__ import annotations
 
 import socket
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 import httpx2
 from solana.exceptions import SolanaRpcException
 from solana.rpc.async_api import AsyncClient
-from solana.rpc.commitment import Confirmed
+from solana.rpc.commitment import Confirmed, Finalized, Processed
 from solana.rpc.core import RPCException
 from solana.rpc.models import TxOpts
+from solders.commitment_config import CommitmentLevel
 from solders.hash import Hash
 from solders.pubkey import Pubkey
+from solders.rpc.config import RpcContextConfig
+from solders.rpc.requests import IsBlockhashValid
+from solders.rpc.responses import IsBlockhashValidResp
 from solders.signature import Signature
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_status import TransactionConfirmationStatus
 
 from walletcore.domain.errors import BroadcastTimeout, DomainError, NodeUnavailable
-from walletcore_chains.solana.node import Executed, SendError
+from walletcore_chains.solana.node import Commitment, Executed, SendError, SignatureStatus
 
 T = TypeVar("T")
 
-_LANDED = (TransactionConfirmationStatus.Confirmed, TransactionConfirmationStatus.Finalized)
+_LANDED = ("confirmed", "finalized")
+_COMMITMENT = {"processed": Processed, "confirmed": Confirmed, "finalized": Finalized}
+_LEVEL = {
+    "processed": CommitmentLevel.Processed,
+    "confirmed": CommitmentLevel.Confirmed,
+    "finalized": CommitmentLevel.Finalized,
+}
+_STATUS: tuple[tuple[TransactionConfirmationStatus, Commitment], ...] = (
+    (TransactionConfirmationStatus.Processed, "processed"),
+    (TransactionConfirmationStatus.Confirmed, "confirmed"),
+    (TransactionConfirmationStatus.Finalized, "finalized"),
+)
+#: signatures getSignatureStatuses takes at once
+_STATUSES_PER_CALL = 256
 
 
 def is_unreachable(exc: BaseException | None) -> bool:
@@ -104,8 +124,20 @@ class RpcNode:
         value = (await self._read(self.client.get_latest_blockhash(Confirmed))).value
         return value.blockhash, int(value.last_valid_block_height)
 
-    async def block_height(self) -> int:
-        return int((await self._read(self.client.get_block_height(Confirmed))).value)
+    async def block_height(self, commitment: Commitment = "confirmed") -> int:
+        resp = await self._read(self.client.get_block_height(_COMMITMENT[commitment]))
+        return int(resp.value)
+
+    async def blockhash_valid(self, blockhash: Hash, commitment: Commitment) -> bool:
+        """isBlockhashValid (the client has no method of its own for it)."""
+        body = IsBlockhashValid(blockhash, RpcContextConfig(commitment=_LEVEL[commitment]))
+        provider = self.client._provider  # the client's own transport
+        resp = await self._read(provider.make_request(body, IsBlockhashValidResp))
+        return bool(resp.value)
+
+    async def prioritization_fees(self, accounts: Sequence[Pubkey]) -> list[int]:
+        resp = await self._read(self.client.get_recent_prioritization_fees(list(accounts)))
+        return [int(fee.prioritization_fee) for fee in resp.value]
 
     async def rent_exempt(self, size: int) -> int:
         resp = await self._read(self.client.get_minimum_balance_for_rent_exemption(size))
@@ -141,13 +173,22 @@ class RpcNode:
 
     # -- transactions -------------------------------------------------------------------
     async def seen(self, signature: str) -> bool:
-        resp = await self._read(
-            self.client.get_signature_statuses(
-                [Signature.from_string(signature)], search_transaction_history=True
+        status = (await self.statuses([signature]))[0]
+        return status is not None and status.confirmation in _LANDED
+
+    async def statuses(self, signatures: Sequence[str]) -> list[SignatureStatus | None]:
+        out: list[SignatureStatus | None] = []
+        for start in range(0, len(signatures), _STATUSES_PER_CALL):
+            chunk = [
+                Signature.from_string(s) for s in signatures[start : start + _STATUSES_PER_CALL]
+            ]
+            resp = await self._read(
+                self.client.get_signature_statuses(chunk, search_transaction_history=True)
             )
-        )
-        status = resp.value[0] if resp.value else None
-        return status is not None and status.confirmation_status in _LANDED
+            if len(resp.value) != len(chunk):
+                raise _read_failure(None)
+            out.extend(_status(found) for found in resp.value)
+        return out
 
     async def executed(self, signature: str) -> Executed | None:
         try:
@@ -187,6 +228,18 @@ def _rpc_text(exc: RPCException) -> str:
     return " ".join(parts)
 
 
+def _status(found: Any) -> SignatureStatus | None:
+    """A `SignatureStatus` from getSignatureStatuses' answer for one signature. A node that
+    gives no confirmation level: `finalized` when it counts no confirmations (rooted),
+    else no more than `processed`."""
+    if found is None:
+        return None
+    level = next((lv for st, lv in _STATUS if st == found.confirmation_status), None)
+    if level is None:
+        level = "finalized" if found.confirmations is None else "processed"
+    return SignatureStatus(int(found.slot), level, None if found.err is None else str(found.err))
+
+
 def _executed(signature: str, found: Any) -> Executed | None:
     """An `Executed` from getTransaction's answer (base64): None when unreadable."""
     encoded = found.transaction
@@ -206,6 +259,7 @@ def _executed(signature: str, found: Any) -> Executed | None:
         fee=int(meta.fee),
         err=None if meta.err is None else str(meta.err),
         account_keys=keys,
+        compute_units=int(getattr(meta, "compute_units_consumed", None) or 0),
     )
 
 

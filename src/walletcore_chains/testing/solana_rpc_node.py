@@ -4,7 +4,15 @@ and its index of landed transactions). Responses are built with solders' RPC res
 types wherever one fits, so their shapes are the ones the `solana` client parses.
 
 `hang_sends`: sendTransaction waits `hang_seconds` before it lands the transaction and
-answers (a client with a shorter timeout sees an unknown outcome: the bytes did land)."""
+answers (a client with a shorter timeout sees an unknown outcome: the bytes did land).
+
+The node's own rules, kept by the `LiteSvmNode` it serves (so both engines see the same
+chain): a fresh blockhash per block, valid 150 blocks (isBlockhashValid; sends of an
+expired one are refused `BlockhashNotFound`); commitment levels (`finality_slots`: a
+landed transaction is `confirmed`, then `finalized` that many slots later; getBlockHeight
+at `finalized` trails as much); getRecentPrioritizationFees from the fees a test sets
+(`set_priority_fee`: LiteSVM has no fee market); `lose_sends`: the next sends are
+answered with their signature and never land (a transaction dropped on its way)."""
 
 from __future__ import annotations
 
@@ -15,17 +23,21 @@ import time
 from typing import Any
 
 from solders.account_decoder import UiTokenAmount
+from solders.hash import Hash
 from solders.pubkey import Pubkey
 from solders.rpc.responses import (
     GetAccountInfoResp,
     GetBalanceResp,
     GetLatestBlockhashResp,
+    GetRecentPrioritizationFeesResp,
     GetSignaturesForAddressResp,
     GetSignatureStatusesResp,
     GetTokenAccountBalanceResp,
     GetTransactionResp,
+    IsBlockhashValidResp,
     RpcBlockhash,
     RpcConfirmedTransactionStatusWithSignature,
+    RpcPrioritizationFee,
     RpcResponseContext,
     RpcSimulateTransactionResult,
     SimulateTransactionResp,
@@ -35,12 +47,27 @@ from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_status import TransactionConfirmationStatus, TransactionStatus
 
 from walletcore.testing.http import LoopbackRpcServer, RpcError
-from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LiteSvmNode, SendError
+from walletcore_chains.solana.node import COMMITMENTS, Commitment, LiteSvmNode, SendError
+
+_STATUS = {
+    "processed": TransactionConfirmationStatus.Processed,
+    "confirmed": TransactionConfirmationStatus.Confirmed,
+    "finalized": TransactionConfirmationStatus.Finalized,
+}
 
 
-def _value(attribute: Any) -> Any:
-    """solders exposes some fields as methods, others as attributes."""
-    return attribute() if callable(attribute) else attribute
+def _commitment(config: Any, default: Commitment = "finalized") -> Commitment:
+    """The commitment of a request's config object (a node's default: finalized)."""
+    asked = config.get("commitment") if isinstance(config, dict) else None
+    for level in COMMITMENTS:
+        if asked == level:
+            return level
+    return default
+
+
+def _error_json(error: Any) -> Any:
+    """A runtime error (solders' `TransactionError`) as JSON-RPC words it."""
+    return json.loads(TransactionStatus(0, None, None, error, None).to_json())["err"]
 
 
 class RpcTestNode(LoopbackRpcServer):
@@ -101,23 +128,33 @@ class RpcTestNode(LoopbackRpcServer):
         )
 
     def _getLatestBlockhash(self, *_: Any) -> GetLatestBlockhashResp:
-        value = RpcBlockhash(self.node.svm.latest_blockhash(), self._slot + BLOCKHASH_VALIDITY)
+        value = RpcBlockhash(*self.node.latest_blockhash_now())
         return GetLatestBlockhashResp(value, self._context())
 
-    def _getBlockHeight(self, *_: Any) -> int:
-        return self._slot
+    def _getBlockHeight(self, config: Any = None, *_: Any) -> int:
+        return self.node.height_now(_commitment(config))
+
+    def _isBlockhashValid(self, blockhash: str, config: Any = None, *_: Any) -> Any:
+        valid = self.node.blockhash_valid_now(Hash.from_string(blockhash), _commitment(config))
+        return IsBlockhashValidResp(valid, self._context())
+
+    def _getRecentPrioritizationFees(
+        self, accounts: list[str] | None = None, *_: Any
+    ) -> GetRecentPrioritizationFeesResp:
+        if accounts is not None and len(accounts) > 128:
+            raise RpcError(-32602, "Too many inputs provided; max 128")
+        fees = self.node.prioritization_fees_now(accounts or [])
+        return GetRecentPrioritizationFeesResp(
+            [RpcPrioritizationFee(slot, fee) for slot, fee in fees]
+        )
 
     def _getMinimumBalanceForRentExemption(self, size: int, *_: Any) -> int:
         return int(self.node.svm.minimum_balance_for_rent_exemption(size))
 
     def _simulateTransaction(self, raw: str, *_: Any) -> SimulateTransactionResp:
         tx = VersionedTransaction.from_bytes(base64.b64decode(raw))
-        simulated = self.node.svm.simulate_transaction(tx)
-        failed = getattr(simulated, "err", None)
-        meta = _value(simulated.meta)
-        logs = [str(line) for line in _value(meta.logs)]
-        err = failed() if callable(failed) else None
-        result = RpcSimulateTransactionResult(err=err, logs=logs)
+        err, logs, units = self.node.simulate(tx)
+        result = RpcSimulateTransactionResult(err=err, logs=logs, units_consumed=units)
         return SimulateTransactionResp(result, self._context())  # type: ignore[call-arg]
 
     def _sendTransaction(self, raw: str, *_: Any) -> str:
@@ -126,24 +163,26 @@ class RpcTestNode(LoopbackRpcServer):
         if self.node.executed_now(signature) is not None:
             return signature  # a node answers a duplicate with its signature
         try:
-            self.node.execute(tx)
+            self.node.accept(tx)
         except SendError as exc:
             raise RpcError(-32002, f"Transaction simulation failed: {exc.text}") from None
         return signature
 
     def _getSignatureStatuses(self, signatures: list[str], *_: Any) -> GetSignatureStatusesResp:
+        if len(signatures) > 256:
+            raise RpcError(-32602, "Too many inputs provided; max 256")
         statuses = []
         for signature in signatures:
-            executed = self.node.executed_now(signature)
+            status = self.node.status_now(signature)
             statuses.append(
                 None
-                if executed is None
+                if status is None
                 else TransactionStatus(
-                    executed.slot,
+                    status.slot,
+                    None if status.confirmation == "finalized" else 1,
                     None,
-                    None,
-                    None,
-                    TransactionConfirmationStatus.Finalized,
+                    self.node.errors.get(signature),
+                    _STATUS[status.confirmation],
                 )
             )
         return GetSignatureStatusesResp(statuses, self._context())
@@ -152,6 +191,8 @@ class RpcTestNode(LoopbackRpcServer):
         executed = self.node.executed_now(signature)
         if executed is None:
             return None
+        error = self.node.errors.get(signature)
+        err = None if error is None else _error_json(error)
         body = {
             "jsonrpc": "2.0",
             "id": 0,
@@ -161,8 +202,8 @@ class RpcTestNode(LoopbackRpcServer):
                 "version": "legacy",
                 "transaction": [base64.b64encode(bytes(executed.tx)).decode(), "base64"],
                 "meta": {
-                    "err": None,
-                    "status": {"Ok": None},
+                    "err": err,
+                    "status": {"Ok": None} if err is None else {"Err": err},
                     "fee": executed.fee,
                     "preBalances": [],
                     "postBalances": [],
@@ -172,7 +213,7 @@ class RpcTestNode(LoopbackRpcServer):
                     "postTokenBalances": [],
                     "rewards": [],
                     "loadedAddresses": {"writable": [], "readonly": []},
-                    "computeUnitsConsumed": 0,
+                    "computeUnitsConsumed": executed.compute_units,
                 },
             },
         }
@@ -193,7 +234,7 @@ class RpcTestNode(LoopbackRpcServer):
                     Signature.from_string(signature),
                     executed.slot,
                     block_time=executed.block_time,
-                    confirmation_status=TransactionConfirmationStatus.Finalized,
+                    confirmation_status=_STATUS[self.node.confirmation_now(executed)],
                 )
             )
         return GetSignaturesForAddressResp(rows)

@@ -20,7 +20,7 @@ from walletcore_chains.testing.solana_rpc_node import RpcTestNode
 
 @pytest.fixture(scope="module")
 def devnet() -> DevnetSolanaGateway:
-    return DevnetSolanaGateway(validate_address)
+    return DevnetSolanaGateway(validate_address, confirm_poll=0.05)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from solders.litesvm import LiteSVM
 
@@ -62,9 +63,12 @@ class RpcSolanaGateway(SolanaGateway):
     """The gateway on the JSON-RPC engine; `fund` pays from the devnet's faucet on the
     runtime the test node serves (the node of a real cluster has no faucet)."""
 
-    def __init__(self, devnet: DevnetSolanaGateway, url: str, timeout: float = 5.0) -> None:
+    def __init__(
+        self, devnet: DevnetSolanaGateway, url: str, timeout: float = 5.0, **options: Any
+    ) -> None:
+        options.setdefault("confirm_poll", 0.05)
         super().__init__(
-            RpcNode(rpc_client(url, timeout)), validate_address, devnet._mints, confirm_poll=0.05
+            RpcNode(rpc_client(url, timeout)), validate_address, devnet._mints, **options
         )
         self.devnet = devnet
 

@@ -177,6 +177,11 @@ def test_the_rpc_plugin_puts_solana_on_its_node_with_the_networks_mints(
         SolanaSettings(solana_rpc_url=URL, solana_network="testnet", solana_usdt_mint=mint),
     )[Chain.SOLANA]
     assert isinstance(configured, SolanaGateway) and str(configured.mint(USDT)) == mint
+    assert (mainnet.commitment, mainnet.stuck_after_seconds) == ("finalized", 60.0)
+    confirmed = build_rpc(
+        tmp_path, SolanaSettings(solana_rpc_url=URL, solana_commitment="confirmed")
+    )[Chain.SOLANA]
+    assert isinstance(confirmed, SolanaGateway) and confirmed.commitment == "confirmed"
 
 
 def test_the_rpc_plugin_needs_the_solana_url_and_valid_mints(tmp_path: Path) -> None:
@@ -189,6 +194,9 @@ def test_the_rpc_plugin_needs_the_solana_url_and_valid_mints(tmp_path: Path) -> 
         build_rpc(tmp_path, SolanaSettings(solana_rpc_url=URL, solana_usdt_mint="not-a-mint"))
     with pytest.raises(ConfigurationError, match="=devnet has no Solana cluster"):
         build_rpc(tmp_path, SolanaSettings(solana_rpc_url=URL, solana_network="devnet"))
+    with pytest.raises(ConfigurationError, match="WALLETCORE_SOLANA_CU_PRICE_MIN is above"):
+        prices = {"solana_cu_price_min": 10, "solana_cu_price_max": 5}
+        build_rpc(tmp_path, SolanaSettings(solana_rpc_url=URL, **prices))
 
 
 @pytest.mark.parametrize(
