@@ -11,7 +11,7 @@ is unknown). The gateway turns them into domain errors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 
 class BackendFailure(Exception):
@@ -76,6 +76,21 @@ class TxView:
     #: every input's sequence signals replace-by-fee (BIP125: below 0xfffffffe)
     rbf: bool = False
     extra: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    #: virtual size in vB (weight / 4, rounded up); None when the backend does not tell
+    vsize: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outspend:
+    """Whether an output is spent, as the backend knows it (mempool and chain).
+
+    `unspent`: it exists and nothing spends it. `spent`: a transaction spends it, `spender`
+    when the backend can tell which (Core cannot for a spend already mined: no spend
+    index). `unknown`: no such output (its transaction is neither mined nor in the
+    mempool: evicted, replaced, or never seen)."""
+
+    state: Literal["unspent", "spent", "unknown"]
+    spender: str | None = None
 
 
 class Backend(Protocol):
@@ -100,6 +115,10 @@ class Backend(Protocol):
 
     async def transaction(self, txid: str) -> TxView | None:
         """The transaction, inputs' addresses and values included; None when unknown."""
+        ...
+
+    async def outspend(self, txid: str, vout: int) -> Outspend:
+        """Whether output `vout` of `txid` is spent, and by which transaction if known."""
         ...
 
     async def history(self, address: str, limit: int) -> list[TxView]:
@@ -128,6 +147,7 @@ __all__ = [
     "BackendTimeout",
     "BackendUnreachable",
     "BroadcastRefused",
+    "Outspend",
     "TxIn",
     "TxOut",
     "TxView",

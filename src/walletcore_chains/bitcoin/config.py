@@ -65,6 +65,9 @@ class BitcoinSettings(BaseSettings):
     #: how long a send waits for the backend to show the transaction it just broadcast,
     #: before the next send from the address may select coins (read-your-writes)
     bitcoin_index_wait_seconds: float = Field(default=10.0, ge=0, le=300)
+    #: seconds a send stays pending before it counts as stuck and the transfer follower
+    #: broadcasts its next replace-by-fee rung (default: 3600; 30 on regtest)
+    bitcoin_stuck_after_seconds: float | None = Field(default=None, gt=0, le=7 * 86_400)
 
 
 def _rpc_needs(chain: Chain, settings: BitcoinSettings) -> Iterator[str]:

@@ -10,6 +10,8 @@
 - History: the wallet's latest `history_depth` entries, kept when they touch the address.
 - Fees: `estimatesmartfee`; the floor is the larger of `minrelaytxfee` and the mempool's
   minimum fee (`getmempoolinfo`).
+- Spends (`outspend`): `gettxout`, `gettxspendingprevout` (the mempool), the funding
+  transaction (a spend in a block, unnamed: Core has no spend index).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from walletcore_chains.bitcoin.backend import (
     BackendError,
     BroadcastRefused,
+    Outspend,
     TxIn,
     TxOut,
     TxView,
@@ -29,6 +32,7 @@ from walletcore_chains.bitcoin.backend import (
 from walletcore_chains.bitcoin.jsonrpc import JsonRpc, RpcError, sats
 
 _NOT_FOUND = -5  # RPC_INVALID_ADDRESS_OR_KEY: no such transaction
+_METHOD_NOT_FOUND = -32601
 _WALLET_NOT_FOUND = -18
 _ALREADY_LOADED = -35
 #: sendrawtransaction's refusals: verify error, verify rejected, already in chain
@@ -166,7 +170,16 @@ class CoreBackend:
         view = await self._view(decoded, confirmations=int(entry.get("confirmations", 0)))
         if int(entry.get("confirmations", 0)) < 0:
             return TxView(
-                view.txid, view.inputs, view.outputs, view.fee, None, None, False, True, view.rbf
+                view.txid,
+                view.inputs,
+                view.outputs,
+                view.fee,
+                None,
+                None,
+                False,
+                True,
+                view.rbf,
+                vsize=view.vsize,
             )
         return None  # dropped from the mempool, never mined: unknown to the node now
 
@@ -209,7 +222,45 @@ class CoreBackend:
             coinbase,
             False,
             rbf,
+            vsize=int(raw["vsize"]) if "vsize" in raw else None,
         )
+
+    async def outspend(self, txid: str, vout: int) -> Outspend:
+        """`gettxout` (mempool included) says unspent; else `gettxspendingprevout` names a
+        mempool spender; else the funding transaction decides: mined -> spent in a block
+        (the spender unnamed: Core keeps no spend index; answered only once the node's
+        txindex has caught up with its tip, so the caller can ask for the spender's txid);
+        unknown -> `unknown`."""
+        coin = await self._rpc.call("gettxout", txid, vout, True)
+        if coin is not None:
+            return Outspend("unspent")
+        try:
+            found = await self._rpc.call("gettxspendingprevout", [{"txid": txid, "vout": vout}])
+        except RpcError as exc:
+            if exc.code != _METHOD_NOT_FOUND:
+                raise
+            found = None  # an older node: the funding transaction decides alone
+        for entry in found or []:
+            spender = entry.get("spendingtxid") if isinstance(entry, dict) else None
+            if spender:
+                return Outspend("spent", str(spender))
+        try:
+            parent = await self._rpc.call("getrawtransaction", txid, 1)
+        except RpcError as exc:
+            if exc.code != _NOT_FOUND:
+                raise
+            return Outspend("unknown")
+        if vout >= len(parent.get("vout", [])):
+            return Outspend("unknown")
+        if int(parent.get("confirmations", 0)) <= 0:
+            # in the mempool and not spent there: `gettxout` raced a change of the mempool
+            return Outspend("unspent")
+        tip = await self.tip_height()
+        info = await self._rpc.call("getindexinfo", "txindex")
+        index = info.get("txindex") if isinstance(info, dict) else None
+        if not index or not index.get("synced") or int(index.get("best_block_height", -1)) < tip:
+            raise BackendError("the node's transaction index is behind its tip")
+        return Outspend("spent")
 
     async def _parent(self, txid: str) -> dict[str, Any]:
         parent: dict[str, Any] = await self._rpc.call("getrawtransaction", txid, 1)

@@ -3,7 +3,7 @@ explorer): the production default (docs/bitcoin.md).
 
 Endpoints: `GET /blocks/tip/height`, `/address/:a` (stats: whether it is known),
 `/address/:a/utxo`, `/address/:a/txs` (the mempool's, then the newest confirmed), `/tx/:id`
-(404: unknown), `/fee-estimates`, `POST /tx`. Esplora follows every address (no import)
+(404: unknown), `/tx/:id/outspend/:vout`, `/fee-estimates`, `POST /tx`. Esplora follows every address (no import)
 and tells no minimum relay fee: `min_fee_rate` is the configured floor
 (`WALLETCORE_BITCOIN_MIN_FEE_RATE`).
 """
@@ -17,6 +17,7 @@ import httpx
 from walletcore_chains.bitcoin.backend import (
     BackendError,
     BroadcastRefused,
+    Outspend,
     TxIn,
     TxOut,
     TxView,
@@ -100,6 +101,28 @@ class EsploraBackend:
             self._confirmed[txid] = view
         return view
 
+    async def outspend(self, txid: str, vout: int) -> Outspend:
+        """`/tx/:txid/outspend/:vout` (the spender, mempool or mined); an output it calls
+        unspent is `unknown` when `/tx/:txid` does not know its transaction."""
+        response = await self._get(f"/tx/{txid}/outspend/{vout}")
+        if response.status_code in (400, 404):
+            return Outspend("unknown")
+        if response.status_code != 200:
+            raise BackendError(f"the indexer answered HTTP {response.status_code}")
+        try:
+            data = response.json()
+        except ValueError:
+            raise BackendError("the indexer answered nonsense") from None
+        if not isinstance(data, dict):
+            raise BackendError("the indexer answered nonsense")
+        if data.get("spent"):
+            spender = data.get("txid")
+            return Outspend("spent", str(spender) if spender else None)
+        funding = await self.transaction(txid)
+        if funding is None or vout >= len(funding.outputs):
+            return Outspend("unknown")
+        return Outspend("unspent")
+
     async def history(self, address: str, limit: int) -> list[TxView]:
         entries = await self._json(f"/address/{address}/txs")
         return [_view(e) for e in entries[:limit]]
@@ -157,6 +180,7 @@ def _view(tx: dict[str, Any]) -> TxView:
         coinbase,
         False,
         rbf,
+        vsize=-(-int(tx["weight"]) // 4) if tx.get("weight") else None,
     )
 
 

@@ -11,6 +11,9 @@
   held until the backend shows the transaction (so the next send sees its change).
 - rows: `send` when the wallet paid coins in, `receive` otherwise; amounts net of the
   wallet's change; `pending` until `confirmations` deep, `failed` once replaced.
+- lifecycle (`TransferFollower`, `follow.py`): `sighting` of one transaction,
+  `replacements` (the replace-by-fee ladder, offline), `prepare_cpfp` (child pays for a
+  received parent).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.assets import Asset, Chain, native_asset
 from walletcore.domain.errors import (
     AddressUnknown,
     BroadcastTimeout,
@@ -41,21 +44,31 @@ from walletcore.ports import (
     AddressValidator,
     ChainGateway,
     FeeQuote,
+    Replacement,
+    Sighting,
     SignedTransfer,
     Transfer,
+    TransferFollower,
     UnsignedTransfer,
 )
-from walletcore_chains.bitcoin import errors, spend, txcodec
+from walletcore_chains.bitcoin import errors, follow, spend, txcodec
 from walletcore_chains.bitcoin.backend import (
     Backend,
     BackendFailure,
     BackendTimeout,
     BackendUnreachable,
     BroadcastRefused,
+    Outspend,
     TxView,
     Utxo,
 )
-from walletcore_chains.bitcoin.coins import P2WPKH_SCRIPT, NotEnough, dust_limit, fee_for
+from walletcore_chains.bitcoin.coins import (
+    CHANGE_DUST,
+    P2WPKH_SCRIPT,
+    NotEnough,
+    dust_limit,
+    fee_for,
+)
 from walletcore_chains.bitcoin.network import BitcoinNetwork
 from walletcore_chains.encodings import b58check_decode, segwit_decode
 from walletcore_chains.evm.nonces import NonceBook
@@ -66,6 +79,12 @@ COINBASE_MATURITY = 100
 #: how long this process keeps coins a broadcast spent out of its selections, when the
 #: backend has not shown the spend yet (a lagging indexer, an unknown outcome)
 RESERVE_SECONDS = 600.0
+#: seconds pending before a send is `stuck` (and bumped), when not configured: a block is
+#: ten minutes on average, an hour is six of them; regtest mines on demand
+STUCK_AFTER_SECONDS = 3600.0
+REGTEST_STUCK_AFTER_SECONDS = 30.0
+#: a transaction has at most this many unconfirmed ancestors (the node's default limit)
+_ANCESTOR_LIMIT = 25
 
 
 @dataclass(frozen=True)
@@ -74,6 +93,9 @@ class GatewayOptions:
     fee_target: int = 3
     fallback_rate: float | None = None
     index_wait: float = 10.0
+    #: seconds pending before a send is `stuck`; None: the network's default (one hour,
+    #: 30 s on regtest)
+    stuck_after: float | None = None
 
     @classmethod
     def of(cls, settings: Any, network: BitcoinNetwork) -> GatewayOptions:
@@ -83,6 +105,7 @@ class GatewayOptions:
             fee_target=settings.bitcoin_fee_target_blocks,
             fallback_rate=fallback,
             index_wait=settings.bitcoin_index_wait_seconds,
+            stuck_after=settings.bitcoin_stuck_after_seconds,
         )
 
 
@@ -90,8 +113,10 @@ async def _first_turn() -> int:
     return 0
 
 
-class BitcoinGateway(ChainGateway):
+class BitcoinGateway(ChainGateway, TransferFollower):
     chain = Chain.BITCOIN
+    #: a Bitcoin transaction never expires: a stuck send is replaced from its ladder
+    resigns = False
 
     def __init__(
         self,
@@ -106,6 +131,11 @@ class BitcoinGateway(ChainGateway):
         self._validator = validator
         self._turns = nonces or NonceBook(lease=120.0)
         self.options = options or GatewayOptions(confirmations=network.confirmations)
+        stuck = self.options.stuck_after
+        if stuck is None:
+            regtest = network.name == "regtest"
+            stuck = REGTEST_STUCK_AFTER_SECONDS if regtest else STUCK_AFTER_SECONDS
+        self.stuck_after_seconds: float = stuck
         #: outpoint -> until when this process keeps it out of selections
         self._reserved: dict[tuple[str, int], float] = {}
         #: txid -> the leases' turns its broadcast gives back
@@ -367,7 +397,8 @@ class BitcoinGateway(ChainGateway):
 
         body = txcodec.Body.decode(unsigned.body)
         raw, txid = txcodec.assemble(self.network, body, signatures, address_of)
-        self._held[txid] = dict(body.turns)
+        if body.turns:  # a ladder's rungs hold no turn
+            self._held[txid] = dict(body.turns)
         return SignedTransfer(raw, txid)
 
     async def release(self, unsigned: UnsignedTransfer) -> None:
@@ -460,6 +491,184 @@ class BitcoinGateway(ChainGateway):
                 )
                 return
             await asyncio.sleep(0.1)
+
+    # -- lifecycle (`TransferFollower`, follow.py) ---------------------------------------
+    async def sighting(self, sender: str, asset: Asset, signed: SignedTransfer) -> Sighting:
+        """Mined: `success` at the gateway's depth, else `pending`; in the mempool:
+        `pending`; unknown to the node: `conflict` when one of its coins is spent by
+        another transaction (or its coin's transaction was replaced by a mined one), else
+        `missing`. Node failures raise (503), never `missing`."""
+        self._native(asset)
+        txid = signed.tx_hash
+        try:
+            spent = self._spent_by(signed.raw)
+            matches = txcodec.txid_of(self.network, signed.raw) == txid
+        except Exception:  # noqa: BLE001 - not bytes this gateway made
+            matches = False
+        if not matches:
+            raise ServerError(
+                "The stored transaction does not match its hash; contact the operator"
+            )
+        try:
+            await self.backend.watch(sender)  # Core: its wallet then remembers replacements
+            seen = await self._sighted(txid)
+            if seen is not None:
+                return seen
+            states: list[Outspend] = []
+            for prev_txid, vout in spent:
+                states.append(await self.backend.outspend(prev_txid, vout))
+            if any(s.state == "spent" and s.spender == txid for s in states):
+                return Sighting.PENDING  # the backend names it as the spender: it has it
+            if any(s.state == "spent" for s in states):
+                # it may have been mined (or entered the mempool) since it was looked up
+                again = await self._sighted(txid)
+                return Sighting.CONFLICT if again is None else again
+            for (prev_txid, _), state in zip(spent, states, strict=True):
+                if state.state == "unknown":
+                    funding = await self.backend.transaction(prev_txid)
+                    if funding is not None and funding.conflicted:
+                        return Sighting.CONFLICT  # the coin it spends can never exist
+        except BackendFailure as exc:
+            raise errors.read_error(exc) from None
+        return Sighting.MISSING
+
+    async def _sighted(self, txid: str) -> Sighting | None:
+        """What the backend says of a transaction it knows; None when it does not."""
+        view = await self.backend.transaction(txid)
+        if view is None:
+            return None
+        if view.conflicted:
+            return Sighting.CONFLICT
+        if view.height is None:
+            return Sighting.PENDING
+        tip = await self.backend.tip_height()
+        deep = tip - view.height + 1 >= self.options.confirmations
+        return Sighting.SUCCESS if deep else Sighting.PENDING
+
+    def replacements(self, unsigned: UnsignedTransfer, cap_units: int) -> list[Replacement]:
+        """The replace-by-fee ladder of a send `prepare` built (`follow.ladder`), offline:
+        bumps out of the payer's change (the recipient's output when the whole balance
+        was sent), then a cancel (the coins back to their owners); each costs at most
+        `cap_units` sat and is signed like the send (`payload_for` each signer)."""
+        if unsigned.transfer.asset.chain is not Chain.BITCOIN:
+            return []
+        script, witness = self._script(unsigned.transfer.recipient)
+        return follow.ladder(
+            self.network,
+            unsigned,
+            cap_units,
+            recipient_script=script,
+            recipient_dust=dust_limit(script, witness),
+        )
+
+    async def prepare_cpfp(
+        self,
+        address: str,
+        parent_txid: str,
+        fee_rate_sat_vb: float | None = None,
+        cap_units: int | None = None,
+    ) -> UnsignedTransfer:
+        """Child pays for parent: a transaction spending the outputs of the unconfirmed
+        `parent_txid` that pay `address` (not yet spent) back to `address`, at the fee
+        that brings the package (the parent with its unconfirmed ancestors, and the
+        child) to `fee_rate_sat_vb` (default: the gateway's estimate for `fee_target`
+        blocks). Signed by `address`'s key (`payload_for(address)`), put together by
+        `assemble`, sent by `broadcast`. `InvalidRequest` when the parent is confirmed,
+        unknown, replaced or pays nothing unspent to `address`; `TransferRejected` when
+        the fee would exceed `cap_units` or the coins cannot pay it."""
+        address = self.validate_address(address)
+        decoded = segwit_decode(self.network.hrp, address)
+        if decoded is None or decoded[0] != 0 or len(decoded[1]) != 20:
+            raise InvalidRequest("Child-pays-for-parent spends a wallet's P2WPKH coins only")
+        wanted = parent_txid.strip().lower() if isinstance(parent_txid, str) else ""
+        if len(wanted) != 64 or any(c not in "0123456789abcdef" for c in wanted):
+            raise InvalidRequest("The parent transaction's id must be 64 hexadecimal digits")
+        if fee_rate_sat_vb is not None and not (0 < fee_rate_sat_vb <= 100_000):
+            raise InvalidRequest("The target fee rate must be above 0 sat/vB")
+        try:
+            await self.backend.watch(address)
+            parent = await self.backend.transaction(wanted)
+            if parent is None or parent.conflicted:
+                raise InvalidRequest(
+                    f"Transaction {wanted} is unknown to the network (or was replaced): "
+                    "nothing to pay for"
+                )
+            if parent.height is not None:
+                raise InvalidRequest(
+                    f"Transaction {wanted} is confirmed already: nothing to speed up"
+                )
+            paying = [(i, o.value) for i, o in enumerate(parent.outputs) if o.address == address]
+            if not paying:
+                raise InvalidRequest(
+                    f"Transaction {wanted} pays nothing to {address}: its key cannot speed it up"
+                )
+            coins = []
+            for vout, value in paying:
+                if (await self.backend.outspend(wanted, vout)).state == "unspent":
+                    coins.append(Utxo(wanted, vout, value, None))
+            if not coins:
+                raise InvalidRequest(
+                    f"The outputs of {wanted} to {address} are spent already (a child "
+                    "transaction pays for it already)"
+                )
+            rate = fee_rate_sat_vb if fee_rate_sat_vb is not None else await self.fee_rate()
+            floor = await self.backend.min_fee_rate()
+            ancestors = await self._unconfirmed_ancestry(parent)
+            tip = await self.backend.tip_height()
+        except BackendFailure as exc:
+            raise errors.read_error(exc) from None
+        if parent.vsize is None or any(size <= 0 for size, _ in ancestors):
+            raise ServiceUnavailable("The chain node does not tell the transaction's size")
+        size = follow.child_size(len(coins))
+        fee = follow.cpfp_fee(
+            rate, floor, size, (parent.vsize, parent.fee), follow.ancestry(ancestors)
+        )
+        total = sum(c.value for c in coins)
+        if cap_units is not None and fee > cap_units:
+            raise TransferRejected(
+                f"Child-pays-for-parent not prepared: its fee of {_btc(fee)} BTC exceeds the "
+                f"cap of {_btc(cap_units)} BTC; nothing was signed"
+            )
+        if total - fee < CHANGE_DUST:
+            raise TransferRejected(
+                f"Child-pays-for-parent not prepared: the coins received ({_btc(total)} BTC) "
+                f"cannot pay its fee of {_btc(fee)} BTC; nothing was signed"
+            )
+        turns = {address: await self._turns.reserve(address, _first_turn)}
+        try:
+            body = txcodec.Body(
+                self.network.name,
+                tip,
+                tuple((c, address) for c in coins),
+                (spend.Output(address, total - fee),),
+                fee,
+                turns,
+            )
+            payloads = txcodec.payloads(self.network, body)
+        except BaseException:
+            await self._give_back(turns)
+            raise
+        # moves nothing: the wallet's own coins back to it (as the ladder's cancel)
+        transfer = Transfer(native_asset(Chain.BITCOIN), address, address, 0, address)
+        return UnsignedTransfer(
+            transfer, FeeQuote(fee), payloads[address], body.encode(), payloads=payloads
+        )
+
+    async def _unconfirmed_ancestry(self, tx: TxView) -> list[tuple[int, int]]:
+        """`(vsize, fee)` of `tx` and of each of its unconfirmed ancestors (at most the
+        node's ancestor limit)."""
+        known: dict[str, TxView | None] = {tx.txid: tx}
+        queue = [tx]
+        while queue and len(known) <= _ANCESTOR_LIMIT * 4:
+            for txin in queue.pop().inputs:
+                if txin.txid in known:
+                    continue
+                view = await self.backend.transaction(txin.txid)
+                known[txin.txid] = view
+                if view is not None and view.height is None:
+                    queue.append(view)
+        unconfirmed = [v for v in known.values() if v is not None and v.height is None]
+        return [(v.vsize or 0, v.fee) for v in unconfirmed[: _ANCESTOR_LIMIT + 1]]
 
 
 def _btc(units: int) -> str:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,13 @@ def free_port() -> int:
 class Bitcoind:
     """One regtest node; `url` carries its RPC credentials (a test secret)."""
 
-    def __init__(self, binary: str, datadir: str | None = None) -> None:
+    def __init__(
+        self, binary: str, datadir: str | None = None, extra_args: Sequence[str] = ()
+    ) -> None:
         self.binary = binary
+        #: more options, e.g. `-blockmintxfee=0.00002` (blocks leave cheaper transactions
+        #: in the mempool: a send at the minimum relay fee stays stuck)
+        self.extra_args = tuple(extra_args)
         self._own_dir = datadir is None
         self.datadir = datadir or tempfile.mkdtemp(prefix="walletcore-regtest-")
         self.port = free_port()
@@ -80,6 +86,7 @@ class Bitcoind:
             "-rpcworkqueue=64",
             "-rpcthreads=8",
             "-printtoconsole=0",
+            *self.extra_args,
         ]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
@@ -118,6 +125,17 @@ class Bitcoind:
             self.mine(101)
         txid: str = self.call("sendtoaddress", address, str(btc), wallet="miner")
         return txid
+
+    def evict_mempool(self) -> None:
+        """Drop every transaction now in the mempool, as a node does with those older than
+        `-mempoolexpiry` (two weeks): the clock is moved past it, one new transaction (from
+        the miner's wallet, to itself) makes the node expire the old ones, and the clock is
+        moved back. Nothing is mined meanwhile. The new transaction stays."""
+        self.call("setmocktime", int(time.time()) + 15 * 86_400)
+        try:
+            self.call("sendtoaddress", self.miner, "0.001", wallet="miner")
+        finally:
+            self.call("setmocktime", 0)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

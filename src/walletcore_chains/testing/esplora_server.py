@@ -6,7 +6,10 @@ takes.
 It indexes through a watch-only wallet of its own (`esplora-index`) on the node, importing
 an address (rescan from genesis: cheap on regtest) the first time it is asked about; the
 answers have Esplora's shapes: `/blocks/tip/height`, `/address/:a`, `/address/:a/utxo`,
-`/address/:a/txs`, `/tx/:txid` (404 `Transaction not found`), `/fee-estimates`, `POST /tx`
+`/address/:a/txs`, `/tx/:txid` (404 `Transaction not found`), `/tx/:txid/outspend/:vout`
+(the spender from the mempool, `gettxspendingprevout`, or from the blocks since the
+funding one, scanned; `{"spent": false}` for an unknown output, as electrs answers),
+`/fee-estimates`, `POST /tx`
 (400 `sendrawtransaction RPC error: {"code":..,"message":..}`, as electrs words it).
 """
 
@@ -124,6 +127,50 @@ class EsploraTestServer(LoopbackHttpServer):
             "status": status,
         }
 
+    def _outspend(self, txid: str, vout: int) -> dict[str, Any]:
+        found = self._call("gettxspendingprevout", [{"txid": txid, "vout": vout}])
+        for entry in found:
+            if entry.get("spendingtxid"):
+                spender = self._call("getrawtransaction", entry["spendingtxid"], 1)
+                index = next(
+                    i
+                    for i, v in enumerate(spender["vin"])
+                    if v.get("txid") == txid and v.get("vout") == vout
+                )
+                return {
+                    "spent": True,
+                    "txid": entry["spendingtxid"],
+                    "vin": index,
+                    "status": {"confirmed": False},
+                }
+        if self._call("gettxout", txid, vout, True) is not None:
+            return {"spent": False}
+        try:
+            funding = self._call("getrawtransaction", txid, 1)
+        except _RpcError:
+            return {"spent": False}  # electrs: an output it does not know is not spent
+        confirmations = int(funding.get("confirmations", 0))
+        if confirmations <= 0 or vout >= len(funding["vout"]):
+            return {"spent": False}
+        tip = int(self._call("getblockcount"))
+        for height in range(tip - confirmations + 1, tip + 1):
+            block = self._call("getblock", self._call("getblockhash", height), 2)
+            for tx in block["tx"]:
+                for index, v in enumerate(tx["vin"]):
+                    if v.get("txid") == txid and v.get("vout") == vout:
+                        return {
+                            "spent": True,
+                            "txid": tx["txid"],
+                            "vin": index,
+                            "status": {
+                                "confirmed": True,
+                                "block_height": height,
+                                "block_hash": block["hash"],
+                                "block_time": block["time"],
+                            },
+                        }
+        return {"spent": False}
+
     def _address_txs(self, address: str) -> list[dict[str, Any]]:
         self._watch(address)
         entries = self._call("listtransactions", "*", 100000, 0, True, wallet=True)
@@ -202,6 +249,8 @@ class EsploraTestServer(LoopbackHttpServer):
                 content, kind = str(self._call("getblockcount")), "text/plain"
             elif parts == ["fee-estimates"]:
                 content = json.dumps(self._fees())
+            elif len(parts) == 4 and parts[0] == "tx" and parts[2] == "outspend":
+                content = json.dumps(self._outspend(parts[1], int(parts[3])))
             elif len(parts) == 2 and parts[0] == "tx":
                 try:
                     content = json.dumps(self._tx(parts[1]))
