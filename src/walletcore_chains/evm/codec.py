@@ -4,6 +4,11 @@
 A `SignedTransfer.raw` of the EVM gateway is a small JSON envelope of one or two signed
 transactions, broadcast in order: a sponsored (PLATFORM) transfer is the sponsor's gas
 top-up, then the sender's transfer. The transfer's hash is the last transaction's.
+
+A transaction of a replacement ladder (`walletcore_chains.evm.follow`) carries
+`replaces: true` in its body and envelope: it reuses a nonce that was reserved, broadcast
+and accepted long before, so the gateway's `NonceBook` never hears of it (an envelope or a
+body without the flag is an ordinary transfer, as before the flag existed).
 """
 
 from __future__ import annotations
@@ -27,10 +32,22 @@ class EvmTx:
 
     sender: str
     fields: dict[str, Any]
+    #: a rung of a replacement ladder: its nonce is not the NonceBook's to reserve or free
+    replaces: bool = False
 
     @property
     def nonce(self) -> int:
         return int(self.fields["nonce"])
+
+    @property
+    def legacy(self) -> bool:
+        """Priced by `gasPrice` (no EIP-1559 max fee and tip)."""
+        return "gasPrice" in self.fields
+
+    @property
+    def max_fee(self) -> int:
+        """The most one unit of gas can cost: the max fee, or the legacy gas price."""
+        return int(self.fields["gasPrice" if self.legacy else "maxFeePerGas"])
 
     def digest(self) -> bytes:
         """The 32-byte hash the sender's key signs."""
@@ -51,11 +68,14 @@ class EvmTx:
         return bytes(encode_transaction(unsigned, (v, r, s)))
 
     def to_json(self) -> dict[str, Any]:
-        return {"from": self.sender, "fields": self.fields}
+        out: dict[str, Any] = {"from": self.sender, "fields": self.fields}
+        if self.replaces:
+            out["replaces"] = True
+        return out
 
     @classmethod
     def from_json(cls, value: Any) -> EvmTx:
-        return cls(str(value["from"]), dict(value["fields"]))
+        return cls(str(value["from"]), dict(value["fields"]), value.get("replaces") is True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +85,8 @@ class SignedTx:
     raw: bytes
     #: the native coin it moves (0 on a token transfer: a funds error is then about gas)
     value: int = 0
+    #: a rung of a replacement ladder (see `EvmTx.replaces`)
+    replaces: bool = False
 
     @property
     def tx_hash(self) -> str:
@@ -107,12 +129,14 @@ def decode_body(body: bytes) -> list[EvmTx]:
 
 
 def encode_envelope(txs: list[SignedTx]) -> bytes:
-    value = {
-        "v": ENVELOPE_VERSION,
-        "txs": [
-            {"from": t.sender, "nonce": t.nonce, "raw": t.raw.hex(), "value": t.value} for t in txs
-        ],
-    }
+    out = []
+    for t in txs:
+        one: dict[str, Any] = {"from": t.sender, "nonce": t.nonce, "raw": t.raw.hex()}
+        one["value"] = t.value
+        if t.replaces:
+            one["replaces"] = True
+        out.append(one)
+    value = {"v": ENVELOPE_VERSION, "txs": out}
     return json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -123,7 +147,13 @@ def decode_envelope(raw: bytes) -> list[SignedTx]:
         if value.get("v") != ENVELOPE_VERSION or not value["txs"]:
             raise ValueError("not an EVM transfer envelope")
         return [
-            SignedTx(str(t["from"]), int(t["nonce"]), bytes.fromhex(t["raw"]), int(t["value"]))
+            SignedTx(
+                str(t["from"]),
+                int(t["nonce"]),
+                bytes.fromhex(t["raw"]),
+                int(t["value"]),
+                t.get("replaces") is True,
+            )
             for t in value["txs"]
         ]
     except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:

@@ -9,6 +9,13 @@ table names no address.
 `rpc` chains: Sepolia has no canonical USDT and BSC's testnet none of the two, so a
 testnet deployment names its own. Each address must be checksummed (EIP-55): a typo in a
 contract address would send tokens nowhere.
+
+`stuck_after_seconds`: how long a broadcast transfer may stay unmined before the transfer
+lifecycle counts it as stuck and broadcasts the next rung of its replacement ladder
+(`walletcore.ports.TransferFollower`): a few block times past what a fairly priced
+transaction waits on the chain (ETHEREUM 12 s blocks: 180; BSC 3 s: 45; POLYGON 2 s: 60;
+the in-process devnet: 30). `WALLETCORE_EVM_STUCK_AFTER_SECONDS` overrides it for every EVM
+chain of a deployment.
 """
 
 from __future__ import annotations
@@ -39,6 +46,14 @@ class EvmConfig:
     eip1559: bool = True
     #: how many recent blocks `history` scans (see docs/chains.md: production wants an indexer)
     history_blocks: int = 2_000
+    #: seconds a broadcast may stay unmined before it counts as stuck (and is replaced)
+    stuck_after_seconds: float = 180.0
+
+
+#: per chain: seconds before an unmined broadcast counts as stuck (about 15 block times)
+STUCK_AFTER_SECONDS = {Chain.ETHEREUM: 180.0, Chain.BSC: 45.0, Chain.POLYGON: 60.0}
+#: the in-process devnet mines every transaction at once: anything unmined is stuck soon
+DEVNET_STUCK_AFTER_SECONDS = 30.0
 
 
 _MAINNET = {
@@ -52,6 +67,7 @@ _MAINNET = {
             22: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
         },
         confirmations=12,
+        stuck_after_seconds=STUCK_AFTER_SECONDS[Chain.ETHEREUM],
     ),
     Chain.BSC: EvmConfig(
         Chain.BSC,
@@ -63,6 +79,7 @@ _MAINNET = {
             32: "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d",
         },
         confirmations=15,
+        stuck_after_seconds=STUCK_AFTER_SECONDS[Chain.BSC],
     ),
     Chain.POLYGON: EvmConfig(
         Chain.POLYGON,
@@ -74,6 +91,7 @@ _MAINNET = {
             52: "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359",
         },
         confirmations=64,
+        stuck_after_seconds=STUCK_AFTER_SECONDS[Chain.POLYGON],
     ),
 }
 
@@ -85,8 +103,17 @@ _TESTNET = {
         "ETH",  # Sepolia
         {22: "0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238"},
         confirmations=3,
+        stuck_after_seconds=STUCK_AFTER_SECONDS[Chain.ETHEREUM],
     ),
-    Chain.BSC: EvmConfig(Chain.BSC, "testnet", 97, "BNB", {}, confirmations=3),
+    Chain.BSC: EvmConfig(
+        Chain.BSC,
+        "testnet",
+        97,
+        "BNB",
+        {},
+        confirmations=3,
+        stuck_after_seconds=STUCK_AFTER_SECONDS[Chain.BSC],
+    ),
     Chain.POLYGON: EvmConfig(
         Chain.POLYGON,
         "testnet",
@@ -94,6 +121,7 @@ _TESTNET = {
         "POL",  # Amoy
         {52: "0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582"},
         confirmations=3,
+        stuck_after_seconds=STUCK_AFTER_SECONDS[Chain.POLYGON],
     ),
 }
 
@@ -109,7 +137,15 @@ def evm_config(chain: Chain, network: str, tokens: Mapping[int, str] | None = No
     elif network == "testnet":
         config = _TESTNET[chain]
     elif network == "devnet":
-        config = EvmConfig(chain, "devnet", None, _DEVNET_SYMBOLS[chain], {}, confirmations=1)
+        config = EvmConfig(
+            chain,
+            "devnet",
+            None,
+            _DEVNET_SYMBOLS[chain],
+            {},
+            confirmations=1,
+            stuck_after_seconds=DEVNET_STUCK_AFTER_SECONDS,
+        )
     else:
         raise ValueError(f"unknown network {network!r}; known: {', '.join(NETWORKS)}")
     overrides = token_overrides(chain, tokens or {})
@@ -146,4 +182,13 @@ EVM_CHAINS = (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON)
 #: web3 expects 32): web3 reads them through `ExtraDataToPOAMiddleware`
 POA_CHAINS = frozenset({Chain.BSC, Chain.POLYGON})
 
-__all__ = ["EVM_CHAINS", "NETWORKS", "POA_CHAINS", "EvmConfig", "evm_config", "token_overrides"]
+__all__ = [
+    "DEVNET_STUCK_AFTER_SECONDS",
+    "EVM_CHAINS",
+    "NETWORKS",
+    "POA_CHAINS",
+    "STUCK_AFTER_SECONDS",
+    "EvmConfig",
+    "evm_config",
+    "token_overrides",
+]

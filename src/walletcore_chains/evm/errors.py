@@ -5,6 +5,10 @@ differently; eth-tester raises py-evm's ValidationError with its own words).
 - insufficient funds for value + gas -> `InsufficientFunds` (400)
 - gas limit below what the transfer needs -> `InsufficientGas` (400)
 - a nonce already used -> `NonceUsed` (the gateway checks whether it was this transaction)
+- another transaction with the same nonce waiting in the node's pool at an equal or higher
+  fee (`replacement transaction underpriced`: a rung of a replacement ladder sent under a
+  higher one, or a nonce handed out twice) -> `TransferRejected` saying so (502, nothing
+  sent; the transaction in the pool is untouched)
 - a nonce ahead of the account's, a fee below what the node takes, a gas limit above the
   block's, a fee above the node's cap -> `TransferRejected` saying which (502, nothing sent)
 - anything else the node answered with an error -> `TransferRejected` (502, nothing sent)
@@ -14,7 +18,10 @@ The words are geth's (and bsc's and bor's, which are geth forks): `already known
 `nonce too low: next nonce N, tx nonce T`, `replacement transaction underpriced`,
 `insufficient funds for gas * price + value: balance B, tx cost C, overshot O`,
 `intrinsic gas too low: gas G, minimum needed M`, `exceeds block gas limit`,
-`transaction underpriced: gas tip cap T, minimum needed M`, ...
+`transaction underpriced: gas tip cap T, minimum needed M`, ...; and anvil's (Foundry's
+node, the tests' engine): `transaction already imported`, `nonce too low`,
+`max fee per gas less than block base fee`, `intrinsic gas too high -- tx.gas_limit >
+env.block.gas_limit`, `Insufficient funds for gas * price + value`.
 """
 
 from __future__ import annotations
@@ -43,7 +50,9 @@ _GAS = (
     "insufficient gas",  # geth's EIP-7623 floor: "insufficient gas for floor data gas cost"
 )
 _KNOWN = ("already known", "known transaction", "already imported", "alreadyknown")
-_NONCE_LOW = ("nonce too low", "replacement transaction underpriced")
+_NONCE_LOW = ("nonce too low",)
+#: the pool holds another transaction with this nonce at an equal or higher fee
+_REPLACEMENT = ("replacement transaction underpriced", "replacement underpriced")
 _NONCE_HIGH = ("nonce too high", "nonce gap")
 #: the fee is below the node's price floor, or the max fee below the base fee now
 _UNDERPRICED = (
@@ -52,7 +61,10 @@ _UNDERPRICED = (
     "less than block base fee",
     "fee cap less than",
 )
-_BLOCK_GAS = ("exceeds block gas limit",)
+_BLOCK_GAS = (
+    "exceeds block gas limit",
+    "intrinsic gas too high",  # anvil: "... -- tx.gas_limit > env.block.gas_limit"
+)
 _FEE_CAP = ("exceeds the configured cap",)  # geth's --rpc.txfeecap
 _TESTER_NONCE = re.compile(r"invalid transaction nonce: expected (\d+), but got (\d+)")
 
@@ -103,6 +115,11 @@ def read_send_error(exc: BaseException) -> BaseException:
         if got < expected:
             return NonceUsed()
         return TransferRejected("Transfer rejected by the network: nonce gap; nothing was sent")
+    if any(k in text for k in _REPLACEMENT):
+        return TransferRejected(
+            "Transfer rejected by the network: another transaction with its nonce waits in the "
+            "node's pool at an equal or higher fee; nothing was sent"
+        )
     if any(k in text for k in _NONCE_LOW):
         return NonceUsed()
     if any(k in text for k in _NONCE_HIGH):

@@ -23,7 +23,8 @@ async def gas_price(w3: AsyncWeb3[Any], eip1559: bool) -> tuple[int, int | None]
     the last 5 blocks that carried transactions (`eth_maxPriorityFeePerGas` when none did;
     the latest block's base fee when the node keeps no fee history or has no
     `eth_feeHistory`); (gas price, None) on the others, and on a chain whose blocks have no
-    base fee."""
+    base fee (some nodes of such a chain answer a fee history of zero base fees: BSC's
+    zero base fee is told apart by its blocks, which carry one)."""
     eth = w3.eth
     if eip1559:
         try:
@@ -38,6 +39,8 @@ async def gas_price(w3: AsyncWeb3[Any], eip1559: bool) -> tuple[int, int | None]
             for i, r in enumerate(history.get("reward") or [])
             if r and (i >= len(used) or used[i] > 0)
         ]
+        if bases and not any(int(b) for b in bases) and await _pre_london(w3):
+            return int(await eth.gas_price), None  # fee history of a chain without base fees
         if bases:
             base = int(bases[-1])
             tip = int(median(rewards)) if rewards else int(await eth.max_priority_fee)
@@ -49,6 +52,12 @@ async def gas_price(w3: AsyncWeb3[Any], eip1559: bool) -> tuple[int, int | None]
             base, tip = int(latest_base), int(await eth.max_priority_fee)
         return 2 * base + tip, tip
     return int(await eth.gas_price), None
+
+
+async def _pre_london(w3: AsyncWeb3[Any]) -> bool:
+    """Whether the chain's blocks carry no base fee (a chain without EIP-1559)."""
+    block = await w3.eth.get_block("latest")
+    return block.get("baseFeePerGas") is None
 
 
 async def token_gas(

@@ -14,12 +14,18 @@
   the nonce back).
 - history: a bounded scan of the last `history_blocks` blocks (native) or the token's
   Transfer logs; it may lag a fresh broadcast. Production should plug an indexer.
+- the lifecycle (`TransferFollower`, `walletcore_chains.evm.follow`): `sighting` reads one
+  broadcast transfer (pending, success or failed at depth, missing, conflict); a transfer
+  that does not confirm is replaced from a ladder signed with it (`replacements`: bumps of
+  the same nonce, then a cancel to self), never re-signed (`resigns` False). A rung goes out
+  through `broadcast` like any transfer, and never touches the `NonceBook`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from eth_abi.abi import decode as abi_decode
@@ -45,11 +51,14 @@ from walletcore.ports import (
     AddressValidator,
     ChainGateway,
     FeeQuote,
+    Replacement,
+    Sighting,
     SignedTransfer,
     Transfer,
+    TransferFollower,
     UnsignedTransfer,
 )
-from walletcore_chains.evm import codec, errors, fees
+from walletcore_chains.evm import codec, errors, fees, follow
 from walletcore_chains.evm.config import EvmConfig
 from walletcore_chains.evm.fees import NATIVE_GAS
 from walletcore_chains.evm.history import History
@@ -59,7 +68,11 @@ from walletcore_chains.evm.rows import BALANCE_OF_SELECTOR
 log = logging.getLogger(__name__)
 
 
-class EvmGateway(ChainGateway):
+class EvmGateway(ChainGateway, TransferFollower):
+    #: a transfer that cannot land is replaced from its pre-signed ladder, never re-signed
+    #: (an EVM transaction does not expire: only another one with its nonce ends it)
+    resigns = False
+
     def __init__(
         self,
         config: EvmConfig,
@@ -79,6 +92,9 @@ class EvmGateway(ChainGateway):
         self._receipt_timeout = receipt_timeout
         self._chain_id = config.chain_id
         self._history = History(w3, config)
+        #: seconds a broadcast may stay unmined before it counts as stuck (the chain's own,
+        #: or `WALLETCORE_EVM_STUCK_AFTER_SECONDS`)
+        self.stuck_after_seconds = float(config.stuck_after_seconds)
 
     def __repr__(self) -> str:
         return f"EvmGateway({self.chain.value}, {self.config.network})"
@@ -295,7 +311,11 @@ class EvmGateway(ChainGateway):
             raise ValueError("one signature per signer is needed")
         signed = [
             codec.SignedTx(
-                t.sender, t.nonce, t.signed(signatures[t.sender]), int(t.fields["value"])
+                t.sender,
+                t.nonce,
+                t.signed(signatures[t.sender]),
+                int(t.fields["value"]),
+                t.replaces,
             )
             for t in txs
         ]
@@ -303,7 +323,8 @@ class EvmGateway(ChainGateway):
 
     async def release(self, unsigned: UnsignedTransfer) -> None:
         for tx in codec.decode_body(unsigned.body):
-            await self._nonces.release(tx.sender, tx.nonce)
+            if not tx.replaces:  # a rung's nonce was never the book's to give back
+                await self._nonces.release(tx.sender, tx.nonce)
 
     async def broadcast(self, signed: SignedTransfer) -> str:
         try:
@@ -315,6 +336,8 @@ class EvmGateway(ChainGateway):
                 await self._send(tx)
                 if index < len(txs) - 1:  # the top-up must be mined before the transfer
                     for later in txs[index + 1 :]:  # alive: their turn must outlast the wait
+                        if later.replaces:
+                            continue
                         self._nonces.renew(
                             later.sender,
                             later.nonce,
@@ -333,7 +356,7 @@ class EvmGateway(ChainGateway):
                         raise BroadcastTimeout() from None
             except BaseException:
                 for later in txs[index + 1 :]:
-                    await self._nonces.release(later.sender, later.nonce)
+                    await self._release(later)
                 raise
         return txs[-1].tx_hash
 
@@ -346,12 +369,12 @@ class EvmGateway(ChainGateway):
                 if isinstance(meaning, errors.NonceUsed) and await self._known(tx.tx_hash):
                     meaning = errors.AlreadyKnown()
             except BaseException:
-                await self._nonces.release(tx.sender, tx.nonce)
+                await self._release(tx)
                 raise
             if isinstance(meaning, errors.AlreadyKnown):
-                await self._nonces.accepted(tx.sender, tx.nonce)
+                await self._accepted(tx)
                 return
-            await self._nonces.release(tx.sender, tx.nonce)
+            await self._release(tx)
             if isinstance(meaning, errors.NonceUsed):
                 raise TransferRejected(
                     "Transfer rejected by the network: its nonce was used by another "
@@ -365,7 +388,18 @@ class EvmGateway(ChainGateway):
             if isinstance(meaning, DomainError):
                 raise meaning from None
             raise BroadcastTimeout() from None  # timed out: the outcome is unknown
-        await self._nonces.accepted(tx.sender, tx.nonce)
+        await self._accepted(tx)
+
+    async def _accepted(self, tx: codec.SignedTx) -> None:
+        """The node took `tx` (or had it): the book's turn moves on. A rung's nonce was
+        accepted with the transfer it replaces: nothing to tell the book."""
+        if not tx.replaces:
+            await self._nonces.accepted(tx.sender, tx.nonce)
+
+    async def _release(self, tx: codec.SignedTx) -> None:
+        """`tx` was not sent: its nonce is free again (never a rung's: see `_accepted`)."""
+        if not tx.replaces:
+            await self._nonces.release(tx.sender, tx.nonce)
 
     async def _known(self, tx_hash: str) -> bool:
         """Whether the node knows the transaction. When it cannot tell, the outcome of the
@@ -377,6 +411,48 @@ class EvmGateway(ChainGateway):
         except Exception:  # noqa: BLE001 - cannot tell
             raise BroadcastTimeout() from None
         return True
+
+    # -- the lifecycle (`TransferFollower`, walletcore_chains.evm.follow) ----------------
+    async def sighting(self, sender: str, asset: Asset, signed: SignedTransfer) -> Sighting:
+        """What the node says of the transfer `signed` now: of its own transaction (the
+        envelope's last; a sponsored transfer's top-up is not followed), at this chain's
+        `confirmations` depth. `NodeUnavailable` when the node cannot answer."""
+        main = codec.decode_envelope(signed.raw)[-1]
+        try:
+            return await follow.sighting(self.w3, self.config.confirmations, main, signed.tx_hash)
+        except Exception as exc:  # noqa: BLE001 - any node failure is read into a domain error
+            raise errors.read_error(exc) from None
+
+    def replacements(self, unsigned: UnsignedTransfer, cap_units: int) -> Sequence[Replacement]:
+        """The ladder of `unsigned` (a transfer `prepare` built), offline: bumps of its own
+        transaction, then a cancel to the sender itself, each costing at most `cap_units`
+        (`follow.ladder`).
+
+        A sponsored transfer (the sponsor's gas top-up, then the sender's transfer): the
+        rungs replace the sender's transfer only, since the top-up is mined before the
+        transfer is broadcast and a new top-up would need a sponsor nonce that cannot be
+        known offline. So each rung is signed by the sender alone (its `transfer.fee_payer`
+        is the sender, `signers` = (sender,)), and its gas comes from the sender's own coin:
+        the top-up paid the transfer's first max fee, so a bump goes out only when the sender
+        holds the difference too, and the node refuses it (`InsufficientGas`, nothing sent)
+        when not."""
+        txs = codec.decode_body(unsigned.body)
+        main = txs[-1]
+        transfer = unsigned.transfer
+        if main.sender.lower() != transfer.sender.lower():
+            raise ValueError("the transfer's own transaction is not the sender's")
+        if transfer.fee_payer != transfer.sender:
+            transfer = replace(transfer, fee_payer=transfer.sender)
+        out: list[Replacement] = []
+        for rung in follow.ladder(main, cap_units):
+            built = UnsignedTransfer(
+                transfer,
+                FeeQuote(rung.fee_units),
+                rung.tx.digest(),
+                codec.encode_body([rung.tx]),
+            )
+            out.append(Replacement(rung.kind, built, rung.fee_units))
+        return out
 
 
 __all__ = ["EvmGateway"]

@@ -80,6 +80,10 @@ class EvmSettings(BaseSettings):
     evm_receipt_timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
     #: Blocks the node-read history looks back (an indexer sees more).
     evm_history_blocks: int = Field(default=2_000, ge=1, le=1_000_000)
+    #: Seconds a broadcast transfer may stay unmined before it counts as stuck and the next
+    #: rung of its replacement ladder goes out; unset: the chain's own (ETHEREUM 180, BSC 45,
+    #: POLYGON 60, `walletcore_chains.evm.config.STUCK_AFTER_SECONDS`).
+    evm_stuck_after_seconds: float | None = Field(default=None, gt=0, le=86_400)
 
     @field_validator("evm_tokens")
     @classmethod
@@ -189,6 +193,8 @@ def _rpc(context: GatewayContext[EvmSettings]) -> ChainGateway:
     w3 = rpc_web3(url.get_secret_value(), settings.evm_rpc_timeout_seconds, chain)
     config = evm_config(chain, settings.evm_network, settings.evm_tokens)
     config = replace(config, history_blocks=settings.evm_history_blocks)
+    if settings.evm_stuck_after_seconds is not None:
+        config = replace(config, stuck_after_seconds=settings.evm_stuck_after_seconds)
     nonces = NonceBook(leases=context.nonce_leases(), chain=f"eip155:{config.chain_id}")
     return EvmGateway(
         config,

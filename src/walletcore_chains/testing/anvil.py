@@ -6,6 +6,22 @@ context manager; `url` is its JSON-RPC endpoint. On start it deploys the test ER
 the chain's asset table from anvil's first dev account, so `tokens` can go to
 `WALLETCORE_EVM_TOKENS`; `fund` pays native coins (`anvil_setBalance`) or mints tokens.
 
+Mining, three ways: every `block_time` seconds (interval mining, the default);
+`block_time=None`: a block for each transaction as it arrives (anvil's automine, like a
+devnet); `mining=False` (`--no-mining`): only when the test says, `mine(n)`, so a
+transaction stays in the pool as long as the test wants. Then `drop_all()` empties the
+pool (`anvil_dropAllTransactions`), `set_next_base_fee` sets the next block's base fee and
+`set_block_gas_limit` the gas of later blocks. Minting a token (`fund`) mines a block, so
+with `mining=False` it takes whatever waits in the pool along: fund before sending.
+
+anvil's pool differs from geth's in ways the tests rely on: it takes a replacement at any
+higher max fee (geth: +10% on max fee and tip); it refuses a transaction whose max fee is
+below the next block's base fee (`max fee per gas less than block base fee`), and it
+evicts one that falls below the base fee of a block it mines (geth keeps it, waiting);
+it orders its pool by max fee per gas; it holds a transaction with a future nonce, as geth
+does. `hardfork="berlin"` runs a chain without EIP-1559 (legacy gas prices), and without
+the test tokens (Vyper's bytecode needs later opcodes).
+
 The binary is found at `WALLETCORE_ANVIL`, or where `python3 dev.py test` installs the npm
 package `@foundry-rs/anvil-linux-amd64` (`.venv/anvil`); `find_anvil()` returns None when
 neither exists, so tests can skip saying why.
@@ -65,6 +81,8 @@ class AnvilNode:
         *,
         chain_id: int | None = None,
         block_time: float | None = 0.25,
+        mining: bool = True,
+        hardfork: str | None = None,
         binary: Path | None = None,
     ) -> None:
         found = binary or find_anvil()
@@ -75,13 +93,17 @@ class AnvilNode:
         self.chain = chain
         self.chain_id = chain_id if chain_id is not None else MAINNET_IDS[chain]
         self.binary = found
-        self.block_time = block_time
+        self.mining = mining
+        self.block_time = block_time if mining else None
+        self.hardfork = hardfork
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.tokens: dict[int, str] = {}
         self._process: subprocess.Popen[bytes] | None = None
         self._funder = ""
         self._calls = 0
+        #: the chain prices gas without EIP-1559 (`hardfork` before London)
+        self.legacy = False
 
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -92,8 +114,12 @@ class AnvilNode:
             "--chain-id", str(self.chain_id),
             "--silent",
         ]  # fmt: skip
-        if self.block_time is not None:
+        if not self.mining:
+            command.append("--no-mining")
+        elif self.block_time is not None:
             command += ["--block-time", str(self.block_time)]
+        if self.hardfork is not None:
+            command += ["--hardfork", self.hardfork]
         self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while True:
@@ -107,12 +133,19 @@ class AnvilNode:
                 self.__exit__()
                 raise RuntimeError(f"anvil did not start: {error.decode(errors='replace')}")
             time.sleep(0.05)
-        self._funder = self.call("eth_accounts")[0]
-        self.tokens = {
-            asset.id: self._deploy(asset)
-            for asset in ASSETS_BY_ID.values()
-            if asset.chain is self.chain and not asset.is_native
-        }
+        try:
+            self._funder = self.call("eth_accounts")[0]
+            latest = self.call("eth_getBlockByNumber", "latest", False)
+            self.legacy = latest.get("baseFeePerGas") is None  # a hardfork before London
+            if not self.legacy:  # Token.vy's bytecode needs later opcodes (PUSH0)
+                self.tokens = {
+                    asset.id: self._deploy(asset)
+                    for asset in ASSETS_BY_ID.values()
+                    if asset.chain is self.chain and not asset.is_native
+                }
+        except BaseException:
+            self.__exit__()  # no anvil left running behind a failed start
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -130,6 +163,14 @@ class AnvilNode:
 
     # -- JSON-RPC ---------------------------------------------------------------------------
     def call(self, method: str, *params: Any) -> Any:
+        """The result of one JSON-RPC request; `RuntimeError` with the node's error."""
+        reply = self.request(method, *params)
+        if "error" in reply:
+            raise RuntimeError(f"anvil {method}: {reply['error']}")
+        return reply["result"]
+
+    def request(self, method: str, *params: Any) -> dict[str, Any]:
+        """The node's whole answer to one JSON-RPC request (`result` or `error`)."""
         self._calls += 1
         body = json.dumps({"jsonrpc": "2.0", "id": self._calls, "method": method,
                            "params": list(params)}).encode()  # fmt: skip
@@ -137,23 +178,83 @@ class AnvilNode:
             self.url, body, {"Content-Type": "application/json"}, method="POST"
         )
         with urllib.request.urlopen(request, timeout=10) as answer:
-            reply = json.loads(answer.read())
-        if "error" in reply:
-            raise RuntimeError(f"anvil {method}: {reply['error']}")
-        return reply["result"]
+            reply: dict[str, Any] = json.loads(answer.read())
+        return reply
+
+    @property
+    def funder(self) -> str:
+        """anvil's first dev account (unlocked: `eth_sendTransaction` signs for it)."""
+        return self._funder
 
     def wait_receipt(self, tx_hash: str, timeout: float = 30) -> dict[str, Any]:
+        """The transaction's receipt once mined: by the node's own mining (interval, or
+        automine, which mines just after `eth_sendRawTransaction` answers), or, with
+        `mining=False`, by a block mined here."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             receipt = self.call("eth_getTransactionReceipt", tx_hash)
             if receipt is not None:
                 return dict(receipt)
-            if self.block_time is None:
+            if not self.mining:
                 self.call("evm_mine")
-            time.sleep(0.05)
+            time.sleep(0.01)
         raise TimeoutError(f"no receipt for {tx_hash}")
 
+    # -- blocks and the pool ----------------------------------------------------------------
+    def mine(self, blocks: int = 1) -> None:
+        """Mine `blocks` blocks now, from the pool (`anvil_mine`)."""
+        self.call("anvil_mine", hex(blocks))
+
+    def block_number(self) -> int:
+        return int(self.call("eth_blockNumber"), 16)
+
+    def automine(self, on: bool) -> None:
+        """Mine a block for each transaction as it arrives (on), or only when told (off)."""
+        self.call("evm_setAutomine", on)
+
+    def drop_all(self) -> None:
+        """Empty the pool: every transaction not mined is forgotten."""
+        self.call("anvil_dropAllTransactions")
+
+    def set_next_base_fee(self, wei: int) -> None:
+        """The base fee of the next block mined (later ones follow EIP-1559 from it)."""
+        self.call("anvil_setNextBlockBaseFeePerGas", hex(wei))
+
+    def base_fee(self) -> int:
+        """The latest block's base fee."""
+        return int(self.call("eth_getBlockByNumber", "latest", False)["baseFeePerGas"], 16)
+
+    def set_block_gas_limit(self, gas: int) -> None:
+        """The gas limit of the blocks mined from now on."""
+        self.call("evm_setBlockGasLimit", hex(gas))
+
+    def pooled(self) -> list[str]:
+        """Hashes of the transactions in the pool, ready or waiting on a nonce."""
+        content = self.call("txpool_content")
+        return [
+            str(tx["hash"])
+            for part in ("pending", "queued")
+            for by_nonce in content.get(part, {}).values()
+            for tx in by_nonce.values()
+        ]
+
+    def send_raw(self, raw: bytes) -> str:
+        return str(self.call("eth_sendRawTransaction", "0x" + raw.hex()))
+
+    def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        found = self.call("eth_getTransactionReceipt", tx_hash)
+        return None if found is None else dict(found)
+
+    def transaction(self, tx_hash: str) -> dict[str, Any] | None:
+        found = self.call("eth_getTransactionByHash", tx_hash)
+        return None if found is None else dict(found)
+
+    def nonce(self, address: str, block: str = "latest") -> int:
+        return int(self.call("eth_getTransactionCount", address, block), 16)
+
     def _send(self, tx: dict[str, Any]) -> dict[str, Any]:
+        if self.legacy:  # anvil fills in EIP-1559 fees otherwise, which such a chain refuses
+            tx = {"gasPrice": self.call("eth_gasPrice"), **tx}
         receipt = self.wait_receipt(self.call("eth_sendTransaction", {"from": self._funder, **tx}))
         if receipt.get("status") != "0x1":
             raise RuntimeError(f"anvil transaction failed: {receipt}")
