@@ -12,6 +12,7 @@
     walletcore clients rotate ID
     walletcore platform provision --client-id ID
     walletcore platform balances ID
+    walletcore platform cpfp ID --txid TXID [--fee-rate SAT_PER_VB]
     walletcore db upgrade | current
     walletcore sandbox fund --chain C --address A --asset ID --amount X
     walletcore nonces show --chain C --address A

@@ -14,6 +14,7 @@ from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import (
     AddressUnknown,
     ApiClientNotFound,
+    BroadcastTimeout,
     DomainError,
     InvalidRequest,
 )
@@ -53,6 +54,8 @@ async def _command(args: argparse.Namespace, container: Container) -> Any:
         return msgspec.to_builtins(ChainAddresses.of(addresses))
     if args.command == "platform" and args.action == "balances":
         return await _platform_balances(args.client_id.strip().lower(), container)
+    if args.command == "platform" and args.action == "cpfp":
+        return await _platform_cpfp(args, container)
     if args.command == "sandbox" and args.action == "fund":
         return await _sandbox_fund(args, container)
     if args.command == "nonces":
@@ -148,6 +151,72 @@ async def _native_balance(
         # The type only: a driver's message may hold the node's URL, a secret.
         return {**shown, "error": f"the node could not be read ({type(exc).__name__})"}
     return {**shown, "balance": format_balance(units, asset.decimals)}
+
+
+async def _platform_cpfp(args: argparse.Namespace, container: Container) -> dict[str, Any]:
+    """`walletcore platform cpfp`: child pays for parent on the platform wallet's BITCOIN
+    address (docs/bitcoin.md, Lifecycle). The unspent outputs of the unconfirmed parent
+    that pay the platform go back to it, at the fee that brings the package to the target
+    rate (`--fee-rate`, default the gateway's estimate), under the fee cap
+    (`WALLETCORE_FEE_CAPS`); signed with the platform key, broadcast, audited
+    (`platform.cpfp`, target the child)."""
+    from walletcore.domain.ids import new_id
+    from walletcore.services.transfers import Wallets, sign_transfer
+    from walletcore_chains.bitcoin.gateway import BitcoinGateway
+
+    client_id = args.client_id.strip().lower()
+    storage = container.storage()
+    if isinstance(storage, Lifecycle):
+        await storage.start()  # the address's lease is kept in the storage
+    gateways = container.gateways()
+    request_id = f"operator-cpfp-{new_id()}"
+    audit_id = client_id if is_id(client_id) else None  # never what an operator mistyped
+    try:
+        async with container.auditor().record("platform.cpfp", request_id, audit_id) as note:
+            if audit_id is None:
+                raise ApiClientNotFound()
+            async with storage.read() as unit:
+                if await unit.clients.get(client_id) is None:
+                    raise ApiClientNotFound()
+                wallet = await platform_wallet(unit, client_id)  # 404 until provisioned
+            gateway = gateways.get(Chain.BITCOIN)
+            if not isinstance(gateway, BitcoinGateway):
+                raise InvalidRequest(
+                    "BITCOIN has no rpc gateway here: child-pays-for-parent needs a node "
+                    "(WALLETCORE_CHAINS=rpc or WALLETCORE_CHAIN_BITCOIN=rpc, docs/bitcoin.md)"
+                )
+            address = wallet.addresses.get(Chain.BITCOIN)
+            if address is None:
+                raise InvalidRequest("the platform wallet has no BITCOIN address")
+            rate = args.fee_rate if args.fee_rate is not None else await gateway.fee_rate()
+            cap = container.transfer_settings().cap_units(Chain.BITCOIN)
+            unsigned = await gateway.prepare_cpfp(address, args.txid, rate, cap_units=cap)
+            parent = args.txid.strip().lower()  # checked by prepare_cpfp
+            try:
+                signed, _ = await sign_transfer(
+                    container.keystore(), gateway, unsigned, Wallets(wallet), None
+                )
+            except BaseException:
+                await gateway.release(unsigned)  # never broadcast: the address's turn back
+                raise
+            try:
+                child = await gateway.broadcast(signed)
+            except BroadcastTimeout:
+                raise BroadcastTimeout(
+                    f"Broadcast outcome unknown: the child {signed.tx_hash} may have reached "
+                    "the network; look it up before running the command again (a second "
+                    "child for the same parent is refused while the first one is known)"
+                ) from None
+            fee = unsigned.fee.native_units
+            entry = note.entry(target=child, detail=f"parent {parent}, fee {fee}")
+            async with storage.write() as unit:
+                await unit.audit.append(entry)
+            note.carried(entry)
+            return {"parent": parent, "child": child, "feeUnits": fee, "feeRate": rate}
+    finally:
+        for opened in gateways.values():
+            if isinstance(opened, Lifecycle):
+                await opened.aclose()
 
 
 async def _sandbox_fund(args: argparse.Namespace, container: Container) -> Any:

@@ -166,6 +166,26 @@ def parser() -> argparse.ArgumentParser:
         help="the platform wallet's native coin on every chain (the gas of PLATFORM fees)",
     )
     _client_id(balances)
+    cpfp = platform.add_parser(
+        "cpfp",
+        help="child pays for parent: speed up an unconfirmed BITCOIN transaction that pays "
+        "the platform wallet (rpc chains; docs/bitcoin.md)",
+        description="child pays for parent: a transaction spending the outputs of the "
+        "unconfirmed parent that pay the client's platform wallet back to it, at the fee "
+        "that brings the package to the target rate, under WALLETCORE_FEE_CAPS; signed with "
+        "the platform key, broadcast and audited (platform.cpfp)",
+    )
+    _client_id(cpfp)
+    cpfp.add_argument(
+        "--txid", required=True, help="the unconfirmed parent transaction's id (64 hex digits)"
+    )
+    cpfp.add_argument(
+        "--fee-rate",
+        type=float,
+        default=None,
+        metavar="SAT_PER_VB",
+        help="the package's target fee rate in sat/vB (default: the node's estimate)",
+    )
 
     db = _actions(commands, "db", "database schema (the SQL storage)")
     db.add_parser("upgrade", help="apply the migrations shipped with this version")
