@@ -219,11 +219,14 @@ class Server:
         return "\n".join(text.splitlines()[-lines:])
 
     def worker_pids(self) -> set[int]:
-        """The live (not zombie) child processes of the server: granian's workers."""
+        """The live (not zombie) child processes of the server: granian's workers (not
+        the `multiprocessing` resource tracker the spawn start method runs beside them)."""
         if self.proc is None:
             return set()
         return {
-            pid for pid in children(self.proc.pid) if process_state(pid) not in ("Z", "X", None)
+            pid
+            for pid in children(self.proc.pid)
+            if process_state(pid) not in ("Z", "X", None) and not _resource_tracker(pid)
         }
 
     def answers(self, client: str = "A") -> bool:
@@ -266,15 +269,25 @@ class Server:
         """A connection that `worker` accepted. Which worker accepts a connection is the
         kernel's choice, so each connection's server side is looked up in /proc (the
         worker holding that socket) until the wanted one has it."""
-        for _ in range(attempts):
+        for attempt in range(attempts):
             conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            # The kernel may hand every connection to the same worker (a fresh worker can
+            # wait long for its first): after a few tries the other workers are paused
+            # (SIGSTOP) while the connection is made, so only `worker` can accept it.
+            paused = self.worker_pids() - {worker} if attempt >= 5 else set()
+            for other in paused:
+                os.kill(other, signal.SIGSTOP)
             try:
                 conn.connect()
+                workers = self.worker_pids() | {worker}
+                accepted = worker_of_connection(workers, self.port, conn.sock.getsockname()[1])
             except ConnectionRefusedError:  # no worker listening yet (a respawn)
                 time.sleep(0.05)
                 continue
-            workers = self.worker_pids() | {worker}
-            if worker_of_connection(workers, self.port, conn.sock.getsockname()[1]) == worker:
+            finally:
+                for other in paused:
+                    os.kill(other, signal.SIGCONT)
+            if accepted == worker:
                 return conn
             conn.close()
         raise AssertionError(f"worker {worker} of {self} accepted none of {attempts} connections")
@@ -593,3 +606,11 @@ def iter_chunks(data: bytes, size: int = 4096) -> Iterator[bytes]:
     """A body sent with Transfer-Encoding: chunked (no Content-Length)."""
     for start in range(0, len(data), size):
         yield data[start : start + size]
+
+
+def _resource_tracker(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"resource_tracker" in cmdline.read()
+    except OSError:
+        return False
