@@ -8,8 +8,10 @@ plugin says (`walletcore.chainplugins.KeyDerivation`: path, curve, address of a 
 | TRON                       | m/44'/195'/0'/0/0   | BIP32 secp256k1        | base58check T...   |
 | SOLANA                     | m/44'/501'/0'/0'    | SLIP-0010 ed25519      | base58 pubkey      |
 
-Libraries do the work: bitcoinlib (mnemonic, BIP32), solders (SLIP-0010), and the chain
-plugins' (eth-keys, tronpy, solders) for addresses. Mainnet forms everywhere. Private keys
+Libraries do the work: bitcoinlib (mnemonic), eth-account's BIP32 (`HDPath`, on
+libsecp256k1 through eth-keys' coincurve backend: 28 times bitcoinlib's pure-Python curve
+here, the same keys, held to the BIP32 and BIP84 vectors by the tests), solders (SLIP-0010),
+and the chain plugins' (eth-keys, tronpy, solders) for addresses. Mainnet forms everywhere. Private keys
 come back as `bytearray`s the caller wipes; everything else is a local variable of one call.
 """
 
@@ -18,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Collection, Mapping
-from typing import Any
 
 from walletcore.chainplugins import KeyDerivation
 from walletcore.domain.assets import Chain
@@ -106,8 +107,14 @@ def derive_private_key(
         from solders.keypair import Keypair
 
         return bytearray(Keypair.from_seed_and_derivation_path(seed, derivation.path).secret())
-    master = bclib.keys().HDKey.from_seed(seed, network="bitcoin")
-    return bytearray(master.key_for_path(derivation.path).private_byte)
+    return bytearray(_bip32(seed, derivation.path))
+
+
+def _bip32(seed: bytes, path: str) -> bytes:
+    """The BIP32 secp256k1 private key at `path` (`m/...`, `'` for hardened)."""
+    from eth_account.hdaccount.deterministic import HDPath
+
+    return bytes(HDPath(path).derive(bytes(seed)))
 
 
 def address_of(
@@ -127,17 +134,11 @@ def derive_addresses(
     table = keys if keys is not None else derivations()
     publics: dict[tuple[str, str], bytes] = {}
     addresses: dict[Chain, str] = {}
-    master: Any = None  # the BIP32 master key, made once for every secp256k1 path
     for chain in chains:
         derivation = _derivation(chain, table)
         where = (derivation.curve, derivation.path)
         if where not in publics:
-            if derivation.curve == "ed25519":
-                key = derive_private_key(seed, derivation)
-            else:
-                if master is None:
-                    master = bclib.keys().HDKey.from_seed(seed, network="bitcoin")
-                key = bytearray(master.key_for_path(derivation.path).private_byte)
+            key = derive_private_key(seed, derivation)
             try:
                 publics[where] = curves.public_key(derivation.curve, key)
             finally:

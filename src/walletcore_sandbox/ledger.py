@@ -7,8 +7,12 @@ Readers never block the writer (WAL); a change is one `BEGIN IMMEDIATE` transact
 and insert under the database's write lock, so a balance checked is the balance spent), and
 a process that finds the lock taken waits for it (busy timeout). A commit survives the death
 of its process (`synchronous=NORMAL` in WAL mode; a power cut may lose the last ones, which
-is fine for a sandbox). `sqlite3` blocks, so every call runs in a worker thread
-(`asyncio.to_thread`), one at a time per ledger.
+is fine for a sandbox). A change may wait for the lock, so it runs in a worker thread
+(`asyncio.to_thread`), one at a time per ledger. A read never waits in WAL mode: it runs on
+the calling thread (the event loop's) on a read-only connection of that thread, with no
+busy timeout; the rare read the database makes busy (a WAL recovery) goes to the worker
+thread instead. A thread hop per balance read cost a sell up to a GIL switch interval (5 ms)
+under load (docs/performance.md).
 
 Rules:
 - A transaction is accepted only with a valid signature of its sender, and of its fee payer
@@ -166,6 +170,10 @@ class SandboxLedger:
         self._confirm = timedelta(seconds=confirm_seconds)
         self._lock = threading.Lock()  # one statement at a time on the connection
         self._conn: sqlite3.Connection | None = None
+        #: the read-only connection of each thread that reads inline, once the file exists
+        self._readers = threading.local()
+        self._opened_readers: list[sqlite3.Connection] = []
+        self._prepared = False
 
     def __repr__(self) -> str:
         return f"SandboxLedger({str(self.path)!r})"
@@ -177,7 +185,7 @@ class SandboxLedger:
     async def balance(self, chain: Chain, address: str, asset_id: int) -> int:
         """What `address` can spend: confirmed credits, minus every debit and fee paid."""
         now = self.now()
-        return await self._run(lambda conn: _balance(conn, chain, address, asset_id, now))
+        return await self._read(lambda conn: _balance(conn, chain, address, asset_id, now))
 
     async def knows(self, chain: Chain, address: str) -> bool:
         """Whether `address` took part in any transaction on `chain` (an indexer knows it)."""
@@ -269,12 +277,34 @@ class SandboxLedger:
 
     # -- the connection ---------------------------------------------------------------
     async def _exists(self, sql: str, parameters: tuple[Any, ...]) -> bool:
-        return await self._run(lambda conn: conn.execute(sql, parameters).fetchone() is not None)
+        return await self._read(lambda conn: conn.execute(sql, parameters).fetchone() is not None)
 
     async def _select(self, sql: str, parameters: tuple[Any, ...]) -> list[LedgerTx]:
-        return await self._run(
+        return await self._read(
             lambda conn: [LedgerTx.of(row) for row in conn.execute(sql, parameters)]
         )
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` on this thread's read-only connection; in the worker thread when the
+        database is busy (never a wait on the event loop)."""
+        if not self._prepared:
+            await self._run(lambda conn: None)  # the file exists and has its layout
+        reader = getattr(self._readers, "conn", None)
+        if reader is None:
+            reader = self._readers.conn = self._open_reader()
+        try:
+            return work(reader)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            return await self._run(work)
+
+    def _open_reader(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA query_only = 1")
+        with self._lock:
+            self._opened_readers.append(conn)
+        return conn
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await asyncio.to_thread(self._locked, work)
@@ -283,6 +313,7 @@ class SandboxLedger:
         with self._lock:
             if self._conn is None:
                 self._conn = self._open()
+                self._prepared = True
             return work(self._conn)
 
     def _open(self) -> sqlite3.Connection:
@@ -310,6 +341,10 @@ class SandboxLedger:
             conn, self._conn = self._conn, None
             if conn is not None:
                 conn.close()
+            readers, self._opened_readers = self._opened_readers, []
+            for reader in readers:
+                reader.close()
+            self._readers = threading.local()
 
 
 @contextmanager

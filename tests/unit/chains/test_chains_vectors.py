@@ -158,6 +158,27 @@ def test_bip32_vector_1(path: str, xprv: str) -> None:
     assert master.key_for_path(path).wif_private() == xprv
 
 
+@pytest.mark.parametrize(("path", "xprv"), BIP32_VECTOR_1.items())
+def test_the_bip32_derivation_hd_uses_gives_vector_1s_keys(path: str, xprv: str) -> None:
+    """`hd` derives with eth-account's BIP32 (libsecp256k1): each key of vector 1 is the
+    last 32 bytes of the vector's serialised private key, and bitcoinlib agrees."""
+    serialised = base58.b58decode_check(xprv)
+    assert hd._bip32(BIP32_SEED_1, path) == serialised[-32:]
+    master = bclib.keys().HDKey.from_seed(BIP32_SEED_1, witness_type="legacy")
+    assert hd._bip32(BIP32_SEED_1, path) == master.key_for_path(path).private_byte
+
+
+def test_hd_keys_agree_with_bitcoinlib_on_every_secp256k1_path() -> None:
+    for _ in range(5):
+        seed = secrets.token_bytes(64)
+        master = bclib.keys().HDKey.from_seed(seed, network="bitcoin")
+        for chain in (Chain.BITCOIN, Chain.ETHEREUM, Chain.TRON):
+            path = hd.paths()[chain]
+            assert (
+                bytes(hd.derive_private_key(seed, chain)) == master.key_for_path(path).private_byte
+            )
+
+
 def test_bip32_vector_1_master_by_hand() -> None:
     digest = hmac.new(b"Bitcoin seed", BIP32_SEED_1, hashlib.sha512).digest()
     serialised = bytes.fromhex("0488ade4") + b"\0" * 9 + digest[32:] + b"\0" + digest[:32]
