@@ -388,8 +388,11 @@ class TradingService:
         """`/trades`: the user's trades, newest first, one page, optionally filtered.
 
         Lapsed open quotes are stored as expired first; finding none (the usual case) costs
-        no write, and the page comes from the same read unit. Only an empty page checks
-        that the user exists (a trade is always some user's).
+        no write, and the page comes from the same read unit: unfiltered, one statement
+        (the page itself shows whether a quote on it lapsed); filtered by status, the
+        lapsed quotes are looked for first (an `open` page must not show one, an `expired`
+        page must). Only an empty page checks that the user exists (a trade is always
+        some user's).
         """
         uid = parse_id(user_id, "userId")
         page: dict[str, Any] = {
@@ -399,6 +402,14 @@ class TradingService:
         }
         now = self._clock.now()
         async with self._storage.read() as unit:
+            if page["status"] is None:
+                # Unfiltered: the page alone shows whether a quote on it lapsed; one lapsed
+                # elsewhere changes nothing shown (it expires when next read or listed).
+                found = await unit.trades.page(caller.client_id, uid, **page)
+                if not any(t.lapses_unapproved(now) for t in found):
+                    if not found:  # a user with trades exists; only an empty page asks
+                        await _require_user(unit, caller, uid)
+                    return found
             lapsed = await unit.trades.lapsed(caller.client_id, uid, now)
             if not lapsed:
                 found = await unit.trades.page(caller.client_id, uid, **page)
