@@ -15,7 +15,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,22 @@ class Bitcoind:
 
 
 __all__ = ["ENV", "Bitcoind", "find_bitcoind", "free_port"]
+
+
+#: How to get a node when there is none, for a test's skip message.
+MISSING = "no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND"
+
+
+@contextmanager
+def stingy_node(binary: str, block_min_rate: float) -> Iterator[Bitcoind]:
+    """A started regtest node whose blocks take nothing paying under `block_min_rate`
+    sat/vB (`-blockmintxfee`): a send at the relay minimum stays in the mempool block after
+    block, as a stuck one does on a busy network. 101 blocks are mined (a mature coin);
+    the node stops at the end."""
+    node = Bitcoind(binary, extra_args=[f"-blockmintxfee={block_min_rate / 100_000:.8f}"])
+    node.start()
+    try:
+        node.mine(101)
+        yield node
+    finally:
+        node.stop()

@@ -37,7 +37,7 @@ from walletcore_chains.bitcoin.backend import Utxo
 from walletcore_chains.bitcoin.coins import P2WPKH_SCRIPT, vsize
 from walletcore_chains.bitcoin.follow import FACTOR, INCREMENTAL_RATE
 from walletcore_chains.bitcoin.gateway import BitcoinGateway
-from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
+from walletcore_chains.testing.bitcoind import MISSING, Bitcoind, find_bitcoind, stingy_node
 from walletcore_chains.testing.esplora_server import EsploraTestServer
 
 COIN = 100_000_000
@@ -51,17 +51,9 @@ BLOCK_MIN_RATE = 2.5
 def picky() -> Iterator[Bitcoind]:
     binary = find_bitcoind()
     if binary is None:
-        pytest.skip(
-            "no bitcoind: run the tests with `python3 dev.py test` (it installs one under "
-            ".venv/bitcoind) or set WALLETCORE_BITCOIND"
-        )
-    node = Bitcoind(binary, extra_args=[f"-blockmintxfee={BLOCK_MIN_RATE / 100_000:.8f}"])
-    node.start()
-    node.mine(101)
-    try:
-        yield node
-    finally:
-        node.stop()
+        pytest.skip(MISSING)
+    with stingy_node(binary, BLOCK_MIN_RATE) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import pytest
 from walletcore.container import create_container
 from walletcore.domain.audit import AuditEntry
 from walletcore.settings import Settings
-from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
+from walletcore_chains.testing.bitcoind import MISSING, Bitcoind, find_bitcoind, stingy_node
 from walletcore_cli import main
 
 COIN = 100_000_000
@@ -33,16 +33,9 @@ BLOCK_MIN_RATE = 2.5
 def node() -> Iterator[Bitcoind]:
     binary = find_bitcoind()
     if binary is None:
-        pytest.skip(
-            "no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND"
-        )
-    started = Bitcoind(binary, extra_args=[f"-blockmintxfee={BLOCK_MIN_RATE / 100_000:.8f}"])
-    started.start()
-    started.mine(101)
-    try:
+        pytest.skip(MISSING)
+    with stingy_node(binary, BLOCK_MIN_RATE) as started:
         yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture

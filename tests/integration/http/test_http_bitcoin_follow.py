@@ -28,7 +28,7 @@ from walletcore.services.send_record import SignedSend
 from walletcore.settings import Settings
 from walletcore_chains.bitcoin.gateway import BitcoinGateway
 from walletcore_chains.keystore import SealedKeyStore
-from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
+from walletcore_chains.testing.bitcoind import MISSING, Bitcoind, find_bitcoind, stingy_node
 from walletcore_sql.engine import sqlite_url
 
 COIN = 100_000_000
@@ -43,16 +43,9 @@ CAP_UNITS = 2_000
 def node() -> Iterator[Bitcoind]:
     binary = find_bitcoind()
     if binary is None:
-        pytest.skip(
-            "no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND"
-        )
-    started = Bitcoind(binary, extra_args=[f"-blockmintxfee={BLOCK_MIN_RATE / 100_000:.8f}"])
-    started.start()
-    started.mine(101)
-    try:
+        pytest.skip(MISSING)
+    with stingy_node(binary, BLOCK_MIN_RATE) as started:
         yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture
