@@ -97,7 +97,7 @@ async def test_sqlite_runs_in_wal_mode_and_never_waits_on_the_loop(sqlite_databa
         await storage.aclose()
 
 
-async def test_a_sqlite_writer_waits_for_another_process_lock_off_the_loop(
+async def test_a_sqlite_writer_waits_for_another_process_lock_without_blocking_the_loop(
     sqlite_database: Db,
 ) -> None:
     """Another connection (as another process would) holds the write lock for 0.4 s: the
