@@ -10,6 +10,12 @@ Rules:
 
 Coins a completed sell took are the embedder's to move (the venue settles the fiat leg): the
 check is of what the wallet holds on chain, not of a ledger of trades.
+
+The balance is read from the chain every time (a cached balance would let a sell through on
+coins already sent away). The wallet's address is remembered per process: a chain's address
+is derived from the wallet's sealed seed, which never changes, and users are never removed,
+so an address once read is the address for good (`/extend` only adds chains; a chain not
+remembered is read again). A quote and its approval then make one storage read fewer.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ from walletcore.domain.money import format_balance
 from walletcore.domain.wallet import WalletOwner
 from walletcore.ports import ChainGateway, Storage
 
+#: Wallet addresses one process remembers (about 200 bytes each).
+REMEMBERED_ADDRESSES = 100_000
+
 
 class Holdings(Protocol):
     async def units(self, client_id: str, user_id: str, asset: Asset) -> int:
@@ -34,22 +43,43 @@ class Holdings(Protocol):
 class WalletHoldings(Holdings):
     """Holdings read from the user's wallet record and its chain's gateway."""
 
-    def __init__(self, storage: Storage, gateways: Mapping[Chain, ChainGateway]) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        gateways: Mapping[Chain, ChainGateway],
+        *,
+        remembered: int = REMEMBERED_ADDRESSES,
+    ) -> None:
         self._storage = storage
         self._gateways = gateways
+        self._remembered = remembered
+        #: (client id, user id, chain) -> the wallet's address there (see the docstring)
+        self._addresses: dict[tuple[str, str, Chain], str] = {}
 
     async def units(self, client_id: str, user_id: str, asset: Asset) -> int:
-        async with self._storage.read() as unit:  # one read: a user is stored with its wallet
-            wallet = await unit.wallets.get(client_id, WalletOwner.USER, user_id)
-        if wallet is None:  # no such user, or another client's
-            raise UserNotFound()
-        address = wallet.addresses.get(asset.chain)
+        address = await self._address(client_id, user_id, asset.chain)
         if address is None:
             return 0
         try:
             return await self._gateways[asset.chain].balance(address, asset)
         except AddressUnknown:
             return 0
+
+    async def _address(self, client_id: str, user_id: str, chain: Chain) -> str | None:
+        key = (client_id, user_id, chain)
+        known = self._addresses.get(key)
+        if known is not None:
+            return known
+        async with self._storage.read() as unit:  # one read: a user is stored with its wallet
+            wallet = await unit.wallets.get(client_id, WalletOwner.USER, user_id)
+        if wallet is None:  # no such user, or another client's
+            raise UserNotFound()
+        address = wallet.addresses.get(chain)
+        if address is not None:
+            if len(self._addresses) >= self._remembered:
+                self._addresses.clear()  # bounded: start over rather than grow
+            self._addresses[key] = address
+        return address
 
 
 def check_backed(held: int, asset: Asset, amount: Decimal) -> None:
