@@ -101,7 +101,6 @@ class Container(containers.DeclarativeContainer):
         refresh_seconds=settings.provided.price_refresh_seconds,
         settle_seconds=job_settings.provided.jobs_settle_seconds,
         settle_batch=job_settings.provided.jobs_settle_batch,
-        gateways=providers.Callable(lambda c: c.gateways, __self__),  # defined below
         transfers=providers.Callable(lambda c: c.transfers, __self__),  # defined below
         follow_seconds=job_settings.provided.jobs_follow_seconds,
         follow_batch=job_settings.provided.jobs_follow_batch,

@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
 
-from walletcore.domain.assets import Chain
-from walletcore.domain.errors import PriceUnavailable, ServerError
+from walletcore.domain.errors import PriceUnavailable
 from walletcore.domain.ids import new_id
 from walletcore.domain.sends import SendRecord
-from walletcore.ports import ChainGateway, Clock, Observer, Storage
+from walletcore.ports import Clock, Observer, Storage
 from walletcore.pricing import PriceTable, usable_prices
 from walletcore.services.trading import TradingService
 from walletcore.services.transfers import Followed, Transfers
@@ -43,13 +42,6 @@ log = logging.getLogger("walletcore.jobs")
 SETTLE_CONCURRENCY = 8
 #: Node lookups one follow run makes at once.
 FOLLOW_CONCURRENCY = 8
-
-
-class _NoKeys:
-    """A key store that opens nothing (a `Jobs` built without the container's lifecycle)."""
-
-    def unseal(self, *_: Any) -> Any:
-        raise ServerError("no key store: this job runner cannot re-sign transfers")
 
 
 class PriceFeed(Protocol):
@@ -66,7 +58,7 @@ class PeriodicJob:
 
 
 class Jobs:
-    """The job functions over the container's adapters. `feed`, `trading` and `gateways`
+    """The job functions over the container's adapters. `feed`, `trading` and `transfers`
     are called on first use, so a process that never runs a job never builds the upstream
     feed."""
 
@@ -80,7 +72,6 @@ class Jobs:
         refresh_seconds: float,
         settle_seconds: float,
         settle_batch: int,
-        gateways: Callable[[], Mapping[Chain, ChainGateway]] | None = None,
         transfers: Callable[[], Transfers] | None = None,
         follow_seconds: float = 15.0,
         follow_batch: int = 200,
@@ -93,8 +84,7 @@ class Jobs:
         self.refresh_seconds = refresh_seconds
         self.settle_seconds = settle_seconds
         self._settle_batch = settle_batch
-        self._gateways = gateways
-        self._transfers_factory = transfers
+        self._transfers = transfers
         self.follow_seconds = follow_seconds
         self._follow_batch = follow_batch
         self.observer = observer or Observer()
@@ -113,18 +103,10 @@ class Jobs:
             PeriodicJob("settle_trades", self.settle_seconds, self.settle_trades),
             *(
                 [PeriodicJob("follow_sends", self.follow_seconds, self.follow_sends)]
-                if self._gateways is not None
+                if self._transfers is not None
                 else []
             ),
         ]
-
-    def _transfers(self) -> Transfers:
-        """The lifecycle the follow job drives: the container's, or one over `gateways`
-        with default settings (no keys: expired platform sends wait for a keyed run)."""
-        if self._transfers_factory is not None:
-            return self._transfers_factory()
-        gateways = self._gateways() if self._gateways is not None else {}
-        return Transfers(self._storage, self._clock, _NoKeys(), gateways)
 
     async def refresh_prices(self) -> bool:
         """Fetch and save the price table; False when it was fresh already (skipped)."""
@@ -177,6 +159,8 @@ class Jobs:
         if not followed:
             self.observer.sends_pending(0)
             return 0
+        if self._transfers is None:
+            raise RuntimeError("follow_sends needs the transfer lifecycle (Jobs(transfers=))")
         transfers = self._transfers()
         request_id = f"job-follow-{new_id()}"
         gate = asyncio.Semaphore(FOLLOW_CONCURRENCY)

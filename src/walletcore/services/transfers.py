@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -93,7 +93,7 @@ class TransferSettings(BaseSettings):
     #: `auto`: the follow job bumps stuck sends, re-fills dropped ones and re-signs expired
     #: platform sends; `manual`: only `walletcore sends bump|cancel` replaces (a dropped
     #: send's same bytes are still broadcast again: that replaces nothing).
-    fee_bump: str = Field(default="auto", pattern="^(auto|manual)$")
+    fee_bump: Literal["auto", "manual"] = "auto"
     #: Chain -> the most one transaction of a transfer may cost in fees, in the chain's
     #: native coin (a decimal string); chains left out keep `DEFAULT_FEE_CAPS`.
     fee_caps: dict[Chain, Decimal] = Field(default_factory=dict)
@@ -274,16 +274,16 @@ class Transfers:
                 rung = signed.next_rung("bump") if self.settings.automatic else None
                 if rung is not None:
                     return await self._replace(record, signed, rung, ChainStatus.STUCK, request_id)
-                return await self._mark(record, ChainStatus.STUCK, request_id)
-            return await self._mark(record, ChainStatus.PENDING, request_id)
+                return await self._mark(record, signed, ChainStatus.STUCK, request_id)
+            return await self._mark(record, signed, ChainStatus.PENDING, request_id)
         if Sighting.PENDING in others or Sighting.MISSING in others:
             # the current one can never land, an earlier one still may (mined, not deep yet)
-            return await self._mark(record, ChainStatus.PENDING, request_id)
+            return await self._mark(record, signed, ChainStatus.PENDING, request_id)
         if current is Sighting.EXPIRED and chain_follower.resigns:
             if self.settings.automatic and signed.user_id is None:
                 await self.resign(record, None, request_id)
                 return Followed.MOVED
-            return await self._mark(record, ChainStatus.DROPPED, request_id)
+            return await self._mark(record, signed, ChainStatus.DROPPED, request_id)
         # every transaction of the transfer can never land and none was mined: another
         # transaction took their place (or, on a chain that never re-signs, they expired)
         return await self._settle(record, signed, signed.current, current, request_id)
@@ -307,7 +307,7 @@ class Transfers:
                 rung = signed.next_rung("bump") or signed.next_rung("cancel")
             if rung is not None:
                 return await self._replace(record, signed, rung, ChainStatus.DROPPED, request_id)
-            return await self._mark(record, ChainStatus.DROPPED, request_id)
+            return await self._mark(record, signed, ChainStatus.DROPPED, request_id)
         except DomainError as exc:  # the node could not be asked: next run
             log.warning(
                 "send %s/%s: re-broadcast failed (%s); next run",
@@ -328,10 +328,11 @@ class Transfers:
             record, record.tracked(ChainStatus.PENDING, self._clock.now()), entry
         )
 
-    async def _mark(self, record: SendRecord, status: ChainStatus, request_id: str) -> Followed:
+    async def _mark(
+        self, record: SendRecord, signed: SignedSend, status: ChainStatus, request_id: str
+    ) -> Followed:
         if record.chain_status is status:
             return Followed.PENDING  # `checked_chain` puts it behind the others
-        signed = SignedSend.from_bytes(record.raw_tx)
         entry = None
         if status is not ChainStatus.PENDING:
             entry = self._entry(
@@ -371,11 +372,12 @@ class Transfers:
         if outcome is not Followed.MOVED:
             return outcome
         log.info("send %s/%s: %s", record.client_id, record.request_id, text)
-        await self._broadcast_quietly(record, attempt)
+        await self._broadcast_quietly(self._gateways[signed.chain], record, attempt)
         return outcome
 
-    async def _broadcast_quietly(self, record: SendRecord, attempt: Attempt) -> None:
-        gateway = self._gateways[SignedSend.from_bytes(record.raw_tx).chain]
+    async def _broadcast_quietly(
+        self, gateway: ChainGateway, record: SendRecord, attempt: Attempt
+    ) -> None:
         try:
             await gateway.broadcast(attempt.signed())
         except DomainError as exc:  # stored: the next run sees where it stands
@@ -566,7 +568,7 @@ class Transfers:
         if await self._move(record, new, entry) is not Followed.MOVED:
             await gateway.release(unsigned)
             return await self._reload(record)
-        await self._broadcast_quietly(new, attempt)
+        await self._broadcast_quietly(gateway, new, attempt)
         return new
 
     async def _wallets(self, record: SendRecord, signed: SignedSend) -> Wallets:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +20,9 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient, TestClient
 
 from walletcore.container import Container
+from walletcore.domain.assets import Chain
 from walletcore.services.auth import IssuedKey
+from walletcore_sql.engine import sqlite_url
 
 PASSWORD = "correct horse battery"
 
@@ -200,3 +203,16 @@ def judge_responses_sync(client: TestClient[Litestar]) -> TestClient[Litestar]:
         "response": [*client.event_hooks["response"], judge],
     }
     return client
+
+
+def rpc_env(home: Path, *on_rpc: Chain) -> dict[str, str]:
+    """The settings of a service on the SQL storage (SQLite under `home`) whose chains
+    `on_rpc` run on their `rpc` gateways and every other chain on the sandbox; the test
+    adds each chain's node settings."""
+    return {
+        "WALLETCORE_HOME": str(home),
+        "WALLETCORE_REPO": "sql",
+        "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
+        "WALLETCORE_CHAINS": "rpc",
+        **{f"WALLETCORE_CHAIN_{c.value}": "sandbox" for c in Chain if c not in on_rpc},
+    }

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import PASSWORD, Api, assert_ok
+from http_support import PASSWORD, Api, assert_ok, rpc_env
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
@@ -20,7 +20,6 @@ from walletcore.domain.assets import Chain, asset_by_id, native_asset
 from walletcore.settings import Settings
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.testing.anvil import AnvilNode, find_anvil
-from walletcore_sql.engine import sqlite_url
 
 pytestmark = pytest.mark.skipif(
     find_anvil() is None, reason="no anvil: run `python3 dev.py test` (it installs it)"
@@ -49,13 +48,7 @@ def container(
     home.mkdir()
     tokens = {str(k): v for node in anvils.values() for k, v in node.tokens.items()}
     env = {
-        "WALLETCORE_HOME": str(home),
-        "WALLETCORE_REPO": "sql",
-        "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
-        "WALLETCORE_CHAINS": "rpc",
-        "WALLETCORE_CHAIN_BITCOIN": "sandbox",
-        "WALLETCORE_CHAIN_TRON": "sandbox",
-        "WALLETCORE_CHAIN_SOLANA": "sandbox",
+        **rpc_env(home, Chain.ETHEREUM, Chain.BSC, Chain.POLYGON),
         "WALLETCORE_EVM_NETWORK": "mainnet",
         "WALLETCORE_ETHEREUM_RPC_URL": anvils[Chain.ETHEREUM].url,
         "WALLETCORE_BSC_RPC_URL": anvils[Chain.BSC].url,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from eth_account import Account
-from http_support import PASSWORD, Api, assert_ok, sign_in
+from http_support import PASSWORD, Api, assert_ok, rpc_env, sign_in
 from litestar.testing import AsyncTestClient
 
 from walletcore.clock import ManualClock
@@ -30,7 +30,6 @@ from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.testing.anvil import AnvilNode, find_anvil
 from walletcore_cli import main as cli_main
 from walletcore_litestar import create_app
-from walletcore_sql.engine import sqlite_url
 
 pytestmark = pytest.mark.skipif(
     find_anvil() is None, reason="no anvil: run `python3 dev.py test` (it installs it)"
@@ -52,15 +51,7 @@ def env(tmp_path: Path, node: AnvilNode, monkeypatch: pytest.MonkeyPatch) -> dic
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     values = {
-        "WALLETCORE_HOME": str(home),
-        "WALLETCORE_REPO": "sql",
-        "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
-        "WALLETCORE_CHAINS": "rpc",
-        "WALLETCORE_CHAIN_BITCOIN": "sandbox",
-        "WALLETCORE_CHAIN_TRON": "sandbox",
-        "WALLETCORE_CHAIN_SOLANA": "sandbox",
-        "WALLETCORE_CHAIN_BSC": "sandbox",
-        "WALLETCORE_CHAIN_POLYGON": "sandbox",
+        **rpc_env(home, Chain.ETHEREUM),
         "WALLETCORE_EVM_NETWORK": "mainnet",
         "WALLETCORE_ETHEREUM_RPC_URL": node.url,
         "WALLETCORE_EVM_RPC_TIMEOUT_SECONDS": "5",

@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from http_support import PASSWORD, Api, assert_ok
+from http_support import PASSWORD, Api, assert_ok, rpc_env
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
@@ -29,7 +29,6 @@ from walletcore.settings import Settings
 from walletcore_chains.bitcoin.gateway import BitcoinGateway
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.testing.bitcoind import MISSING, Bitcoind, find_bitcoind, stingy_node
-from walletcore_sql.engine import sqlite_url
 
 COIN = 100_000_000
 #: sat/vB: blocks take nothing paying less
@@ -60,15 +59,7 @@ def settings(
     home = tmp_path / "home"
     home.mkdir()
     env = {
-        "WALLETCORE_HOME": str(home),
-        "WALLETCORE_REPO": "sql",
-        "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
-        "WALLETCORE_CHAINS": "rpc",
-        "WALLETCORE_CHAIN_ETHEREUM": "sandbox",
-        "WALLETCORE_CHAIN_BSC": "sandbox",
-        "WALLETCORE_CHAIN_POLYGON": "sandbox",
-        "WALLETCORE_CHAIN_SOLANA": "sandbox",
-        "WALLETCORE_CHAIN_TRON": "sandbox",
+        **rpc_env(home, Chain.BITCOIN),
         "WALLETCORE_BITCOIN_NETWORK": "regtest",
         "WALLETCORE_BITCOIN_BACKEND": "core",
         "WALLETCORE_BITCOIN_RPC_URL": node.url,

@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from http_support import PASSWORD, Api, assert_error, assert_ok
+from http_support import PASSWORD, Api, assert_error, assert_ok, rpc_env
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
@@ -18,7 +18,6 @@ from walletcore.settings import Settings
 from walletcore_chains.bitcoin.gateway import BitcoinGateway
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
-from walletcore_sql.engine import sqlite_url
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +40,7 @@ def settings(tmp_path: Path, node: Bitcoind, monkeypatch: pytest.MonkeyPatch) ->
     home = tmp_path / "home"
     home.mkdir()
     env = {
-        "WALLETCORE_HOME": str(home),
-        "WALLETCORE_REPO": "sql",
-        "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
-        "WALLETCORE_CHAINS": "rpc",
-        "WALLETCORE_CHAIN_ETHEREUM": "sandbox",
-        "WALLETCORE_CHAIN_BSC": "sandbox",
-        "WALLETCORE_CHAIN_POLYGON": "sandbox",
-        "WALLETCORE_CHAIN_SOLANA": "sandbox",
-        "WALLETCORE_CHAIN_TRON": "sandbox",  # TRON's rpc gateway: test_http_tron_rpc.py
+        **rpc_env(home, Chain.BITCOIN),
         "WALLETCORE_BITCOIN_NETWORK": "regtest",
         "WALLETCORE_BITCOIN_BACKEND": "core",
         "WALLETCORE_BITCOIN_RPC_URL": node.url,

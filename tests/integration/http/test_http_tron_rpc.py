@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import PASSWORD, Api, assert_error, assert_ok, sign_in
+from http_support import PASSWORD, Api, assert_error, assert_ok, rpc_env, sign_in
 from litestar.testing import AsyncTestClient
 
 from walletcore.clock import ManualClock
@@ -26,7 +26,6 @@ from walletcore_chains.testing.tron_node import PARAMETERS, TronTestNode
 from walletcore_chains.tron.client import API_KEY_HEADER
 from walletcore_chains.tron.gateway import TronGateway
 from walletcore_litestar import create_app
-from walletcore_sql.engine import sqlite_url
 
 SUN = 1_000_000
 
@@ -42,15 +41,7 @@ def settings(tmp_path: Path, node: TronTestNode, monkeypatch: pytest.MonkeyPatch
     home = tmp_path / "home"
     home.mkdir()
     env = {
-        "WALLETCORE_HOME": str(home),
-        "WALLETCORE_REPO": "sql",
-        "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
-        "WALLETCORE_CHAINS": "rpc",
-        "WALLETCORE_CHAIN_BITCOIN": "sandbox",
-        "WALLETCORE_CHAIN_ETHEREUM": "sandbox",
-        "WALLETCORE_CHAIN_BSC": "sandbox",
-        "WALLETCORE_CHAIN_POLYGON": "sandbox",
-        "WALLETCORE_CHAIN_SOLANA": "sandbox",
+        **rpc_env(home, Chain.TRON),
         "WALLETCORE_TRON_NODE_URL": node.url,
         "WALLETCORE_TRON_API_KEY": "secret-api-key",
         "WALLETCORE_TRON_NETWORK": "nile",
@@ -188,15 +179,7 @@ async def test_one_request_id_is_one_transfer_through_an_expiry_and_a_resign(
     home = tmp_path / "home-held"
     home.mkdir()
     for name, value in {
-        "WALLETCORE_HOME": str(home),
-        "WALLETCORE_REPO": "sql",
-        "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
-        "WALLETCORE_CHAINS": "rpc",
-        "WALLETCORE_CHAIN_BITCOIN": "sandbox",
-        "WALLETCORE_CHAIN_ETHEREUM": "sandbox",
-        "WALLETCORE_CHAIN_BSC": "sandbox",
-        "WALLETCORE_CHAIN_POLYGON": "sandbox",
-        "WALLETCORE_CHAIN_SOLANA": "sandbox",
+        **rpc_env(home, Chain.TRON),
         "WALLETCORE_TRON_NETWORK": "nile",
         "WALLETCORE_JOBS": "off",
     }.items():

@@ -344,16 +344,12 @@ class JobStorageContract:
         entries = await db.audit.newest(10)
         assert [e.detail for e in entries if e.action == "send.settle"] == ["pending -> stuck"]
 
-    async def test_by_hash_finds_a_never_replaced_send_by_its_hash(
-        self, storage: Storage
-    ) -> None:
+    async def test_by_hash_finds_a_never_replaced_send_by_its_hash(self, storage: Storage) -> None:
         client_id, _ = await _user(storage)
         record = await _finished_send(storage, client_id, "s-1", T0)
         assert await autocommit(storage).sends.by_hash(client_id, "0xs-1") == record
 
-    async def test_concurrent_replacements_of_one_send_store_one(
-        self, storage: Storage
-    ) -> None:
+    async def test_concurrent_replacements_of_one_send_store_one(self, storage: Storage) -> None:
         client_id, _ = await _user(storage)
         record = await _finished_send(storage, client_id, "s-1", T0)
 
