@@ -8,7 +8,8 @@ Once-only, across any number of workers on any number of machines:
 - each task runs one job at a time (`lock`): a job of the same task waits while another
   is `doing`;
 - a job left `doing` by a worker that died (no heartbeat for `stalled_seconds`) is put back
-  to `todo` by the `retry_stalled` task, and runs again on a live worker. The jobs are safe
+  to `todo` by the `retry_stalled` task (itself without a lock, so a worker killed while
+  running it cannot stop the recovery), and runs again on a live worker. The jobs are safe
   to run again: the refresh skips a fresh table; a trade, and a send's chain status
   (`follow_sends`), move by compare-and-set, once;
 - a run older than three periods (a backlog after an outage) is skipped: the next period
@@ -25,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from procrastinate import App, PsycopgConnector, RetryStrategy
-from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
 
 from walletcore.container import Container
 from walletcore.domain.errors import (
@@ -83,8 +84,11 @@ def make_app(
     for job in jobs.periodic():
         _periodic(app, job.name, job.every_seconds, job.run)
 
+    # No `lock` on this one: a worker killed while running it would leave a `doing` job
+    # holding the lock, and no later run could start to put that job (or any other) back.
+    # Two runs at once are harmless: a job is put back once, the other's retry is refused.
     @app.periodic(cron=every(stalled_check_seconds))
-    @app.task(name="walletcore.retry_stalled", lock="walletcore.retry_stalled")
+    @app.task(name="walletcore.retry_stalled")
     async def retry_stalled(timestamp: int) -> int:
         """Put the jobs of dead workers back in the queue (procrastinate's recipe)."""
         stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_seconds)
@@ -94,6 +98,8 @@ def make_app(
                 await app.job_manager.retry_job(found)
             except AlreadyEnqueued:  # pragma: no cover - our tasks have no queueing lock
                 pass
+            except ConnectorException:  # not `doing` any more: another run put it back
+                log.info("job %s was put back by another run", found.id)
         return len(stalled)
 
     return app
