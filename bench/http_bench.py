@@ -781,6 +781,8 @@ def bench_config(
             print(f"  [{db.label} w{workers}] round {round_no + 1}/{args.rounds}: " + "  ".join(
                 f"{t} {results[t][-1]['ratio']:.2f}" for t in targets[1:]
             ), flush=True)
+        if args.profile is not None:
+            profile_endpoints(real, endpoints, drive, args, f"{db.kind}-w{workers}")
         rows: dict[str, dict[str, Any]] = {}
         for target, runs in results.items():
             rows[target] = {
@@ -799,6 +801,32 @@ def bench_config(
         stop(bare)
         if worker is not None:
             stop(worker)
+
+
+def profile_endpoints(
+    real: Any, endpoints: list[str], drive: Any, args: argparse.Namespace, tag: str
+) -> None:
+    """One more run of each endpoint with py-spy recording the service's worker processes
+    (the children of `walletcore serve`), collapsed stacks in `--profile DIR`."""
+    spy = shutil.which("py-spy") or str(BIN / "py-spy")
+    args.profile.mkdir(parents=True, exist_ok=True)
+    children = Path(f"/proc/{real.pid}/task/{real.pid}/children").read_text().split()
+    pids = [int(p) for p in children] or [real.pid]
+    for name in endpoints:
+        recorders = [
+            subprocess.Popen(
+                [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "400",
+                 "--duration", str(args.seconds + 1), "--nonblocking",
+                 "--output", str(args.profile / f"{tag}-{name}-{pid}.txt")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            for pid in pids
+        ]
+        time.sleep(0.5)
+        result = drive(name, args.seconds)
+        for recorder in recorders:
+            recorder.wait()
+        print(f"  [{tag}] profiled /{name}: {result['rps']:.0f} req/s", flush=True)
 
 
 def wait_priced(port: int, auth: dict[str, str], timeout: float = 60.0) -> None:
@@ -935,6 +963,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--write-seconds", type=float, default=None, help="default 8; quick 3")
     parser.add_argument("--write-rounds", type=int, default=None, help="default 2; quick 1")
     parser.add_argument("--no-write-path", action="store_true")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="after the rounds, run each endpoint once more under py-spy "
+                             "(the service's workers, collapsed stacks into DIR)")
     args = parser.parse_args()
     quick = args.quick
     args.seconds = max(1, min(args.seconds or (1 if quick else 4), 60))

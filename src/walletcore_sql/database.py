@@ -70,6 +70,34 @@ LOCK_RETRY_FIRST_SECONDS = 0.0005
 LOCK_RETRY_MAX_SECONDS = 0.004
 #: SQLite connections kept open for read units between uses.
 IDLE_READERS = 4
+#: SQLite group commit: at most this many write units share one transaction.
+GROUP_COMMIT_MAX = 32
+
+
+class WriteQueue:
+    """SQLite, one per event loop: the process's write units queue on `lock` (FIFO);
+    `batch` is the transaction open for them, `waiting` how many are queued."""
+
+    __slots__ = ("batch", "lock", "waiting")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.waiting = 0
+        self.batch: _Batch | None = None
+
+
+class _Batch:
+    """One SQLite transaction shared by the write units that queued while it was open."""
+
+    __slots__ = ("closer", "conn", "done", "finishing", "members", "transaction")
+
+    def __init__(self, conn: Connection, transaction: Any, done: asyncio.Future[None]) -> None:
+        self.conn = conn
+        self.transaction = transaction
+        self.done = done  # the COMMIT's outcome
+        self.members = 0  # units whose statements it holds
+        self.closer: asyncio.Future[None] | None = None
+        self.finishing: asyncio.Future[None] | None = None
 
 
 class InlineConnection:
@@ -140,11 +168,11 @@ class SqliteInline:
         #: a read): the writer's, and idle readers'.
         self._writer: Connection | None = None
         self._readers: list[Connection] = []
+        #: group commits and closers running (held: the loop keeps only weak references)
+        self._tasks: set[asyncio.Future[None]] = set()
 
     @asynccontextmanager
-    async def transaction(
-        self, write: bool, write_lock: asyncio.Lock
-    ) -> AsyncIterator[InlineConnection]:
+    async def transaction(self, write: bool, queue: WriteQueue) -> AsyncIterator[InlineConnection]:
         if not write:
             with storage_errors():
                 conn = self._readers.pop() if self._readers else self.engine.connect()
@@ -154,23 +182,127 @@ class SqliteInline:
             finally:
                 self._idle(conn)
             return
-        async with write_lock:
+        queue.waiting += 1
+        try:
+            await queue.lock.acquire()
+        finally:
+            queue.waiting -= 1
+        batch: _Batch | None = None
+        joined = False
+        try:
+            batch = queue.batch or await self._open_batch(queue)
+            # The first unit of a transaction needs no savepoint: if it fails, the whole
+            # transaction (nothing but it) rolls back.
             with storage_errors():
-                conn = self._writer or self.engine.connect().execution_options(
-                    **{SQLITE_WRITE: True}
-                )
-            self._writer = None
+                savepoint = batch.conn.begin_nested() if batch.members else None
             try:
+                with storage_errors():  # the unit's driver errors too
+                    yield InlineConnection(batch.conn)
+            except BaseException:
+                self._undo(queue, batch, savepoint)
+                raise
+            if savepoint is not None:
                 with storage_errors():
-                    transaction = await self._begin_immediate(conn)
-                    with transaction:
-                        yield InlineConnection(conn)
-            finally:
-                if self._usable(conn):
-                    self._writer = conn
-                else:
-                    conn.close()
-        self._committed()
+                    savepoint.commit()  # RELEASE: its statements stay in the transaction
+            batch.members += 1
+            joined = True
+        finally:
+            self._hand_on(queue, batch)
+        if joined:  # durable once the transaction it joined commits (shared by all its units)
+            await asyncio.shield(batch.done)
+
+    async def _open_batch(self, queue: WriteQueue) -> _Batch:
+        """BEGIN IMMEDIATE on the writer connection: a new group of units."""
+        with storage_errors():
+            conn = self._writer or self.engine.connect().execution_options(**{SQLITE_WRITE: True})
+        self._writer = None
+        try:
+            with storage_errors():
+                transaction = await self._begin_immediate(conn)
+        except BaseException:
+            self._keep_writer(conn)
+            raise
+        queue.batch = _Batch(conn, transaction, asyncio.get_running_loop().create_future())
+        return queue.batch
+
+    def _undo(self, queue: WriteQueue, batch: _Batch, savepoint: Any) -> None:
+        """A unit raised: its statements are undone, the group's earlier units stay (their
+        savepoints were released into the transaction); a group whose first unit raised,
+        or whose savepoint cannot be rolled back, ends rolled back."""
+        if savepoint is not None:
+            try:
+                savepoint.rollback()
+                return
+            except Exception as exc:  # noqa: BLE001 - the connection is gone: all fail
+                log.warning("SQLite savepoint rollback failed; the group is rolled back")
+                failure: BaseException = exc
+        else:
+            failure = RuntimeError("the group's first unit raised")
+        with contextlib.suppress(Exception):
+            batch.transaction.rollback()
+        self._end_batch(queue, batch, failure if batch.members else None)
+
+    def _hand_on(self, queue: WriteQueue, batch: _Batch | None) -> None:
+        """A unit is done: the group stays open for the units queued behind it (up to
+        GROUP_COMMIT_MAX), else it commits now; the lock passes on either way, or, while
+        the commit runs, is held by it."""
+        if batch is None or queue.batch is not batch:  # not opened, or ended (rolled back)
+            queue.lock.release()
+            return
+        if queue.waiting and batch.members < GROUP_COMMIT_MAX:
+            if batch.closer is None:  # commits after the units queued now (the lock is FIFO)
+                batch.closer = self._spawn(self._close_later(queue, batch))
+            queue.lock.release()
+            return
+        batch.finishing = self._spawn(self._finish(queue, batch))
+
+    def _spawn(self, work: Any) -> asyncio.Future[None]:
+        task: asyncio.Future[None] = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _close_later(self, queue: WriteQueue, batch: _Batch) -> None:
+        await queue.lock.acquire()
+        if queue.batch is batch and batch.finishing is None:
+            batch.finishing = self._spawn(self._finish(queue, batch))
+        else:
+            queue.lock.release()
+
+    async def _finish(self, queue: WriteQueue, batch: _Batch) -> None:
+        """COMMIT (the fsync) in a worker thread, the lock held: the loop serves other
+        requests meanwhile, and the units queuing form the next group."""
+        failure: BaseException | None = None
+        try:
+            await asyncio.to_thread(self._commit, batch)
+        except BaseException as exc:  # noqa: BLE001 - handed to every unit of the group
+            failure = exc
+        self._end_batch(queue, batch, failure)
+        if failure is None:
+            self._committed()
+        queue.lock.release()
+
+    @staticmethod
+    def _commit(batch: _Batch) -> None:
+        with storage_errors():
+            batch.transaction.commit()
+
+    def _end_batch(self, queue: WriteQueue, batch: _Batch, failure: BaseException | None) -> None:
+        queue.batch = None
+        if not batch.done.done():
+            if failure is None:
+                batch.done.set_result(None)
+            else:
+                batch.done.set_exception(failure)
+                batch.done.exception()  # retrieved: a group with no unit waiting is fine
+        self._keep_writer(batch.conn)
+
+    def _keep_writer(self, conn: Connection) -> None:
+        if self._usable(conn):
+            self._writer = conn
+        else:
+            with contextlib.suppress(Exception):
+                conn.close()
 
     def _idle(self, conn: Connection) -> None:
         if len(self._readers) < IDLE_READERS and self._usable(conn):
@@ -223,6 +355,11 @@ class SqliteInline:
             log.warning("SQLite WAL checkpoint failed; retried after more commits")
 
     async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        for task in list(self._tasks):  # a group still committing ends first
+            if task.get_loop() is loop:
+                with contextlib.suppress(Exception):
+                    await task
         checkpoint, self._checkpoint = self._checkpoint, None
         if checkpoint is not None and checkpoint.get_loop() is asyncio.get_running_loop():
             with contextlib.suppress(Exception):
@@ -247,7 +384,7 @@ class _Bound:
 
     loop: asyncio.AbstractEventLoop
     engine: AsyncEngine | None  # PostgreSQL; SQLite runs on `Database.inline`
-    write_lock: asyncio.Lock | None  # SQLite: this process's writers queue here
+    writers: WriteQueue | None  # SQLite: this process's write units queue here
     prepare_lock: asyncio.Lock
     #: PostgreSQL: the connections that hold nonce leases (made on first use)
     lease_engine: AsyncEngine | None = None
@@ -297,8 +434,8 @@ class Database:
         """
         bound = await self._ready()
         if self.inline is not None:
-            assert bound.write_lock is not None
-            async with self.inline.transaction(write, bound.write_lock) as inline:
+            assert bound.writers is not None
+            async with self.inline.transaction(write, bound.writers) as inline:
                 yield inline
             return
         assert bound.engine is not None
@@ -351,7 +488,7 @@ class Database:
                 None
                 if self.is_sqlite
                 else make_engine(self.url, schema=self.schema, **self._engine_options),
-                asyncio.Lock() if self.is_sqlite else None,
+                WriteQueue() if self.is_sqlite else None,
                 asyncio.Lock(),
             )
             self._bound = bound

@@ -1,0 +1,144 @@
+"""SQLite group commit (`walletcore_sql.database.SqliteInline`): write units that queue while
+one runs share its transaction, each in a savepoint, and one COMMIT (one fsync) makes them
+all durable. Each unit still commits or fails alone, and returns only once its transaction
+committed."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+
+from walletcore.domain.errors import StorageUnavailable
+from walletcore_sql import database as database_module
+from walletcore_sql.engine import sqlite_url
+from walletcore_sql.storage import SqlStorage
+
+
+@pytest.fixture
+async def storage(tmp_path: Path) -> AsyncIterator[SqlStorage]:
+    opened = SqlStorage(sqlite_url(tmp_path / "db" / "walletcore.db"), migrate=True)
+    await opened.start()
+    async with opened.database.transaction(write=True) as conn:
+        await conn.execute(text("CREATE TABLE marks (name TEXT PRIMARY KEY)"))
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
+def _commits(storage: SqlStorage) -> list[int]:
+    """Counts the COMMITs on the writer's engine."""
+    assert storage.database.inline is not None
+    counted = [0]
+
+    def listener(*_: Any) -> None:
+        counted[0] += 1
+
+    event.listen(storage.database.inline.engine, "commit", listener)
+    return counted
+
+
+def _committed_names(storage: SqlStorage) -> set[str]:
+    """What another connection (another process) sees on disk."""
+    path = storage.database.url.split("///", 1)[1]
+    with sqlite3.connect(path) as other:
+        return {row[0] for row in other.execute("SELECT name FROM marks")}
+
+
+async def _mark(storage: SqlStorage, name: str, *, fail: bool = False) -> set[str]:
+    async with storage.database.transaction(write=True) as conn:
+        await conn.execute(text("INSERT INTO marks VALUES (:n)"), {"n": name})
+        await asyncio.sleep(0)  # others queue meanwhile
+        if fail:
+            raise ValueError(f"{name} fails")
+    return _committed_names(storage)  # on exit the unit's row is on disk
+
+
+async def test_units_queued_together_share_one_commit_and_each_is_durable_on_return(
+    storage: SqlStorage,
+) -> None:
+    commits = _commits(storage)
+    seen = await asyncio.gather(*(_mark(storage, f"u{i}") for i in range(40)))
+    assert _committed_names(storage) == {f"u{i}" for i in range(40)}
+    for i, names in enumerate(seen):
+        assert f"u{i}" in names  # durable by the time its unit returned
+    # 40 units, at most 32 to a transaction, queued while the first ran: 2 to a few commits
+    assert 2 <= commits[0] < 10
+
+
+async def test_a_failing_unit_is_undone_alone_in_its_group(storage: SqlStorage) -> None:
+    commits = _commits(storage)
+    outcomes = await asyncio.gather(
+        *(_mark(storage, f"u{i}", fail=i in (0, 5, 9)) for i in range(12)),
+        return_exceptions=True,
+    )
+    failed = {i for i, o in enumerate(outcomes) if isinstance(o, ValueError)}
+    assert failed == {0, 5, 9}
+    assert _committed_names(storage) == {f"u{i}" for i in range(12)} - {"u0", "u5", "u9"}
+    assert commits[0] < 12  # still grouped
+
+
+async def test_a_failed_commit_fails_every_unit_of_the_group(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(_batch: Any) -> None:
+        raise StorageUnavailable("disk full")
+
+    monkeypatch.setattr(database_module.SqliteInline, "_commit", staticmethod(refuse))
+    outcomes = await asyncio.gather(
+        *(_mark(storage, f"u{i}") for i in range(6)), return_exceptions=True
+    )
+    assert all(isinstance(o, StorageUnavailable) for o in outcomes), outcomes
+    monkeypatch.undo()
+    # nothing was written, and the next unit works on a clean connection
+    assert _committed_names(storage) == set()
+    assert "after" in await _mark(storage, "after")
+    assert _committed_names(storage) == {"after"}
+
+
+async def test_a_queued_unit_cancelled_does_not_strand_the_group(storage: SqlStorage) -> None:
+    release = asyncio.Event()
+
+    async def slow() -> None:
+        async with storage.database.transaction(write=True) as conn:
+            await conn.execute(text("INSERT INTO marks VALUES ('slow')"))
+            await release.wait()
+
+    first = asyncio.create_task(slow())
+    await asyncio.sleep(0.01)
+    queued = asyncio.create_task(_mark(storage, "queued"))
+    await asyncio.sleep(0.01)
+    release.set()
+    await asyncio.sleep(0)  # `slow` leaves its transaction open for `queued` ...
+    queued.cancel()  # ... which never comes
+    await asyncio.wait_for(first, 5)  # committed all the same (the group's closer)
+    assert "slow" in _committed_names(storage)
+    assert "later" in await asyncio.wait_for(_mark(storage, "later"), 5)
+
+
+async def test_readers_never_see_a_group_before_it_commits(storage: SqlStorage) -> None:
+    inside = asyncio.Event()
+    release = asyncio.Event()
+
+    async def holding() -> None:
+        async with storage.database.transaction(write=True) as conn:
+            await conn.execute(text("INSERT INTO marks VALUES ('held')"))
+            inside.set()
+            await release.wait()
+
+    task = asyncio.create_task(holding())
+    await inside.wait()
+    async with storage.database.transaction() as conn:
+        rows = (await conn.execute(text("SELECT name FROM marks"))).all()
+    assert rows == []
+    release.set()
+    await task
+    async with storage.database.transaction() as conn:
+        rows = (await conn.execute(text("SELECT name FROM marks"))).all()
+    assert [r[0] for r in rows] == ["held"]
