@@ -54,6 +54,7 @@ from walletcore_sql.migrate import (
     upgrade_engine,
     upgrade_sync,
 )
+from walletcore_sql.pgread import PgReader
 
 log = logging.getLogger("walletcore.sql")
 
@@ -453,6 +454,24 @@ class Database:
                     await lazy.rollback()
                     raise
                 await lazy.commit()
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[Any]:
+        """A read unit's connection: on PostgreSQL a `PgReader` (each read one autocommitted
+        statement, straight to asyncpg: `walletcore_sql.pgread`), on SQLite a read
+        transaction (`transaction()`)."""
+        bound = await self._ready()
+        if self.inline is not None:
+            assert bound.writers is not None
+            async with self.inline.transaction(False, bound.writers) as inline:
+                yield inline
+            return
+        assert bound.engine is not None
+        reader = PgReader(bound.engine)
+        try:
+            yield reader
+        finally:
+            await reader.close()
 
     async def lease_connection(self) -> AsyncConnection:
         """A PostgreSQL connection for one nonce lease, from the leases' own pool; the

@@ -72,7 +72,7 @@ class SqlStorage(Storage, Lifecycle):
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:
-        async with self.database.transaction() as conn:
+        async with self.database.reading() as conn:
             yield SqlUnit(self.database, conn, writable=False)
 
 

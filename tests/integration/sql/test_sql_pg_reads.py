@@ -1,0 +1,145 @@
+"""PostgreSQL read units straight on asyncpg (`walletcore_sql.pgread.PgReader`): the same
+rows as SQLAlchemy gives, the same errors, the pool unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from sql_helpers import Db
+from sqlalchemy import select, text
+
+from walletcore.domain.assets import Chain, Fiat
+from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.errors import StorageError, StorageUnavailable
+from walletcore.domain.ids import new_id
+from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
+from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.testing import autocommit
+from walletcore_sql import pgread
+from walletcore_sql.storage import SqlStorage
+from walletcore_sql.stores import SqlUnit
+from walletcore_sql.tables import trades
+
+pytestmark = pytest.mark.postgres
+
+T0 = datetime(2026, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
+
+
+@pytest.fixture
+async def storage(pg_database: Db) -> AsyncIterator[SqlStorage]:
+    opened = pg_database.storage(migrate=True)
+    await opened.start()
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
+async def _client_and_user(storage: SqlStorage) -> tuple[str, str]:
+    client = ApiClient(client_id=new_id(), name="x", key_hash="00" * 32)
+    await autocommit(storage).clients.add(client)
+    uid = new_id()
+    await autocommit(storage).wallets.add_user(
+        User(uid, client.client_id, T0),
+        WalletRecord(
+            client.client_id, WalletOwner.USER, uid, b"sealed", {Chain.BITCOIN: "bc1qexample"}, T0
+        ),
+    )
+    return client.client_id, uid
+
+
+def _completed(client_id: str, user_id: str, minutes: int) -> Trade:
+    return Trade(
+        trade_id=new_id(),
+        client_id=client_id,
+        user_id=user_id,
+        side=Side.SELL,
+        asset_id=1,
+        symbol="BTC",
+        fiat=Fiat.EUR,
+        fixed_leg=FixedLeg.CRYPTO,
+        quote=Quote(Decimal("0.0100"), Decimal("601.234567891"), Decimal("60123.4567891"), T0),
+        status=TradeStatus.COMPLETED,
+        created_at=T0 + timedelta(minutes=minutes),
+        approved_at=T0 + timedelta(minutes=minutes, seconds=5),
+        completed_at=T0 + timedelta(minutes=minutes, seconds=6),
+        approved=Figures(Decimal("0.01"), Decimal("601.2"), Decimal("60120")),
+        executed=Figures(Decimal("0.01"), Decimal("601.19"), Decimal("60119")),
+        reference="SBX-1",
+    )
+
+
+async def test_the_raw_reads_answer_what_sqlalchemy_answers(storage: SqlStorage) -> None:
+    client_id, uid = await _client_and_user(storage)
+    stored = [_completed(client_id, uid, m) for m in range(3)]
+    for trade in stored:
+        await autocommit(storage).trades.add(trade)
+
+    async with storage.read() as unit:  # the raw path
+        assert isinstance(unit.conn, pgread.PgReader)  # type: ignore[attr-defined]
+        raw_page = await unit.trades.page(client_id, uid, side=None, status=None, limit=10)
+        raw_one = await unit.trades.get(client_id, uid, stored[1].trade_id)
+        raw_wallet = await unit.wallets.get(client_id, WalletOwner.USER, uid)
+        raw_client = await unit.clients.get(client_id)
+    async with storage.database.transaction() as conn:  # SQLAlchemy's
+        unit = SqlUnit(storage.database, conn, writable=False)
+        sa_page = await unit.trades.page(client_id, uid, side=None, status=None, limit=10)
+        sa_one = await unit.trades.get(client_id, uid, stored[1].trade_id)
+        sa_wallet = await unit.wallets.get(client_id, WalletOwner.USER, uid)
+        sa_client = await unit.clients.get(client_id)
+
+    assert raw_page == sa_page == list(reversed(stored))
+    assert raw_one == sa_one == stored[1]
+    assert raw_wallet == sa_wallet and raw_wallet is not None
+    assert raw_client == sa_client and raw_client is not None
+    # the values themselves: exact decimals without padding, aware UTC datetimes
+    assert str(raw_page[0].quote.crypto_amount) == "0.01"
+    assert raw_page[0].created_at.tzinfo is not None and raw_page[0].created_at == stored[2].created_at
+
+
+async def test_a_statement_it_cannot_send_as_is_goes_through_sqlalchemy(
+    storage: SqlStorage,
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    trade = _completed(client_id, uid, 0)
+    await autocommit(storage).trades.add(trade)
+    expanding = select(trades.c.trade_id).where(trades.c.trade_id.in_([trade.trade_id, "x"]))
+    async with storage.database.reading() as reader:
+        assert pgread._plan(expanding, reader.dialect) is None
+        rows = (await reader.execute(expanding)).all()
+    assert [r[0] for r in rows] == [trade.trade_id]
+
+
+async def test_a_bad_statement_is_a_500_and_the_connection_stays_usable(
+    storage: SqlStorage,
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    bad = select(text("1 / 0 AS boom")).select_from(trades)
+    await autocommit(storage).trades.add(_completed(client_id, uid, 0))
+    async with storage.database.reading() as reader:
+        with pytest.raises(StorageError) as caught:
+            await reader.execute(bad)
+        assert caught.value.status == 500 and caught.value.message == "Internal error"
+        assert caught.value.__cause__ is not None
+    async with storage.read() as unit:
+        assert await unit.clients.get(client_id) is not None
+
+
+async def test_a_connection_the_server_dropped_is_a_503_then_a_fresh_one(
+    storage: SqlStorage,
+) -> None:
+    client_id, _ = await _client_and_user(storage)
+    async with storage.read() as unit:
+        await unit.clients.get(client_id)  # the reader now holds a pooled connection
+        pid = unit.conn._fairy.driver_connection.get_server_pid()  # type: ignore[attr-defined]
+        async with storage.database.transaction(write=True) as other:
+            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(StorageUnavailable) as caught:
+            await unit.clients.get(client_id)
+        assert caught.value.status == 503
+    for _ in range(3):  # the pool hands out working connections again
+        async with storage.read() as unit:
+            assert await unit.clients.get(client_id) is not None
