@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from walletcore.container import Container
 from walletcore.domain.clients import ApiClient
+from walletcore.domain.trade import Trade
 from walletcore.plugins import AdapterNotFound
 from walletcore.ports import PriceMap
 from walletcore.services.auth import AuthService
@@ -20,7 +22,7 @@ from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
 from walletcore_litestar.metrics import PrometheusObserver
 from walletcore_litestar.operations import OperationsSettings
-from walletcore_litestar.schemas import ClientConfig, FiatPrices, price_map
+from walletcore_litestar.schemas import ClientConfig, FiatPrices, TradeView, price_map
 
 log = logging.getLogger("walletcore.http")
 
@@ -30,6 +32,8 @@ STATE_KEY = "walletcore"
 OPERATIONS_KEY = "walletcore_operations"
 #: Distinct client configurations whose `/config` view is kept.
 CONFIG_CACHE_SIZE = 1024
+#: Views of trades in a terminal status kept (the oldest dropped first).
+TERMINAL_VIEWS_SIZE = 50_000
 
 
 class Services:
@@ -39,6 +43,7 @@ class Services:
         self.container = container
         self._config_views: dict[tuple[Any, ...], ClientConfig] = {}
         self._prices: tuple[PriceMap | None, dict[str, FiatPrices]] = (None, {})
+        self._terminal_views: OrderedDict[tuple[str, str, str], TradeView] = OrderedDict()
 
     def warm_up(self) -> None:
         """Resolve the services at start-up rather than on a first request."""
@@ -71,6 +76,28 @@ class Services:
             if len(self._config_views) >= CONFIG_CACHE_SIZE:
                 self._config_views.clear()
             view = self._config_views[key] = ClientConfig.of(self.market.config(client))
+        return view
+
+    def trade_view(self, trade: Trade) -> TradeView:
+        """A trade's wire view; a trade in a terminal status is formatted once.
+
+        A completed, failed, expired or cancelled trade never changes again: the domain
+        moves a trade only out of `open`, `approved` and `executing`, and every store
+        writes a move as a compare-and-set on the stored status. So its view (six figures
+        cut to six places, three dates) is built once per process, not on every `/trades`
+        page that shows it (formatting was a third of a page's cost; docs/performance.md,
+        item 18). Keyed by trade, client and user; the oldest views go past
+        `TERMINAL_VIEWS_SIZE`. A trade in any other status is formatted every time.
+        """
+        if not trade.status.is_terminal:
+            return TradeView.of(trade)
+        key = (trade.trade_id, trade.client_id, trade.user_id)
+        views = self._terminal_views
+        view = views.get(key)
+        if view is None:
+            view = views[key] = TradeView.of(trade)
+            if len(views) > TERMINAL_VIEWS_SIZE:
+                views.popitem(last=False)
         return view
 
     @cached_property

@@ -21,7 +21,6 @@ from walletcore_litestar.schemas import (
     TradeRequest,
     TradesEnvelope,
     TradesRequest,
-    TradeView,
 )
 from walletcore_litestar.security import caller_of, user_id_of
 from walletcore_litestar.services import services_of
@@ -32,7 +31,7 @@ _NO_TRADE = {404: TradeNotFound.default_message}
 
 
 def _answer(request: Request[Any, Any, Any], trade: Trade) -> TradeEnvelope:
-    return TradeEnvelope(TradeView.of(trade), request_id_of(request.scope))
+    return TradeEnvelope(services_of(request.app).trade_view(trade), request_id_of(request.scope))
 
 
 @post(
@@ -143,4 +142,5 @@ async def list_trades(
         side=data.side,
         status=data.status,
     )
-    return TradesEnvelope([TradeView.of(t) for t in trades], request_id_of(request.scope))
+    view = services_of(request.app).trade_view
+    return TradesEnvelope([view(t) for t in trades], request_id_of(request.scope))

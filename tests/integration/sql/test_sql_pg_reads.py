@@ -66,8 +66,8 @@ def _completed(client_id: str, user_id: str, minutes: int) -> Trade:
         created_at=T0 + timedelta(minutes=minutes),
         approved_at=T0 + timedelta(minutes=minutes, seconds=5),
         completed_at=T0 + timedelta(minutes=minutes, seconds=6),
-        approved=Figures(Decimal("0.01"), Decimal("601.2"), Decimal("60120")),
-        executed=Figures(Decimal("0.01"), Decimal("601.19"), Decimal("60119")),
+        approved=Figures(Decimal("0.01"), Decimal("601.2"), Decimal(60120)),
+        executed=Figures(Decimal("0.01"), Decimal("601.19"), Decimal(60119)),
         reference="SBX-1",
     )
 
@@ -97,7 +97,9 @@ async def test_the_raw_reads_answer_what_sqlalchemy_answers(storage: SqlStorage)
     assert raw_client == sa_client and raw_client is not None
     # the values themselves: exact decimals without padding, aware UTC datetimes
     assert str(raw_page[0].quote.crypto_amount) == "0.01"
-    assert raw_page[0].created_at.tzinfo is not None and raw_page[0].created_at == stored[2].created_at
+    assert (
+        raw_page[0].created_at.tzinfo is not None and raw_page[0].created_at == stored[2].created_at
+    )
 
 
 async def test_a_statement_it_cannot_send_as_is_goes_through_sqlalchemy(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from typing import Any
 
 import pytest
