@@ -54,7 +54,7 @@ from walletcore_sql.migrate import (
     upgrade_engine,
     upgrade_sync,
 )
-from walletcore_sql.pgread import PgReader
+from walletcore_sql.pgread import PgReader, PgWriter
 
 log = logging.getLogger("walletcore.sql")
 
@@ -472,6 +472,29 @@ class Database:
             yield reader
         finally:
             await reader.close()
+
+    @asynccontextmanager
+    async def writing(self) -> AsyncIterator[Any]:
+        """A write unit of the stores: on PostgreSQL a `PgWriter` (straight to asyncpg;
+        BEGIN at the first statement or never, COMMIT at the end, ROLLBACK when it raises:
+        `walletcore_sql.pgread`), on SQLite `transaction(write=True)`."""
+        bound = await self._ready()
+        if self.inline is not None:
+            assert bound.writers is not None
+            async with self.inline.transaction(True, bound.writers) as inline:
+                yield inline
+            return
+        assert bound.engine is not None
+        writer = PgWriter(bound.engine)
+        try:
+            try:
+                yield writer
+            except BaseException:
+                await writer.rollback()
+                raise
+            await writer.commit()
+        finally:
+            await writer.close()
 
     async def lease_connection(self) -> AsyncConnection:
         """A PostgreSQL connection for one nonce lease, from the leases' own pool; the

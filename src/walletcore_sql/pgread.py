@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import exc as sa_exc
@@ -40,7 +41,7 @@ Processor = Callable[[Any], Any] | None
 #: Statements compiled for the raw path (the stores' module-level statements: a few dozen).
 #: Entries hold their statement, so an id is never reused while cached; past the bound a
 #: statement is sent through SQLAlchemy instead.
-_PLANS: dict[tuple[int, int], _Plan | None] = {}
+_PLANS: dict[tuple[int, int, tuple[str, ...]], _Plan | None] = {}
 _PLANS_MAX = 512
 
 
@@ -69,6 +70,10 @@ class _Plan:
             out.append(value if process is None else process(value))
         return out
 
+    @property
+    def returns_rows(self) -> bool:
+        return bool(self.keys)
+
     def learn_columns(self, dialect: Any, type_oids: Sequence[int]) -> None:
         columns = self.compiled._result_columns
         self.processors = [
@@ -77,18 +82,27 @@ class _Plan:
         ]
 
 
-def _plan(statement: Any, dialect: Any) -> _Plan | None:
-    key = (id(statement), id(dialect))
+def _plan(
+    statement: Any, dialect: Any, parameters: Mapping[str, Any] | None = None
+) -> _Plan | None:
+    """The plan of `statement`; an INSERT or UPDATE is compiled, as SQLAlchemy compiles
+    it, for the columns its parameters name (a column left out keeps its default)."""
+    if isinstance(parameters, Sequence):  # executemany: each set names the same columns
+        parameters = parameters[0] if parameters else None
+    columns = tuple(sorted(parameters)) if parameters and statement.is_dml else ()
+    key = (id(statement), id(dialect), columns)
     try:
         return _PLANS[key]
     except KeyError:
         pass
-    compiled = statement.compile(dialect=dialect)
+    if columns:
+        compiled = statement.compile(dialect=dialect, column_keys=list(columns))
+    else:
+        compiled = statement.compile(dialect=dialect)
     sendable = (
         compiled.positiontup is not None
         and not compiled.escaped_bind_names
         and "POSTCOMPILE" not in compiled.string
-        and bool(compiled._result_columns)
     )
     plan = _Plan(statement, compiled) if sendable else None
     if len(_PLANS) < _PLANS_MAX:
@@ -99,14 +113,12 @@ def _plan(statement: Any, dialect: Any) -> _Plan | None:
 class RawResult:
     """What the stores read of a result: `mappings().one_or_none()` / `.all()`, scalars."""
 
-    __slots__ = ("_rows",)
+    __slots__ = ("_rows", "rowcount")
 
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, rows: list[dict[str, Any]], rowcount: int | None = None) -> None:
         self._rows = rows
-
-    @property
-    def rowcount(self) -> int:
-        return len(self._rows)
+        #: rows matched (a SELECT's, or a RETURNING statement's, rows; else the server's count)
+        self.rowcount = len(rows) if rowcount is None else rowcount
 
     def mappings(self) -> RawResult:
         return self
@@ -172,27 +184,48 @@ class PgReader:
         return self._engine.dialect
 
     async def execute(self, statement: Any, parameters: Mapping[str, Any] | None = None) -> Any:
-        dialect = self._engine.dialect
-        plan = _plan(statement, dialect)
+        plan = _plan(statement, self._engine.dialect, parameters)
         if plan is None:
             return await self._through_sqlalchemy(statement, parameters)
-        arguments = plan.arguments(parameters or {})
+        return await self._run(plan, parameters)
+
+    async def _driver(self) -> Any:
         if self._fairy is None:
             with storage_errors():
                 self._fairy = await self._engine.raw_connection()
-        driver = self._fairy.driver_connection
+        return self._fairy.driver_connection
+
+    async def _guarded(self, driver: Any, operation: Awaitable[Any]) -> Any:
+        """`operation`'s result; a driver error as the port's error (the connection
+        dropped from the pool when it may be broken)."""
         try:
-            if plan.processors is None:
-                prepared = await driver.prepare(plan.sql)
-                plan.learn_columns(dialect, [a.type.oid for a in prepared.get_attributes()])
-                records = await prepared.fetch(*arguments)
-            else:
-                records = await driver.fetch(plan.sql, *arguments)
+            return await operation
         except Exception as exc:
             failure, broken = _asyncpg_failure(exc, driver)
             if broken:
                 await self._invalidate(exc)
             raise failure from exc
+
+    async def _run(self, plan: _Plan, parameters: Any) -> RawResult:
+        driver = await self._driver()
+        if isinstance(parameters, Sequence):  # executemany (an upsert per row): no rows back
+            if plan.returns_rows:
+                raise RuntimeError("executemany of a statement that returns rows")
+            batch = [plan.arguments(one) for one in parameters]
+            await self._guarded(driver, driver.executemany(plan.sql, batch))
+            return RawResult([], -1)
+        arguments = plan.arguments(parameters or {})
+        if not plan.returns_rows:
+            status = await self._guarded(driver, driver.execute(plan.sql, *arguments))
+            return RawResult([], _rowcount(status))
+        if plan.processors is None:
+            prepared = await self._guarded(driver, driver.prepare(plan.sql))
+            plan.learn_columns(
+                self._engine.dialect, [a.type.oid for a in prepared.get_attributes()]
+            )
+            records = await self._guarded(driver, prepared.fetch(*arguments))
+        else:
+            records = await self._guarded(driver, driver.fetch(plan.sql, *arguments))
         keys, processors = plan.keys, plan.processors
         assert processors is not None
         if not any(processors):
@@ -235,6 +268,84 @@ class PgReader:
         fallback, self._fallback = self._fallback, None
         with storage_errors():
             if fairy is not None:
-                await greenlet_spawn(fairy.close)  # back to the pool (reset on return)
+                if _settled(fairy.driver_connection):
+                    await greenlet_spawn(fairy.close)  # back to the pool (reset on return)
+                else:  # a transaction or a statement still open on it: never reused
+                    self._fairy = fairy
+                    await self._invalidate(RuntimeError("closed while in use"))
             if fallback is not None:
                 await fallback.close()
+
+
+class PgWriter(PgReader):
+    """A PostgreSQL write unit's connection (module rules): BEGIN at its first statement,
+    or never (`execute_alone`: a unit of one statement is autocommitted, atomic on its
+    own), COMMIT when the unit ends cleanly, ROLLBACK when it raises. Every statement must
+    be one the raw path can send: a write unit never splits over two connections."""
+
+    __slots__ = ("_alone", "_transaction")
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        super().__init__(engine)
+        self._transaction: Any = None
+        self._alone = False
+
+    async def execute(self, statement: Any, parameters: Mapping[str, Any] | None = None) -> Any:
+        if self._alone:
+            raise RuntimeError("a unit's statement alone was sent: nothing may follow it")
+        plan = self._plan_of(statement, parameters)
+        if self._transaction is None:
+            driver = await self._driver()
+            transaction = driver.transaction()
+            await self._guarded(driver, transaction.start())
+            self._transaction = transaction
+        return await self._run(plan, parameters)
+
+    async def execute_alone(
+        self, statement: Any, parameters: Mapping[str, Any] | None = None
+    ) -> Any:
+        """The last statement of the unit: autocommitted when it is the only one."""
+        if self._transaction is not None:
+            return await self.execute(statement, parameters)
+        plan = self._plan_of(statement, parameters)
+        self._alone = True
+        return await self._run(plan, parameters)
+
+    def _plan_of(self, statement: Any, parameters: Mapping[str, Any] | None) -> _Plan:
+        plan = _plan(statement, self._engine.dialect, parameters)
+        if plan is None:
+            raise RuntimeError(f"a write unit cannot send this statement raw: {statement}")
+        return plan
+
+    async def commit(self) -> None:
+        transaction, self._transaction = self._transaction, None
+        if transaction is not None:
+            if self._fairy is None:  # dropped after a broken statement
+                raise StorageUnavailable()
+            driver = self._fairy.driver_connection
+            await self._guarded(driver, transaction.commit())
+
+    async def rollback(self) -> None:
+        transaction, self._transaction = self._transaction, None
+        if transaction is not None and self._fairy is not None:
+            driver = self._fairy.driver_connection
+            with contextlib.suppress(StorageError):  # a broken one is dropped, not reused
+                await self._guarded(driver, transaction.rollback())
+
+
+def _settled(driver: Any) -> bool:
+    """Fit to go back to the pool: open, outside a transaction, no statement running."""
+    if driver.is_closed() or driver.is_in_transaction():
+        return False
+    protocol = getattr(driver, "_protocol", None)
+    cancelling = getattr(protocol, "_is_cancelling", None)
+    return not (cancelling is not None and cancelling())
+
+
+def _rowcount(status: str | None) -> int:
+    """Rows a statement matched, from the server's command tag (as SQLAlchemy reads it)."""
+    found = _COMMAND_TAG.match(status or "")
+    return int(found.group(1)) if found else -1
+
+
+_COMMAND_TAG = re.compile(r"(?:SELECT|UPDATE|DELETE|INSERT \d+) (\d+)")
