@@ -51,6 +51,11 @@ class _KnownPrices(PriceSource):
         """Bring the recorded values up to date if they are due (a refresh, a read)."""
         raise NotImplementedError
 
+    def _current(self) -> bool:
+        """True when `_fresh` would do nothing: a quote then waits on no task (a timeout
+        around nothing cost a task per quote)."""
+        return False
+
     def ages(self) -> dict[str, timedelta]:
         """symbol -> time since its newest recorded price (`walletcore.ports.PriceAges`);
         symbols never priced are absent. Read-only: it never refreshes nor reads."""
@@ -66,10 +71,11 @@ class _KnownPrices(PriceSource):
         return self._map
 
     async def unit_price(self, symbol: str, fiat: Fiat) -> Decimal:
-        try:
-            await asyncio.wait_for(self._fresh(), self._timeout)
-        except TimeoutError:
-            raise PricingTimeout() from None
+        if not self._current():
+            try:
+                await asyncio.wait_for(self._fresh(), self._timeout)
+            except TimeoutError:
+                raise PricingTimeout() from None
         known = self._known.get((symbol, fiat))
         if known is None or self._clock.now() - known[1] > self._max_age:
             raise PriceUnavailable(f"No usable {symbol}/{fiat.value} price; retry with backoff")
@@ -143,11 +149,14 @@ class RefreshingPriceSource(_KnownPrices):
 
     async def _fresh(self) -> None:
         """Without a background task (an embedder that never called start), refresh inline."""
-        if self._task is not None:
-            return
-        last = self._last_attempt
-        if last is None or self._clock.now() - last >= timedelta(seconds=self._interval):
+        if not self._current():
             await self.refresh()
+
+    def _current(self) -> bool:
+        if self._task is not None:
+            return True
+        last = self._last_attempt
+        return last is not None and self._clock.now() - last < timedelta(seconds=self._interval)
 
 
 def usable_prices(table: PriceTable) -> dict[tuple[str, Fiat], Decimal]:
@@ -208,9 +217,12 @@ class SharedPriceSource(_KnownPrices):
     def __repr__(self) -> str:
         return f"SharedPriceSource({self._storage!r})"
 
-    async def _fresh(self) -> None:
+    def _current(self) -> bool:
         loaded = self._loaded_at
-        if loaded is not None and time.monotonic() - loaded < self._cache_seconds:
+        return loaded is not None and time.monotonic() - loaded < self._cache_seconds
+
+    async def _fresh(self) -> None:
+        if self._current():
             return
         loop = asyncio.get_running_loop()
         flight = self._loading

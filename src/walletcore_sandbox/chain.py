@@ -113,8 +113,11 @@ class SandboxGateway(ChainGateway):
         return self._validator(self.chain, address)
 
     async def balance(self, address: str, asset: Asset) -> int:
-        if self.chain is Chain.BITCOIN and not await self._ledger.knows(self.chain, address):
-            raise AddressUnknown()
+        if self.chain is Chain.BITCOIN:  # an indexer knows only addresses it has seen
+            known = await self._ledger.known_balance(self.chain, address, asset.id)
+            if known is None:
+                raise AddressUnknown()
+            return known
         return await self._ledger.balance(self.chain, address, asset.id)
 
     async def history(self, address: str, asset: Asset, limit: int) -> list[TxRow]:

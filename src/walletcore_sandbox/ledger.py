@@ -187,6 +187,12 @@ class SandboxLedger:
         now = self.now()
         return await self._read(lambda conn: _balance(conn, chain, address, asset_id, now))
 
+    async def known_balance(self, chain: Chain, address: str, asset_id: int) -> int | None:
+        """`balance`, or None when `address` took part in no transaction on `chain` (what
+        `knows` answers), in one read."""
+        now = self.now()
+        return await self._read(lambda conn: _known_balance(conn, chain, address, asset_id, now))
+
     async def knows(self, chain: Chain, address: str) -> bool:
         """Whether `address` took part in any transaction on `chain` (an indexer knows it)."""
         return await self._exists(
@@ -389,11 +395,28 @@ def _insert(conn: sqlite3.Connection, tx: LedgerTx) -> None:
 def _balance(
     conn: sqlite3.Connection, chain: Chain, address: str, asset_id: int, now: datetime
 ) -> int:
-    rows: Iterable[tuple[Any, ...]] = conn.execute(
+    return _total(_movements(conn, chain, address), chain, address, asset_id, now)
+
+
+def _known_balance(
+    conn: sqlite3.Connection, chain: Chain, address: str, asset_id: int, now: datetime
+) -> int | None:
+    rows = _movements(conn, chain, address)
+    return _total(rows, chain, address, asset_id, now) if rows else None
+
+
+def _movements(conn: sqlite3.Connection, chain: Chain, address: str) -> list[tuple[Any, ...]]:
+    """The transactions of `chain` that `address` took part in."""
+    return conn.execute(
         "SELECT asset_id, sender, recipient, amount_units, fee_units, fee_payer, confirm_at "
         "FROM txs WHERE chain = ? AND (recipient = ? OR sender = ? OR fee_payer = ?)",
         (chain.value, address, address, address),
-    )
+    ).fetchall()
+
+
+def _total(
+    rows: Iterable[tuple[Any, ...]], chain: Chain, address: str, asset_id: int, now: datetime
+) -> int:
     native_id = native_asset(chain).id
     total = 0
     for asset, sender, recipient, amount, fee, fee_payer, confirm_at in rows:

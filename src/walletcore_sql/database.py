@@ -4,7 +4,9 @@ Rules:
 - The first use migrates (sandbox) or checks the schema (production): a CLI that never
   calls `start()` is safe.
 - PostgreSQL (asyncpg): a read unit takes no transaction (each read is one autocommitted
-  statement); a write unit is one BEGIN ... COMMIT on a pooled connection.
+  statement); a write unit is one BEGIN ... COMMIT on a pooled connection. The stores'
+  units (`reading`, `writing`) go straight to asyncpg (`walletcore_sql.pgread`); the
+  rest (`transaction`) through SQLAlchemy's async engine.
 - SQLite: statements run on the event loop's own thread, on a blocking pysqlite
   connection (`SqliteInline`). A statement on a local file takes microseconds, far less
   than the hop to a driver thread and back it replaces (aiosqlite cost ~9 of them per
@@ -13,8 +15,10 @@ Rules:
   and while another process holds the write lock it is tried again every 0.5 to 4 ms
   (`await asyncio.sleep` in between) until the busy timeout;
   WAL checkpoints run in a worker thread too, never inside a commit. Within the process,
-  write units queue on an asyncio lock. A commit's fsync (`synchronous = FULL`) stays on
-  the loop: on a disk whose fsync is slow, run PostgreSQL (docs/storage.md).
+  write units queue on an asyncio lock, and those that queue while one runs join its
+  transaction (group commit, each in a savepoint): one COMMIT, whose fsync
+  (`synchronous = FULL`) runs in a worker thread with the lock held, makes the group
+  durable, and each unit returns only then (docs/storage.md).
 - Driver errors leave as `StorageUnavailable` (503) or `StorageError` (500).
 - A nonce lease holds a PostgreSQL connection for as long as it lives (a session-level
   advisory lock): those come from a pool of their own, so held leases can never starve

@@ -1,5 +1,6 @@
-"""PostgreSQL read units straight on asyncpg (`walletcore_sql.pgread.PgReader`): the same
-rows as SQLAlchemy gives, the same errors, the pool unchanged."""
+"""PostgreSQL units of work straight on asyncpg (`walletcore_sql.pgread`: `PgReader`,
+`PgWriter`): the same rows as SQLAlchemy gives, the same errors, the same transactions, and
+no connection given back to the pool in a state the next unit could inherit."""
 
 from __future__ import annotations
 
@@ -145,3 +146,75 @@ async def test_a_connection_the_server_dropped_is_a_503_then_a_fresh_one(
     for _ in range(3):  # the pool hands out working connections again
         async with storage.read() as unit:
             assert await unit.clients.get(client_id) is not None
+
+
+async def _sessions_in_transaction(storage: SqlStorage) -> int:
+    async with storage.database.transaction() as conn:
+        found = await conn.execute(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state LIKE 'idle in transaction%'"
+            )
+        )
+        return int(found.scalar_one())
+
+
+async def test_a_write_unit_that_raises_leaves_nothing(storage: SqlStorage) -> None:
+    client_id, uid = await _client_and_user(storage)
+    trade = _completed(client_id, uid, 0)
+    with pytest.raises(ValueError, match="after the insert"):
+        async with storage.write() as unit:
+            await unit.trades.add(trade)
+            await unit.clients.get(client_id)  # a read: the deferred insert is sent first
+            raise ValueError("after the insert")
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, trade.trade_id) is None
+    assert await _sessions_in_transaction(storage) == 0
+
+
+async def test_a_unit_of_one_statement_takes_no_transaction(storage: SqlStorage) -> None:
+    client_id, uid = await _client_and_user(storage)
+    trade = _completed(client_id, uid, 0)
+    async with storage.database.writing() as writer:
+        unit = SqlUnit(storage.database, writer, writable=True)
+        await unit.trades.add(trade)
+        await unit.flush(last=True)  # the one statement, autocommitted
+        assert writer._transaction is None
+        assert not writer._fairy.driver_connection.is_in_transaction()
+        with pytest.raises(RuntimeError, match="nothing may follow"):
+            await unit.clients.get(client_id)
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, trade.trade_id) == trade
+
+
+async def test_a_connection_left_in_a_transaction_never_goes_back_to_the_pool(
+    storage: SqlStorage,
+) -> None:
+    client_id, _ = await _client_and_user(storage)
+    writer = pgread.PgWriter(storage.database._bound.engine)  # type: ignore[union-attr]
+    await writer.execute(text("SELECT 1 AS one"))  # BEGIN, then the statement
+    driver = writer._fairy.driver_connection
+    assert driver.is_in_transaction()
+    await writer.close()  # no COMMIT and no ROLLBACK: dropped, not pooled
+    assert driver.is_closed()
+    assert await _sessions_in_transaction(storage) == 0
+    async with storage.read() as unit:
+        assert await unit.clients.get(client_id) is not None
+
+
+async def test_a_session_dropped_inside_a_write_unit_is_a_503_and_nothing_is_kept(
+    storage: SqlStorage,
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    trade = _completed(client_id, uid, 0)
+    with pytest.raises(StorageUnavailable):
+        async with storage.write() as unit:
+            await unit.trades.add(trade)
+            await unit.clients.get(client_id)  # BEGIN and the insert are sent
+            pid = unit.conn._fairy.driver_connection.get_server_pid()  # type: ignore[attr-defined]
+            async with storage.database.transaction(write=True) as other:
+                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            await unit.clients.get(client_id)
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, trade.trade_id) is None
+        assert await unit.clients.get(client_id) is not None
