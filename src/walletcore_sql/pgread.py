@@ -63,12 +63,15 @@ class _Plan:
         self.processors: list[Processor] | None = None
 
     def arguments(self, parameters: Mapping[str, Any]) -> list[Any]:
-        values = self.compiled.construct_params(parameters, _check=False)
-        out = []
-        for name, process in self.binds:
-            value = values[name]
-            out.append(value if process is None else process(value))
-        return out
+        try:  # the usual case: the caller names every bind (a store's statements)
+            values = [parameters[name] for name, _ in self.binds]
+        except KeyError:  # binds with values of their own: SQLAlchemy fills them in
+            given = self.compiled.construct_params(parameters, _check=False)
+            values = [given[name] for name, _ in self.binds]
+        return [
+            value if process is None else process(value)
+            for (_, process), value in zip(self.binds, values, strict=True)
+        ]
 
     @property
     def returns_rows(self) -> bool:
