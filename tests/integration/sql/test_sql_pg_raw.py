@@ -4,6 +4,7 @@ no connection given back to the pool in a state the next unit could inherit."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -148,15 +149,19 @@ async def test_a_connection_the_server_dropped_is_a_503_then_a_fresh_one(
             assert await unit.clients.get(client_id) is not None
 
 
-async def _sessions_in_transaction(storage: SqlStorage) -> int:
-    async with storage.database.transaction() as conn:
-        found = await conn.execute(
-            text(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND state LIKE 'idle in transaction%'"
+async def _left_in_transaction(storage: SqlStorage, pid: int) -> bool:
+    """Whether the server session `pid` still sits inside a transaction (polled for up to
+    5 s: a session whose socket was closed ends a moment later)."""
+    for _ in range(50):
+        async with storage.database.transaction() as conn:
+            found = await conn.execute(
+                text("SELECT state FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
             )
-        )
-        return int(found.scalar_one())
+            state = found.scalar_one_or_none()
+        if state is None or not state.startswith("idle in transaction"):
+            return False
+        await asyncio.sleep(0.1)
+    return True
 
 
 async def test_a_write_unit_that_raises_leaves_nothing(storage: SqlStorage) -> None:
@@ -166,10 +171,11 @@ async def test_a_write_unit_that_raises_leaves_nothing(storage: SqlStorage) -> N
         async with storage.write() as unit:
             await unit.trades.add(trade)
             await unit.clients.get(client_id)  # a read: the deferred insert is sent first
+            pid = unit.conn._fairy.driver_connection.get_server_pid()  # type: ignore[attr-defined]
             raise ValueError("after the insert")
     async with storage.read() as unit:
         assert await unit.trades.get(client_id, uid, trade.trade_id) is None
-    assert await _sessions_in_transaction(storage) == 0
+    assert not await _left_in_transaction(storage, pid)
 
 
 async def test_a_unit_of_one_statement_takes_no_transaction(storage: SqlStorage) -> None:
@@ -194,10 +200,11 @@ async def test_a_connection_left_in_a_transaction_never_goes_back_to_the_pool(
     writer = pgread.PgWriter(storage.database._bound.engine)  # type: ignore[union-attr]
     await writer.execute(text("SELECT 1 AS one"))  # BEGIN, then the statement
     driver = writer._fairy.driver_connection
+    pid = driver.get_server_pid()
     assert driver.is_in_transaction()
     await writer.close()  # no COMMIT and no ROLLBACK: dropped, not pooled
     assert driver.is_closed()
-    assert await _sessions_in_transaction(storage) == 0
+    assert not await _left_in_transaction(storage, pid)
     async with storage.read() as unit:
         assert await unit.clients.get(client_id) is not None
 
