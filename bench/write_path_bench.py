@@ -22,6 +22,9 @@ the end), in one process and one event loop (plain asyncio):
   (b) SQLAlchemy events: `before_cursor_execute` (statements), `begin`/`commit`/`rollback`
   (transactions), pool `checkout` (each one pings when pool_pre_ping is on) and pool
   `connect` (new connections). The same socket count for one raw iteration is printed too.
+  Since the stores' units go straight to asyncpg (`walletcore_sql.direct`), their
+  statements and transactions no longer pass SQLAlchemy's events: (a) counts them, (b)
+  shows only what still goes through SQLAlchemy (and the pool's checkouts).
 
 Not a test: figures depend on the machine. With --json the last stdout line is the result
 (human lines go to stderr).
@@ -306,7 +309,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         )
         say(
             f"per sell+approve (sequential, {args.pairs} pairs): {per_pair['writes']:.1f} round "
-            f"trips (socket writes to PG), {per_pair['statements']:.1f} statements, "
+            f"trips (socket writes to PG); through SQLAlchemy: {per_pair['statements']:.1f} "
+            "statements, "
             f"{per_pair['begins']:.1f} BEGIN / {per_pair['commits']:.1f} COMMIT / "
             f"{per_pair['rollbacks']:.1f} ROLLBACK, {per_pair['checkouts']:.1f} pool checkouts, "
             f"{per_pair['connects']:.1f} new connections; raw iteration: {raw_per['writes']:.1f}"

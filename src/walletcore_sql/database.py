@@ -5,7 +5,7 @@ Rules:
   calls `start()` is safe.
 - PostgreSQL (asyncpg): a read unit takes no transaction (each read is one autocommitted
   statement); a write unit is one BEGIN ... COMMIT on a pooled connection. The stores'
-  units (`reading`, `writing`) go straight to asyncpg (`walletcore_sql.pgread`); the
+  units (`reading`, `writing`) go straight to asyncpg (`walletcore_sql.direct`); the
   rest (`transaction`) through SQLAlchemy's async engine.
 - SQLite: statements run on the event loop's own thread, on a blocking pysqlite
   connection (`SqliteInline`). A statement on a local file takes microseconds, far less
@@ -42,6 +42,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from walletcore_sql.direct import InlineRaw, PgReader, PgWriter
 from walletcore_sql.engine import (
     SQLITE_BUSY_TIMEOUT_MS,
     SQLITE_WRITE,
@@ -58,7 +59,6 @@ from walletcore_sql.migrate import (
     upgrade_engine,
     upgrade_sync,
 )
-from walletcore_sql.pgread import PgReader, PgWriter
 
 log = logging.getLogger("walletcore.sql")
 
@@ -464,13 +464,13 @@ class Database:
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[Any]:
         """A read unit's connection: on PostgreSQL a `PgReader` (each read one autocommitted
-        statement, straight to asyncpg: `walletcore_sql.pgread`), on SQLite a read
+        statement, straight to asyncpg: `walletcore_sql.direct`), on SQLite a read
         transaction (`transaction()`)."""
         bound = await self._ready()
         if self.inline is not None:
             assert bound.writers is not None
             async with self.inline.transaction(False, bound.writers) as inline:
-                yield inline
+                yield InlineRaw(inline.sync)
             return
         assert bound.engine is not None
         reader = PgReader(bound.engine)
@@ -483,12 +483,12 @@ class Database:
     async def writing(self) -> AsyncIterator[Any]:
         """A write unit of the stores: on PostgreSQL a `PgWriter` (straight to asyncpg;
         BEGIN at the first statement or never, COMMIT at the end, ROLLBACK when it raises:
-        `walletcore_sql.pgread`), on SQLite `transaction(write=True)`."""
+        `walletcore_sql.direct`), on SQLite `transaction(write=True)`."""
         bound = await self._ready()
         if self.inline is not None:
             assert bound.writers is not None
             async with self.inline.transaction(True, bound.writers) as inline:
-                yield inline
+                yield InlineRaw(inline.sync)
             return
         assert bound.engine is not None
         writer = PgWriter(bound.engine)

@@ -1,6 +1,7 @@
-"""PostgreSQL units of work straight on asyncpg (`walletcore_sql.pgread`: `PgReader`,
-`PgWriter`): the same rows as SQLAlchemy gives, the same errors, the same transactions, and
-no connection given back to the pool in a state the next unit could inherit."""
+"""The stores' units of work straight on the driver (`walletcore_sql.direct`: `PgReader`
+and `PgWriter` on asyncpg, `InlineRaw` on SQLite's pysqlite): the same rows as SQLAlchemy
+gives, the same errors, the same transactions, and no PostgreSQL connection given back to
+the pool in a state the next unit could inherit."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from walletcore.domain.ids import new_id
 from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.testing import autocommit
-from walletcore_sql import pgread
+from walletcore_sql import direct
 from walletcore_sql.storage import SqlStorage
 from walletcore_sql.stores import SqlUnit
 from walletcore_sql.tables import trades
@@ -74,19 +75,40 @@ def _completed(client_id: str, user_id: str, minutes: int) -> Trade:
     )
 
 
+@pytest.fixture
+async def sqlite_storage(sqlite_database: Db) -> AsyncIterator[SqlStorage]:
+    opened = sqlite_database.storage(migrate=True)
+    await opened.start()
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
+async def test_the_raw_sqlite_units_answer_what_sqlalchemy_answers(
+    sqlite_storage: SqlStorage,
+) -> None:
+    await _raw_and_sqlalchemy_agree(sqlite_storage, direct.InlineRaw)
+
+
 async def test_the_raw_reads_answer_what_sqlalchemy_answers(storage: SqlStorage) -> None:
+    await _raw_and_sqlalchemy_agree(storage, direct.PgReader)
+
+
+async def _raw_and_sqlalchemy_agree(storage: SqlStorage, raw: type) -> None:
     client_id, uid = await _client_and_user(storage)
     stored = [_completed(client_id, uid, m) for m in range(3)]
     for trade in stored:
         await autocommit(storage).trades.add(trade)
 
     async with storage.read() as unit:  # the raw path
-        assert isinstance(unit.conn, pgread.PgReader)  # type: ignore[attr-defined]
+        assert isinstance(unit.conn, raw)  # type: ignore[attr-defined]
         raw_page = await unit.trades.page(client_id, uid, side=None, status=None, limit=10)
         raw_one = await unit.trades.get(client_id, uid, stored[1].trade_id)
         raw_wallet = await unit.wallets.get(client_id, WalletOwner.USER, uid)
         raw_client = await unit.clients.get(client_id)
     async with storage.database.transaction() as conn:  # SQLAlchemy's
+        assert not isinstance(conn, raw)
         unit = SqlUnit(storage.database, conn, writable=False)
         sa_page = await unit.trades.page(client_id, uid, side=None, status=None, limit=10)
         sa_one = await unit.trades.get(client_id, uid, stored[1].trade_id)
@@ -112,7 +134,7 @@ async def test_a_statement_it_cannot_send_as_is_goes_through_sqlalchemy(
     await autocommit(storage).trades.add(trade)
     expanding = select(trades.c.trade_id).where(trades.c.trade_id.in_([trade.trade_id, "x"]))
     async with storage.database.reading() as reader:
-        assert pgread._plan(expanding, reader.dialect) is None
+        assert direct._plan(expanding, reader.dialect) is None
         rows = (await reader.execute(expanding)).all()
     assert [r[0] for r in rows] == [trade.trade_id]
 
@@ -197,7 +219,7 @@ async def test_a_connection_left_in_a_transaction_never_goes_back_to_the_pool(
     storage: SqlStorage,
 ) -> None:
     client_id, _ = await _client_and_user(storage)
-    writer = pgread.PgWriter(storage.database._bound.engine)  # type: ignore[union-attr]
+    writer = direct.PgWriter(storage.database._bound.engine)  # type: ignore[union-attr]
     await writer.execute(text("SELECT 1 AS one"))  # BEGIN, then the statement
     driver = writer._fairy.driver_connection
     pid = driver.get_server_pid()

@@ -1,24 +1,32 @@
-"""PostgreSQL read units straight on asyncpg: the statement SQLAlchemy compiled, without its
-execution machinery.
+"""The stores' units of work sent straight to the driver: the statements SQLAlchemy
+compiled, without its execution machinery.
 
-A read unit on PostgreSQL takes no transaction: each of its reads is one autocommitted
-SELECT. Sent through SQLAlchemy's async engine, one such read of ten trades cost ~300 µs of
-Python over the ~100 µs asyncpg itself takes (a `Connection` with its event dispatch, the
-execution context, the greenlet hop, the cursor emulation, the result proxy;
-docs/performance.md, item 17). `PgReader` keeps what matters of SQLAlchemy and drops the
-rest:
+Sent through SQLAlchemy's engine, one read of ten trades cost ~300 µs of Python over the
+~100 µs asyncpg itself takes (a `Connection` with its event dispatch, the execution
+context, the greenlet hop, the cursor emulation, the result proxy; docs/performance.md,
+item 17). The units of `SqlStorage.read()` and `.write()` keep what matters of SQLAlchemy
+and drop the rest:
 
 - the SQL is SQLAlchemy's own compilation of the stores' statements for the engine's
-  asyncpg dialect (casts, `trimmed_money`, named binds in order), made once per statement;
+  dialect (casts, `trimmed_money`, binds in order; an INSERT or UPDATE for the columns it
+  is given), made once per statement;
 - the parameters go through the same bind processors, the rows through the same result
-  processors (picked, as SQLAlchemy picks them, by the column's PostgreSQL type);
-- the connection comes from (and goes back to) the engine's pool, so pool size, recycling
-  and reset on return are unchanged; asyncpg's own prepared-statement cache serves it;
-- a driver error leaves as the port's `StorageUnavailable` (503; the connection is
-  invalidated when it may be broken) or `StorageError` (500), as `storage_errors` does.
+  processors (picked, as SQLAlchemy picks them, by the column's type);
+- PostgreSQL (`PgReader`, `PgWriter`): the connection comes from (and goes back to) the
+  engine's pool, so pool size, recycling and reset on return are unchanged, and asyncpg's
+  own prepared-statement cache serves it. A read unit takes no transaction; a write unit
+  begins one at its first statement, or never (a unit of one statement is autocommitted).
+  A connection left inside a transaction or a cancelled statement is dropped, never
+  pooled. A driver error leaves as the port's `StorageUnavailable` (503; the pool is
+  invalidated when the session may be broken) or `StorageError` (500), as
+  `storage_errors` does. A read it cannot send as is (an expanding `IN`, escaped bind
+  names) goes through SQLAlchemy on a connection of the same pool; a write unit refuses
+  it (its statements never split over two connections).
+- SQLite (`InlineRaw`): the pysqlite connection of the unit, inside the transaction (or
+  group-commit savepoint) SQLAlchemy opened for it; what the plan cannot send goes
+  through that SQLAlchemy connection.
 
-A statement it cannot send as is (an expanding `IN`, escaped bind names) goes through
-SQLAlchemy on a connection of the same pool.
+Everything else (nonce leases, migrations, health checks) uses SQLAlchemy as before.
 """
 
 from __future__ import annotations
@@ -77,7 +85,7 @@ class _Plan:
     def returns_rows(self) -> bool:
         return bool(self.keys)
 
-    def learn_columns(self, dialect: Any, type_oids: Sequence[int]) -> None:
+    def learn_columns(self, dialect: Any, type_oids: Sequence[int | None]) -> None:
         columns = self.compiled._result_columns
         self.processors = [
             column.type._cached_result_processor(dialect, oid)
@@ -229,19 +237,7 @@ class PgReader:
             records = await self._guarded(driver, prepared.fetch(*arguments))
         else:
             records = await self._guarded(driver, driver.fetch(plan.sql, *arguments))
-        keys, processors = plan.keys, plan.processors
-        assert processors is not None
-        if not any(processors):
-            return RawResult([dict(zip(keys, record, strict=True)) for record in records])
-        return RawResult(
-            [
-                {
-                    key: value if process is None or value is None else process(value)
-                    for key, process, value in zip(keys, processors, record, strict=True)
-                }
-                for record in records
-            ]
-        )
+        return _result(plan, records)
 
     async def _through_sqlalchemy(self, statement: Any, parameters: Any) -> Any:
         with storage_errors():
@@ -334,6 +330,58 @@ class PgWriter(PgReader):
             driver = self._fairy.driver_connection
             with contextlib.suppress(StorageError):  # a broken one is dropped, not reused
                 await self._guarded(driver, transaction.rollback())
+
+
+def _result(plan: _Plan, records: Sequence[Sequence[Any]]) -> RawResult:
+    keys, processors = plan.keys, plan.processors
+    assert processors is not None
+    if not any(processors):
+        return RawResult([dict(zip(keys, record, strict=True)) for record in records])
+    return RawResult(
+        [
+            {
+                key: value if process is None or value is None else process(value)
+                for key, process, value in zip(keys, processors, record, strict=True)
+            }
+            for record in records
+        ]
+    )
+
+
+class InlineRaw:
+    """A SQLite unit of the stores (`Database.reading`/`writing`) on the loop's pysqlite
+    connection: the statements SQLAlchemy compiled for its SQLite dialect, with its bind
+    and result processors, sent to the driver directly, inside the unit's transaction (or
+    group commit savepoint) that SQLAlchemy opened. A statement the plan cannot send goes
+    through the SQLAlchemy connection itself (the same connection)."""
+
+    __slots__ = ("_dbapi", "_dialect", "sync")
+
+    def __init__(self, sync: Any) -> None:
+        self.sync = sync  # the SQLAlchemy `Connection`
+        self._dialect = sync.dialect
+        self._dbapi = sync.connection.dbapi_connection
+
+    @property
+    def dialect(self) -> Any:
+        return self._dialect
+
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        plan = _plan(statement, self._dialect, parameters)
+        if plan is None:
+            return self.sync.execute(statement, parameters)
+        with storage_errors():
+            if isinstance(parameters, Sequence):  # executemany
+                batch = [plan.arguments(one) for one in parameters]
+                self._dbapi.executemany(plan.sql, batch)
+                return RawResult([], -1)
+            cursor = self._dbapi.execute(plan.sql, plan.arguments(parameters or {}))
+            if not plan.returns_rows:
+                return RawResult([], cursor.rowcount)
+            records = cursor.fetchall()
+        if plan.processors is None:  # the driver reports no column types: as SQLAlchemy
+            plan.learn_columns(self._dialect, [None] * len(plan.keys))
+        return _result(plan, records)
 
 
 def _settled(driver: Any) -> bool:
