@@ -328,7 +328,10 @@ class PgWriter(PgReader):
         transaction, self._transaction = self._transaction, None
         if transaction is not None and self._fairy is not None:
             driver = self._fairy.driver_connection
-            with contextlib.suppress(StorageError):  # a broken one is dropped, not reused
+            # A failed ROLLBACK never hides what made the unit roll back (an error, a
+            # cancellation): the connection, still in its transaction or broken, is
+            # dropped by `close`, never reused.
+            with contextlib.suppress(StorageError, StorageUnavailable):
                 await self._guarded(driver, transaction.rollback())
 
 

@@ -247,3 +247,30 @@ async def test_a_session_dropped_inside_a_write_unit_is_a_503_and_nothing_is_kep
     async with storage.read() as unit:
         assert await unit.trades.get(client_id, uid, trade.trade_id) is None
         assert await unit.clients.get(client_id) is not None
+
+
+async def test_a_write_unit_cancelled_mid_statement_stays_cancelled_and_leaves_nothing(
+    storage: SqlStorage,
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    trade = _completed(client_id, uid, 0)
+    sent = asyncio.Event()
+
+    async def unit_work() -> None:
+        async with storage.write() as unit:
+            await unit.trades.add(trade)
+            await unit.clients.get(client_id)  # BEGIN and the insert are sent
+            sent.set()
+            await unit.conn.execute(text("SELECT pg_sleep(5)"))  # type: ignore[attr-defined]
+
+    task = asyncio.create_task(unit_work())
+    await sent.wait()
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):  # not turned into a storage error
+        await task
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, trade.trade_id) is None
+    for _ in range(3):  # the pool hands out working connections
+        async with storage.read() as unit:
+            assert await unit.clients.get(client_id) is not None
