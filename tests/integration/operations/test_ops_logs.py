@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,9 +49,15 @@ def json_logs(capfd: pytest.CaptureFixture[str]) -> Iterator[list[dict[str, Any]
     assert any(isinstance(f, RequestIdFilter) for f in handler.filters)
 
     def written() -> list[dict[str, Any]]:
-        handler.flush()
-        text = capfd.readouterr().err
-        lines.extend(json.loads(line) for line in text.splitlines() if line.strip())
+        # The access line of a request is written after its answer was sent, by the app's
+        # thread of the test client: a read right after the answer may come before it.
+        for _ in range(50):
+            handler.flush()
+            text = capfd.readouterr().err
+            lines.extend(json.loads(line) for line in text.splitlines() if line.strip())
+            if any(e.get("logger") == "walletcore.http" for e in lines):
+                break
+            time.sleep(0.05)
         return lines
 
     try:
