@@ -5,7 +5,7 @@ Rules:
   calls `start()` is safe.
 - PostgreSQL (asyncpg): a read unit takes no transaction (each read is one autocommitted
   statement); a write unit is one BEGIN ... COMMIT on a pooled connection. The stores'
-  units (`reading`, `writing`) go straight to asyncpg (`walletcore_sql.direct`); the
+  units (`unit`) go straight to asyncpg (`walletcore_sql.direct`); the
   rest (`transaction`) through SQLAlchemy's async engine.
 - SQLite: statements run on the event loop's own thread, on a blocking pysqlite
   connection (`SqliteInline`). A statement on a local file takes microseconds, far less
@@ -122,46 +122,6 @@ class InlineConnection:
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
         return self.sync.execute(statement, parameters)
-
-
-class LazyTransaction:
-    """A PostgreSQL write unit's connection that begins its transaction at its first
-    statement, or never: a unit whose only statement is `execute_alone` (one statement,
-    atomic on its own) costs that one round trip, without BEGIN and COMMIT."""
-
-    __slots__ = ("_alone", "_conn", "_transaction")
-
-    def __init__(self, conn: AsyncConnection) -> None:
-        self._conn = conn
-        self._transaction: Any = None
-        self._alone = False
-
-    @property
-    def dialect(self) -> Any:
-        return self._conn.dialect
-
-    async def execute(self, statement: Any, parameters: Any = None) -> Any:
-        if self._alone:
-            raise RuntimeError("a unit's statement alone was sent: nothing may follow it")
-        if self._transaction is None:
-            self._transaction = await self._conn.begin()
-        return await self._conn.execute(statement, parameters)
-
-    async def execute_alone(self, statement: Any, parameters: Any = None) -> Any:
-        """The last statement of the unit: autocommitted when it is the only one."""
-        if self._transaction is not None:
-            return await self.execute(statement, parameters)
-        self._alone = True
-        conn = await self._conn.execution_options(isolation_level="AUTOCOMMIT")
-        return await conn.execute(statement, parameters)
-
-    async def commit(self) -> None:
-        if self._transaction is not None:
-            await self._transaction.commit()
-
-    async def rollback(self) -> None:
-        if self._transaction is not None and self._transaction.is_active:
-            await self._transaction.rollback()
 
 
 class SqliteInline:
@@ -453,54 +413,33 @@ class Database:
                     conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
                     yield conn
                     return
-                lazy = LazyTransaction(conn)
-                try:
-                    yield lazy
-                except BaseException:
-                    await lazy.rollback()
-                    raise
-                await lazy.commit()
+                async with conn.begin():  # sent with the first statement (the adapter's)
+                    yield conn
 
     @asynccontextmanager
-    async def reading(self) -> AsyncIterator[Any]:
-        """A read unit's connection: on PostgreSQL a `PgReader` (each read one autocommitted
-        statement, straight to asyncpg: `walletcore_sql.direct`), on SQLite a read
-        transaction (`transaction()`)."""
+    async def unit(self, *, write: bool) -> AsyncIterator[Any]:
+        """The connection of a unit of the stores (`SqlStorage.read`/`.write`), straight on
+        the driver (`walletcore_sql.direct`): on PostgreSQL a `PgReader` (each read one
+        autocommitted statement) or a `PgWriter` (BEGIN at the first statement or never,
+        COMMIT at the end, ROLLBACK when it raises); on SQLite `InlineRaw` inside the
+        unit's transaction (`SqliteInline.transaction`)."""
         bound = await self._ready()
         if self.inline is not None:
             assert bound.writers is not None
-            async with self.inline.transaction(False, bound.writers) as inline:
+            async with self.inline.transaction(write, bound.writers) as inline:
                 yield InlineRaw(inline.sync)
             return
         assert bound.engine is not None
-        reader = PgReader(bound.engine)
-        try:
-            yield reader
-        finally:
-            await reader.close()
-
-    @asynccontextmanager
-    async def writing(self) -> AsyncIterator[Any]:
-        """A write unit of the stores: on PostgreSQL a `PgWriter` (straight to asyncpg;
-        BEGIN at the first statement or never, COMMIT at the end, ROLLBACK when it raises:
-        `walletcore_sql.direct`), on SQLite `transaction(write=True)`."""
-        bound = await self._ready()
-        if self.inline is not None:
-            assert bound.writers is not None
-            async with self.inline.transaction(True, bound.writers) as inline:
-                yield InlineRaw(inline.sync)
-            return
-        assert bound.engine is not None
-        writer = PgWriter(bound.engine)
+        conn = (PgWriter if write else PgReader)(bound.engine)
         try:
             try:
-                yield writer
+                yield conn
             except BaseException:
-                await writer.rollback()
+                await conn.rollback()
                 raise
-            await writer.commit()
+            await conn.commit()
         finally:
-            await writer.close()
+            await conn.close()
 
     async def lease_connection(self) -> AsyncConnection:
         """A PostgreSQL connection for one nonce lease, from the leases' own pool; the

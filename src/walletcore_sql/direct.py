@@ -137,27 +137,13 @@ class RawResult:
     def all(self) -> list[dict[str, Any]]:
         return self._rows
 
-    def first(self) -> dict[str, Any] | None:
-        return self._rows[0] if self._rows else None
-
     def one_or_none(self) -> dict[str, Any] | None:
         if len(self._rows) > 1:
             raise sa_exc.MultipleResultsFound("more than one row where one or none was required")
-        return self.first()
-
-    def one(self) -> dict[str, Any]:
-        if len(self._rows) != 1:
-            raise (sa_exc.NoResultFound if not self._rows else sa_exc.MultipleResultsFound)(
-                "Exactly one row was required"
-            )
-        return self._rows[0]
+        return self._rows[0] if self._rows else None
 
     def scalar_one_or_none(self) -> Any:
         row = self.one_or_none()
-        return None if row is None else next(iter(row.values()))
-
-    def scalar(self) -> Any:
-        row = self.first()
         return None if row is None else next(iter(row.values()))
 
 
@@ -238,6 +224,12 @@ class PgReader:
         else:
             records = await self._guarded(driver, driver.fetch(plan.sql, *arguments))
         return _result(plan, records)
+
+    async def commit(self) -> None:
+        """A read unit takes no transaction: nothing to end (`PgWriter` has one)."""
+
+    async def rollback(self) -> None:
+        """A read unit takes no transaction: nothing to end (`PgWriter` has one)."""
 
     async def _through_sqlalchemy(self, statement: Any, parameters: Any) -> Any:
         with storage_errors():
@@ -352,7 +344,7 @@ def _result(plan: _Plan, records: Sequence[Sequence[Any]]) -> RawResult:
 
 
 class InlineRaw:
-    """A SQLite unit of the stores (`Database.reading`/`writing`) on the loop's pysqlite
+    """A SQLite unit of the stores (`Database.unit`) on the loop's pysqlite
     connection: the statements SQLAlchemy compiled for its SQLite dialect, with its bind
     and result processors, sent to the driver directly, inside the unit's transaction (or
     group commit savepoint) that SQLAlchemy opened. A statement the plan cannot send goes

@@ -56,7 +56,7 @@ class SqlStorage(Storage, Lifecycle):
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[UnitOfWork]:
-        async with self.database.writing() as conn:
+        async with self.database.unit(write=True) as conn:
             unit = SqlUnit(self.database, conn, writable=True)
             yield unit
             await unit.flush(last=True)
@@ -64,7 +64,7 @@ class SqlStorage(Storage, Lifecycle):
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
         (atomic on its own); SQLite: the write unit (statements there cost no round trip)."""
-        async with self.database.writing() as conn:
+        async with self.database.unit(write=True) as conn:
             unit = SqlUnit(self.database, conn, writable=True)
             swapped = await unit.trades.swap(expected, trade, entry=entry, alone=True)
             await unit.flush(last=True)
@@ -72,7 +72,7 @@ class SqlStorage(Storage, Lifecycle):
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:
-        async with self.database.reading() as conn:
+        async with self.database.unit(write=False) as conn:
             yield SqlUnit(self.database, conn, writable=False)
 
 

@@ -518,7 +518,7 @@ class SqlTrades(TradeStore):
         }
         for key, value in rows.audit_values(entry).items():
             params[f"a_{key}"] = value
-        if alone and not self._unit.has_pending():  # PostgreSQL: a PgWriter (or LazyTransaction)
+        if alone and not self._unit.has_pending():  # PostgreSQL: a PgWriter
             result = await self._unit.conn.execute_alone(_TRADE_SWAP_AUDITED, params)
         else:
             result = await self._unit.run(_TRADE_SWAP_AUDITED, params)

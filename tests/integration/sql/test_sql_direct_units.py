@@ -133,7 +133,7 @@ async def test_a_statement_it_cannot_send_as_is_goes_through_sqlalchemy(
     trade = _completed(client_id, uid, 0)
     await autocommit(storage).trades.add(trade)
     expanding = select(trades.c.trade_id).where(trades.c.trade_id.in_([trade.trade_id, "x"]))
-    async with storage.database.reading() as reader:
+    async with storage.database.unit(write=False) as reader:
         assert direct._plan(expanding, reader.dialect) is None
         rows = (await reader.execute(expanding)).all()
     assert [r[0] for r in rows] == [trade.trade_id]
@@ -145,7 +145,7 @@ async def test_a_bad_statement_is_a_500_and_the_connection_stays_usable(
     client_id, uid = await _client_and_user(storage)
     bad = select(text("1 / 0 AS boom")).select_from(trades)
     await autocommit(storage).trades.add(_completed(client_id, uid, 0))
-    async with storage.database.reading() as reader:
+    async with storage.database.unit(write=False) as reader:
         with pytest.raises(StorageError) as caught:
             await reader.execute(bad)
         assert caught.value.status == 500 and caught.value.message == "Internal error"
@@ -203,7 +203,7 @@ async def test_a_write_unit_that_raises_leaves_nothing(storage: SqlStorage) -> N
 async def test_a_unit_of_one_statement_takes_no_transaction(storage: SqlStorage) -> None:
     client_id, uid = await _client_and_user(storage)
     trade = _completed(client_id, uid, 0)
-    async with storage.database.writing() as writer:
+    async with storage.database.unit(write=True) as writer:
         unit = SqlUnit(storage.database, writer, writable=True)
         await unit.trades.add(trade)
         await unit.flush(last=True)  # the one statement, autocommitted
