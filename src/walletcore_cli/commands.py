@@ -124,9 +124,7 @@ async def _platform_balances(client_id: str, container: Container) -> dict[str, 
         read = [_native_balance(gateways.get(c), c, wallet.addresses.get(c)) for c in chains]
         return dict(zip((c.value for c in chains), await asyncio.gather(*read), strict=True))
     finally:
-        for gateway in gateways.values():
-            if isinstance(gateway, Lifecycle):
-                await gateway.aclose()
+        await _close_gateways(gateways)
 
 
 async def _native_balance(
@@ -214,9 +212,7 @@ async def _platform_cpfp(args: argparse.Namespace, container: Container) -> dict
             note.carried(entry)
             return {"parent": parent, "child": child, "feeUnits": fee, "feeRate": rate}
     finally:
-        for opened in gateways.values():
-            if isinstance(opened, Lifecycle):
-                await opened.aclose()
+        await _close_gateways(gateways)
 
 
 async def _sandbox_fund(args: argparse.Namespace, container: Container) -> Any:
@@ -233,9 +229,7 @@ async def _sandbox_fund(args: argparse.Namespace, container: Container) -> Any:
             amount=args.amount,
         )
     finally:
-        for gateway in gateways.values():
-            if isinstance(gateway, Lifecycle):
-                await gateway.aclose()
+        await _close_gateways(gateways)
 
 
 async def _nonces(args: argparse.Namespace, container: Container) -> Any:
@@ -299,10 +293,14 @@ async def _sends(args: argparse.Namespace, container: Container) -> Any:
             client_id, request_id, cancel=args.action == "cancel", request_id_audit=audit_id
         )
     finally:
-        for gateway in container.gateways().values():
-            close = getattr(gateway, "aclose", None)
-            if close is not None:
-                await close()
+        await _close_gateways(container.gateways())
+
+
+async def _close_gateways(gateways: Any) -> None:
+    """The command's chain gateways closed (their connections, their nodes' sessions)."""
+    for gateway in gateways.values():
+        if isinstance(gateway, Lifecycle):
+            await gateway.aclose()
 
 
 async def _db(args: argparse.Namespace, settings: Settings) -> Any:

@@ -94,25 +94,8 @@ class TransferFollower(Protocol):
         ...
 
 
-#: The internal states of a followed send (`SendRecord.chain_status`), and the spec's
-#: transaction status each reads as (docs/transfers.md).
-PUBLIC_STATUS: dict[str, str] = {
-    "pending": "pending",
-    "stuck": "pending",
-    "dropped": "pending",
-    "success": "success",
-    "failed": "failed",
-}
-
-
-def public_status(internal: str) -> str:
-    return PUBLIC_STATUS.get(internal, "pending")
-
-
 __all__ = [
-    "PUBLIC_STATUS",
     "Replacement",
     "Sighting",
     "TransferFollower",
-    "public_status",
 ]

@@ -137,9 +137,8 @@ class SignedSend:
         *,
         at: datetime | None = None,
         ladder: tuple[Attempt, ...] = (),
-        kind: str = "send",
-        earlier: tuple[Attempt, ...] = (),
     ) -> SignedSend:
+        """The record of a transfer just signed (replacements: `moved_to`)."""
         return cls(
             plan.asset.chain,
             plan.asset.id,
@@ -152,9 +151,7 @@ class SignedSend:
             recipient=plan.transfer.recipient,
             amount_units=plan.transfer.amount_units,
             fee_payer_address=plan.transfer.fee_payer,
-            kind=kind,
             at=at,
-            earlier=earlier,
             ladder=ladder,
         )
 

@@ -74,7 +74,7 @@ from walletcore.services.send_record import (
     failure_result,
     replay,
 )
-from walletcore.services.transfers import Transfers, Wallets, follower, sign_transfer
+from walletcore.services.transfers import Transfers, Wallets, sign_transfer
 from walletcore.services.wallet_access import (
     platform_wallet,
     platform_wallet_or_none,
@@ -94,7 +94,7 @@ class SendService:
         gateways: Mapping[Chain, ChainGateway],
         policy: AssetPolicy,
         auditor: Auditor,
-        transfers: Transfers | None = None,
+        transfers: Transfers,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -102,7 +102,7 @@ class SendService:
         self._gateways = gateways
         self._policy = policy
         self._auditor = auditor
-        self._transfers = transfers or Transfers(storage, clock, keystore, gateways)
+        self._transfers = transfers
 
     async def send(
         self,
@@ -271,14 +271,10 @@ class SendService:
     async def _resign_on_replay(
         self, record: SendRecord, password: str, note: AuditNote
     ) -> SendRecord:
-        signed = SignedSend.from_bytes(record.raw_tx)
-        chain_follower = follower(self._gateways.get(signed.chain))
-        if chain_follower is None or not chain_follower.resigns:
-            return record
         try:
             return await self._transfers.resign(record, password, note.request_id)
         except WrongWalletPassword:
-            raise password_error_for(signed.chain) from None
+            raise password_error_for(SignedSend.from_bytes(record.raw_tx).chain) from None
 
     async def _broadcast(
         self, record: SendRecord, signed: SignedSend, note: AuditNote

@@ -63,6 +63,7 @@ from walletcore.ports import (
     UnsignedTransfer,
 )
 from walletcore.ports.follow import Replacement, Sighting, TransferFollower
+from walletcore.services.audit import Auditor
 from walletcore.services.send_record import Attempt, SignedSend
 from walletcore.services.wallet_access import platform_wallet, user_wallet
 
@@ -196,6 +197,7 @@ class Transfers:
         self._keystore = keystore
         self._gateways = gateways
         self.settings = settings or TransferSettings()
+        self._auditor = Auditor(storage, clock)
 
     # -- the ladder, when a send is signed --------------------------------------------
     def ladder(self, gateway: ChainGateway, unsigned: UnsignedTransfer) -> list[Replacement]:
@@ -281,8 +283,8 @@ class Transfers:
             return await self._mark(record, signed, ChainStatus.PENDING, request_id)
         if current is Sighting.EXPIRED and chain_follower.resigns:
             if self.settings.automatic and signed.user_id is None:
-                await self.resign(record, None, request_id)
-                return Followed.MOVED
+                outcome, _ = await self._resign(record, signed, gateway, seen, None, request_id)
+                return outcome
             return await self._mark(record, signed, ChainStatus.DROPPED, request_id)
         # every transaction of the transfer can never land and none was mined: another
         # transaction took their place (or, on a chain that never re-signs, they expired)
@@ -490,14 +492,11 @@ class Transfers:
         *,
         target: str,
         detail: str,
-        outcome: str = "ok",
     ) -> AuditEntry:
-        return AuditEntry(
-            at=self._clock.now(),
-            client_id=record.client_id,
-            action=action,
-            request_id=request_id,
-            outcome=outcome,
+        return self._auditor.entry(
+            action,
+            request_id,
+            record.client_id,
             user_id=signed.user_id,
             target=target,
             detail=detail,
@@ -507,6 +506,7 @@ class Transfers:
     async def resign(self, record: SendRecord, password: str | None, request_id: str) -> SendRecord:
         """Re-sign an expired transfer with a fresh fee quote (`password`: the user's,
         None for the platform wallet), store it, broadcast it; the record as it is after.
+        A transfer of a chain that never re-signs is answered as it is.
 
         Only when every transaction it had can provably never land (`EXPIRED`); a fee over
         the cap is a 502 and changes nothing."""
@@ -514,17 +514,32 @@ class Transfers:
         gateway = self._gateways.get(signed.chain)
         chain_follower = follower(gateway)
         if gateway is None or chain_follower is None or not chain_follower.resigns:
-            raise InvalidRequest("this transfer's chain replaces transfers from their ladder")
-        if signed.recipient is None or signed.amount_units is None or signed.sender is None:
-            raise InvalidRequest("this transfer was signed before re-signing existed")
+            return record
         asset = asset_by_id(signed.asset_id)
         seen = await self._sightings(chain_follower, signed, asset, stop_at_pending=False)
+        _, after = await self._resign(record, signed, gateway, seen, password, request_id)
+        return after
+
+    async def _resign(
+        self,
+        record: SendRecord,
+        signed: SignedSend,
+        gateway: ChainGateway,
+        seen: list[tuple[Attempt, Sighting]],
+        password: str | None,
+        request_id: str,
+    ) -> tuple[Followed, SendRecord]:
+        """`resign` on what the chain said of each transaction (`seen`, asked once by the
+        caller): the outcome, and the record as it is after."""
+        if signed.recipient is None or signed.amount_units is None or signed.sender is None:
+            raise InvalidRequest("this transfer was signed before re-signing existed")
         for attempt, sighting in seen:
             if sighting.is_final:
-                await self._settle(record, signed, attempt, sighting, request_id)
-                return await self._reload(record)
+                outcome = await self._settle(record, signed, attempt, sighting, request_id)
+                return outcome, await self._reload(record)
         if any(s is not Sighting.EXPIRED for _, s in seen):
-            return record  # one may still land: never sign a second one
+            return Followed.PENDING, record  # one may still land: never sign a second one
+        asset = asset_by_id(signed.asset_id)
         wallets = await self._wallets(record, signed)
         payer = signed.fee_payer_address or signed.sender
         transfer = Transfer(asset, signed.sender, signed.recipient, signed.amount_units, payer)
@@ -565,11 +580,12 @@ class Transfers:
             target=attempt.tx_hash,
             detail=f"expired {signed.tx_hash} -> {attempt.tx_hash}, fee {attempt.fee_units}",
         )
-        if await self._move(record, new, entry) is not Followed.MOVED:
+        outcome = await self._move(record, new, entry)
+        if outcome is not Followed.MOVED:
             await gateway.release(unsigned)
-            return await self._reload(record)
+            return outcome, await self._reload(record)
         await self._broadcast_quietly(gateway, new, attempt)
-        return new
+        return outcome, new
 
     async def _wallets(self, record: SendRecord, signed: SignedSend) -> Wallets:
         async with self._storage.read() as unit:
@@ -659,7 +675,7 @@ class Transfers:
                 "a user's transfer is re-signed with the user's password: the client "
                 "replays its /send with the same X-Request-Id"
             )
-        await self.resign(record, None, request_id)
+        await self._resign(record, signed, self._gateways[signed.chain], seen, None, request_id)
 
     async def _get(self, client_id: str, request_id: str) -> SendRecord:
         async with self._storage.read() as unit:

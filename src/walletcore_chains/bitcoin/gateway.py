@@ -410,17 +410,17 @@ class BitcoinGateway(ChainGateway, TransferFollower):
         for owner, turn in turns.items():
             await self._turns.release(owner, turn)
 
-    def _spent_by(self, raw: bytes) -> list[tuple[str, int]]:
+    def _parsed(self, raw: bytes) -> tuple[str, list[tuple[str, int]]]:
+        """A signed transaction's txid and the coins it spends, from one parse."""
         from walletcore_chains import bclib
 
         tx = bclib.transactions().Transaction.parse_bytes(raw, network=self.network.bitcoinlib)
-        return [(bytes(i.prev_txid).hex(), int(i.output_n_int)) for i in tx.inputs]
+        return str(tx.txid), [(bytes(i.prev_txid).hex(), int(i.output_n_int)) for i in tx.inputs]
 
     async def broadcast(self, signed: SignedTransfer) -> str:
         turns = self._held.pop(signed.tx_hash, {})
         try:
-            spent = self._spent_by(signed.raw)
-            txid = txcodec.txid_of(self.network, signed.raw)
+            txid, spent = self._parsed(signed.raw)
         except Exception:  # noqa: BLE001 - not our bytes
             await self._give_back(turns)
             raise TransferRejected("Transfer rejected: malformed transaction") from None
@@ -501,8 +501,8 @@ class BitcoinGateway(ChainGateway, TransferFollower):
         self._native(asset)
         txid = signed.tx_hash
         try:
-            spent = self._spent_by(signed.raw)
-            matches = txcodec.txid_of(self.network, signed.raw) == txid
+            parsed_txid, spent = self._parsed(signed.raw)
+            matches = parsed_txid == txid
         except Exception:  # noqa: BLE001 - not bytes this gateway made
             matches = False
         if not matches:

@@ -336,8 +336,6 @@ class EvmGateway(ChainGateway, TransferFollower):
                 await self._send(tx)
                 if index < len(txs) - 1:  # the top-up must be mined before the transfer
                     for later in txs[index + 1 :]:  # alive: their turn must outlast the wait
-                        if later.replaces:
-                            continue
                         self._nonces.renew(
                             later.sender,
                             later.nonce,

@@ -171,3 +171,17 @@ def stingy_node(binary: str, block_min_rate: float) -> Iterator[Bitcoind]:
         yield node
     finally:
         node.stop()
+
+
+@contextmanager
+def stingy_node_or_skip(block_min_rate: float) -> Iterator[Bitcoind]:
+    """`stingy_node` on the bitcoind found here; the calling test is skipped (`MISSING`)
+    when there is none. For a pytest fixture: `with stingy_node_or_skip(rate) as node:
+    yield node`."""
+    import pytest
+
+    binary = find_bitcoind()
+    if binary is None:
+        pytest.skip(MISSING)
+    with stingy_node(binary, block_min_rate) as node:
+        yield node

@@ -37,7 +37,7 @@ from walletcore_chains.bitcoin.backend import Utxo
 from walletcore_chains.bitcoin.coins import P2WPKH_SCRIPT, vsize
 from walletcore_chains.bitcoin.follow import FACTOR, INCREMENTAL_RATE
 from walletcore_chains.bitcoin.gateway import BitcoinGateway
-from walletcore_chains.testing.bitcoind import MISSING, Bitcoind, find_bitcoind, stingy_node
+from walletcore_chains.testing.bitcoind import Bitcoind, stingy_node_or_skip
 from walletcore_chains.testing.esplora_server import EsploraTestServer
 
 COIN = 100_000_000
@@ -49,10 +49,7 @@ BLOCK_MIN_RATE = 2.5
 
 @pytest.fixture(scope="module")
 def picky() -> Iterator[Bitcoind]:
-    binary = find_bitcoind()
-    if binary is None:
-        pytest.skip(MISSING)
-    with stingy_node(binary, BLOCK_MIN_RATE) as started:
+    with stingy_node_or_skip(BLOCK_MIN_RATE) as started:
         yield started
 
 

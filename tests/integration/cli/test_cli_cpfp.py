@@ -21,7 +21,7 @@ import pytest
 from walletcore.container import create_container
 from walletcore.domain.audit import AuditEntry
 from walletcore.settings import Settings
-from walletcore_chains.testing.bitcoind import MISSING, Bitcoind, find_bitcoind, stingy_node
+from walletcore_chains.testing.bitcoind import Bitcoind, stingy_node_or_skip
 from walletcore_cli import main
 
 COIN = 100_000_000
@@ -31,10 +31,7 @@ BLOCK_MIN_RATE = 2.5
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[Bitcoind]:
-    binary = find_bitcoind()
-    if binary is None:
-        pytest.skip(MISSING)
-    with stingy_node(binary, BLOCK_MIN_RATE) as started:
+    with stingy_node_or_skip(BLOCK_MIN_RATE) as started:
         yield started
 
 

@@ -28,7 +28,7 @@ from walletcore.services.send_record import SignedSend
 from walletcore.settings import Settings
 from walletcore_chains.bitcoin.gateway import BitcoinGateway
 from walletcore_chains.keystore import SealedKeyStore
-from walletcore_chains.testing.bitcoind import MISSING, Bitcoind, find_bitcoind, stingy_node
+from walletcore_chains.testing.bitcoind import Bitcoind, stingy_node_or_skip
 
 COIN = 100_000_000
 #: sat/vB: blocks take nothing paying less
@@ -40,10 +40,7 @@ CAP_UNITS = 2_000
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[Bitcoind]:
-    binary = find_bitcoind()
-    if binary is None:
-        pytest.skip(MISSING)
-    with stingy_node(binary, BLOCK_MIN_RATE) as started:
+    with stingy_node_or_skip(BLOCK_MIN_RATE) as started:
         yield started
 
 
