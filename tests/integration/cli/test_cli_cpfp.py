@@ -9,7 +9,6 @@ test_bitcoin_follow.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from decimal import Decimal
@@ -18,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from walletcore.container import create_container
-from walletcore.domain.audit import AuditEntry
-from walletcore.settings import Settings
 from walletcore_chains.testing.bitcoind import Bitcoind, stingy_node_or_skip
 from walletcore_cli import main
+
+pytest.register_assert_rewrite("cli_support")
+
+from cli_support import audit_log, cli
 
 COIN = 100_000_000
 #: sat/vB: blocks take nothing paying less
@@ -63,26 +63,6 @@ def home(tmp_path: Path, node: Bitcoind, monkeypatch: pytest.MonkeyPatch) -> Pat
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return folder
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> Any:
-    """Run one command; its JSON on success, its stderr on a refusal."""
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    assert code == status, captured.err
-    return json.loads(captured.out) if status == 0 else captured.err
-
-
-def audit_log(home: Path) -> list[AuditEntry]:
-    async def newest() -> list[AuditEntry]:
-        storage = create_container(Settings(home=home)).storage()
-        try:
-            async with storage.read() as unit:
-                return await unit.audit.newest(1000)
-        finally:
-            await storage.aclose()
-
-    return asyncio.run(newest())
 
 
 def stuck_payment(node: Bitcoind, address: str, btc: str) -> str:

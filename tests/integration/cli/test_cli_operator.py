@@ -5,7 +5,6 @@ the home line on stderr."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.util
 import json
 import socket
@@ -21,11 +20,14 @@ import pytest
 from litestar.testing import TestClient
 
 from walletcore.container import create_container
-from walletcore.domain.audit import AuditEntry
 from walletcore.settings import Settings
 from walletcore_cli import main
 from walletcore_cli.main import parser
 from walletcore_litestar import create_app
+
+pytest.register_assert_rewrite("cli_support")
+
+from cli_support import audit_log, cli
 
 #: `client_cache_seconds` (default 1 s) and slack for a slow machine.
 CACHE_BOUND = Settings().client_cache_seconds + 1.0
@@ -48,13 +50,6 @@ def http(home: Path) -> Iterator[TestClient[Any]]:
     """A server already running on the same home (its SQLite file, as `walletcore serve`)."""
     with TestClient(create_app(create_container(Settings(home=home)))) as client:
         yield client
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> Any:
-    """Run one command; its JSON on success, its stderr on a refusal."""
-    assert main(list(argv)) == status
-    captured = capsys.readouterr()
-    return json.loads(captured.out) if status == 0 else captured.err
 
 
 def ok(response: Any) -> Any:
@@ -81,19 +76,6 @@ def config_within(http: TestClient[Any], auth: dict[str, str], wanted: Any) -> A
 
 def payers(config: dict[str, Any]) -> dict[int, str]:
     return {a["assetId"]: a["feePayer"] for a in config["assets"]}
-
-
-def audit_log(home: Path) -> list[AuditEntry]:
-    async def newest() -> list[AuditEntry]:
-        container = create_container(Settings(home=home))
-        storage = container.storage()
-        try:
-            async with storage.read() as unit:
-                return await unit.audit.newest(1000)
-        finally:
-            await storage.aclose()
-
-    return asyncio.run(newest())
 
 
 # -- clients update ------------------------------------------------------------------------
