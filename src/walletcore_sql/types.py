@@ -14,10 +14,11 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from walletcore.domain.money import KEPT_PLACES
 from walletcore.domain.times import utc
 
-#: Places kept after the point: the most any asset has (ETH, BNB, POL...).
-MONEY_SCALE = 18
+#: Places kept after the point: the most any asset has (ETH, BNB, POL...), the domain's own.
+MONEY_SCALE = KEPT_PLACES
 #: Total digits: 60 before the point, more than any amount the parser accepts.
 MONEY_PRECISION = 78
 _QUANTUM = Decimal(1).scaleb(-MONEY_SCALE)

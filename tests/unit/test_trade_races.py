@@ -145,18 +145,35 @@ async def test_approve_racing_cancel_ends_in_exactly_one(
         assert isinstance(approved, DomainError) and approved.status == 409
 
 
+@pytest.mark.parametrize("remembered", [True, False], ids=["quote remembered", "quote read"])
 async def test_both_outcomes_of_the_race_can_happen(
-    make_core: CoreFactory, racing_storage: Callable[[], YieldingStorage]
+    make_core: CoreFactory, racing_storage: Callable[[], YieldingStorage], remembered: bool
 ) -> None:
-    """Whoever swaps first wins: the test above is not passing on one lucky ordering."""
+    """Whoever swaps first wins: the test above is not passing on one lucky ordering.
+
+    An approval in the process that made the quote reaches its compare-and-set without a
+    read (walletcore.services.trading): for the cancel to swap first there, the approval
+    starts one step after it. `quote read`: the approval runs in another process (a fresh
+    service on the same storage), which reads the trade first."""
     seen = set()
     for approve_first in (True, False):
         core = await make_core(storage=racing_storage())
         trade = await core.sell(crypto_amount="0.5")
-        approve = core.trading.approve(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
+        if not remembered:
+            core.container.trading.reset()  # another process's service: it remembers nothing
+
+        async def approve(late: bool) -> object:
+            if late:
+                await asyncio.sleep(0)
+            return await core.trading.approve(
+                core.caller(), user_id=core.user_id, trade_id=trade.trade_id
+            )
+
+        late = remembered and not approve_first
         cancel = core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
         await asyncio.gather(
-            *([approve, cancel] if approve_first else [cancel, approve]), return_exceptions=True
+            *([approve(late), cancel] if approve_first else [cancel, approve(late)]),
+            return_exceptions=True,
         )
         seen.add((await core.stored(trade)).status)
     assert seen == {TradeStatus.COMPLETED, TradeStatus.CANCELLED}

@@ -16,6 +16,11 @@ from walletcore.domain.errors import InvalidRequest
 _DECIMAL_RE = re.compile(r"\A(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]+))?\Z")
 #: Larger than any real balance of any asset (18 decimals + 30 integer digits).
 MAX_AMOUNT_CHARS = 50
+#: Places every store keeps of an amount or a price: the most any asset has (ETH, BNB,
+#: POL...). A quote's figures are cut to them when it is made (`keep_places`), so the trade a
+#: quote answers is, value for value, the trade every store gives back.
+KEPT_PLACES = 18
+_KEPT_QUANTUM = Decimal(1).scaleb(-KEPT_PLACES)
 #: Places kept by the output formatter.
 OUTPUT_PLACES = 6
 _OUTPUT_QUANTUM = Decimal(1).scaleb(-OUTPUT_PLACES)
@@ -52,6 +57,14 @@ def truncate(value: Decimal, places: int) -> Decimal:
     with localcontext() as ctx:
         ctx.prec = 80
         return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_DOWN)
+
+
+def keep_places(value: Decimal) -> Decimal:
+    """`value` cut (never rounded) to `KEPT_PLACES`, toward zero; unchanged (the same
+    object) when it has no more places than that."""
+    if value.as_tuple().exponent >= -KEPT_PLACES:  # type: ignore[operator]
+        return value
+    return value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_WIDE)
 
 
 def format_amount(value: Decimal) -> str:

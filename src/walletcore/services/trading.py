@@ -21,6 +21,17 @@ A quote lapsing under many pollers: the readers of one process that find it laps
 one expiry write (`_expire`), and a writer that loses the compare-and-set costs one
 conditional UPDATE that matches no row, then one read.
 
+An approval in the process that made the quote reads nothing first. A quote's terms never
+change (an open trade is, field for field, the trade its quote stored: `reopen` restores
+exactly that), so the process remembers its own open quotes (`_QUOTES_REMEMBERED`, keyed by
+client, user and trade, so ownership is the quote's own) and decides an approval on them:
+the lapse, the backing check, the executing trade. What it does not know, whether the trade
+is still open in storage, only the compare-and-set open -> executing can tell anyway; when
+that matches no row (another process approved, cancelled or expired it), the entry is
+dropped and the trade is read and decided as usual. A quote's figures are cut to the places
+every store keeps when it is made (`keep_places`), so the remembered trade is the stored one.
+An approval anywhere else (another worker, after a restart, an evicted quote) reads it.
+
 Units of work: reads in a read unit; each compare-and-set with its entry a write unit of
 its own (`storage.swap_trade`, one statement on PostgreSQL); never a unit open across a
 price, venue or network call (approve: open -> executing, the venue call, the settlement).
@@ -31,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -49,11 +61,12 @@ from walletcore.domain.errors import (
     VenueTimeout,
 )
 from walletcore.domain.ids import new_id, parse_id
-from walletcore.domain.money import parse_amount
+from walletcore.domain.money import keep_places, parse_amount
 from walletcore.domain.trade import (
     IN_FLIGHT_STATUSES,
     Accepted,
     ApproveStep,
+    Figures,
     Fill,
     FixedLeg,
     Quote,
@@ -78,6 +91,10 @@ _MAX_RACE_RETRIES = 3
 #: How many expiries this process remembers, for readers that read the quote `open` just
 #: before it was stored as expired (a terminal status: what is remembered stays true).
 _EXPIRED_REMEMBERED = 4096
+#: How many of its own open quotes this process remembers for their approval (the module
+#: docstring; about 1 KB each, the oldest forgotten first: an approval of a forgotten quote
+#: reads it).
+_QUOTES_REMEMBERED = 20_000
 
 
 class TradingService:
@@ -107,6 +124,8 @@ class TradingService:
         self._expiring: dict[str, asyncio.Future[Trade]] = {}
         #: trade id -> the terminal trade an expiry write of this process ended with
         self._expired: OrderedDict[str, Trade] = OrderedDict()
+        #: (client id, user id, trade id) -> the open quote as this process stored it
+        self._quoted: OrderedDict[tuple[str, str, str], Trade] = OrderedDict()
 
     # -- quotes -------------------------------------------------------------------------
     async def sell(self, caller: Caller, **body: Any) -> Trade:
@@ -159,7 +178,10 @@ class TradingService:
                 fiat=trade_fiat,
                 fixed_leg=fixed_leg,
                 quote=Quote(
-                    figures.crypto_amount, figures.fiat_amount, price, now + self._quote_ttl
+                    figures.crypto_amount,
+                    None if figures.fiat_amount is None else keep_places(figures.fiat_amount),
+                    price,
+                    now + self._quote_ttl,
                 ),
                 status=TradeStatus.OPEN,
                 created_at=now,
@@ -170,7 +192,30 @@ class TradingService:
                 await unit.trades.add(trade)
                 await unit.audit.append(entry)
             note.carried(entry)
+            self._remember_quote(trade)
             return trade
+
+    def _remember_quote(self, trade: Trade) -> None:
+        quoted = self._quoted
+        quoted[(trade.client_id, trade.user_id, trade.trade_id)] = trade
+        if len(quoted) > _QUOTES_REMEMBERED:
+            quoted.popitem(last=False)
+
+    def _remembered_open(self, caller: Caller, user_id: str, trade_id: str) -> Trade | None:
+        """The open quote this process made, while it may still be approved; else None
+        (and forgotten when it lapsed). Whether it is still open in storage is for the
+        compare-and-set to tell."""
+        key = (caller.client_id, user_id, trade_id)
+        trade = self._quoted.get(key)
+        if trade is None:
+            return None
+        if trade.lapses_unapproved(self._clock.now()):
+            del self._quoted[key]
+            return None
+        return trade
+
+    def _forget_quote(self, trade: Trade) -> None:
+        self._quoted.pop((trade.client_id, trade.user_id, trade.trade_id), None)
 
     # -- approve ------------------------------------------------------------------------
     async def approve(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
@@ -179,8 +224,12 @@ class TradingService:
         async with self._auditor.record(
             "trade.approve", caller.request_id, caller.client_id, user_id=uid, target=tid
         ) as note:
+            remembered = self._remembered_open(caller, uid, tid)
             for _ in range(_MAX_RACE_RETRIES):
-                trade = await self._load(caller, uid, tid, expire=False)
+                if remembered is not None:  # this process's quote: no read (module docstring)
+                    trade, remembered = remembered, None
+                else:
+                    trade = await self._load(caller, uid, tid, expire=False)
                 now = self._clock.now()
                 step = trade.approve_step(now)  # raises the 409 rows
                 if step is ApproveStep.REPLAY:
@@ -211,9 +260,12 @@ class TradingService:
             raise TradeNotApprovable("The trade changed while it was being approved; poll /trade")
 
     async def _approve(self, note: AuditNote, executing: Trade) -> bool:
-        """open -> executing with the `trade.approve` entry: the one approval that wins."""
+        """open -> executing with the `trade.approve` entry: the one approval that wins.
+        Either way the quote is no longer this process's to approve unread."""
         entry = note.entry()
-        if not await self._storage.swap_trade(TradeStatus.OPEN, executing, entry):
+        swapped = await self._storage.swap_trade(TradeStatus.OPEN, executing, entry)
+        self._forget_quote(executing)
+        if not swapped:
             return False
         note.carried(entry)
         return True
@@ -243,8 +295,10 @@ class TradingService:
     ) -> Trade:
         now = self._clock.now()
         if isinstance(outcome, Fill):
+            outcome = replace(outcome, figures=_kept(outcome.figures))
             return await self._move(caller, trade, trade.settle(outcome, now))
         if isinstance(outcome, Accepted) and trade.status is TradeStatus.EXECUTING:
+            outcome = replace(outcome, figures=_kept(outcome.figures))
             return await self._move(caller, trade, trade.accept(outcome))
         if isinstance(outcome, Rejected):
             return await self._move(caller, trade, trade.fail(outcome.reason, now))
@@ -332,6 +386,7 @@ class TradingService:
                     return cancelled  # cancelled already: audited as `replay`
                 entry = note.entry()
                 if await self._storage.swap_trade(trade.status, cancelled, entry):
+                    self._forget_quote(cancelled)
                     note.carried(entry)
                     return cancelled
             raise TradeNotFound()  # pragma: no cover - needs three lost races in a row
@@ -435,10 +490,22 @@ class TradingService:
         return trade
 
     async def _unit_price(self, asset: Asset, fiat: Any) -> Any:
-        price = await self._prices.unit_price(asset.symbol, fiat)
+        """The quote's unit price, to the places every store keeps (`keep_places`)."""
+        price = keep_places(await self._prices.unit_price(asset.symbol, fiat))
         if price <= 0:
             raise PriceUnavailable()
         return price
+
+
+def _kept(figures: Figures) -> Figures:
+    """A venue's figures to the places every store keeps (`keep_places`): the trade an
+    approval or a poll answers is then the trade stored, value for value."""
+    crypto, fiat = figures.crypto_amount, figures.fiat_amount
+    return Figures(
+        None if crypto is None else keep_places(crypto),
+        None if fiat is None else keep_places(fiat),
+        keep_places(figures.price),
+    )
 
 
 async def _require_user(unit: UnitOfWork, caller: Caller, user_id: str) -> None:

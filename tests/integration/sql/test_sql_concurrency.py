@@ -316,3 +316,50 @@ async def test_fifty_concurrent_sends_under_one_request_id_make_one_record(
 async def _count_sends(storage: SqlStorage) -> int:
     async with storage.database.transaction() as conn:
         return int((await conn.execute(select(func.count()).select_from(sends))).scalar_one())
+
+
+async def test_the_quoting_process_approves_unread_and_answers_what_is_stored(
+    storages: list[SqlStorage],
+    clock: ManualClock,
+    make_user: Callable[..., object],
+    settings: Any,
+) -> None:
+    """A price with more places than the money columns keep: the quote is cut when made, so
+    the quote that `/sell` answered, the one its process remembers and approves without
+    reading (walletcore.services.trading), and the row stored are the same, value for
+    value; and the venue is asked the order another process would have asked."""
+    from decimal import Decimal
+
+    from walletcore.services.assets import AssetPolicy
+    from walletcore.services.audit import Auditor
+    from walletcore.testing import FixedHoldings
+    from walletcore.testing.markets import FixedPrices, InstantVenue
+
+    caller, user_id = await _seed(storages[0], clock, make_user)
+    prices = FixedPrices(default=Decimal("3000." + "123456789" * 4))
+    venues = [InstantVenue(prices) for _ in storages[:2]]
+    here, there = (
+        TradingService(
+            storage, clock, prices, venue, AssetPolicy(settings), Auditor(storage, clock),
+            holdings=FixedHoldings(storage=storage),
+        )
+        for storage, venue in zip(storages[:2], venues, strict=True)
+    )
+    db = autocommit(storages[0])
+    mine = await here.sell(caller, user_id=user_id, asset_id=2, crypto_amount="1.5")
+    theirs = await here.sell(caller, user_id=user_id, asset_id=2, crypto_amount="1.5")
+    assert await db.trades.get(caller.client_id, user_id, mine.trade_id) == mine
+
+    unread = await here.approve(caller, user_id=user_id, trade_id=mine.trade_id)
+    read = await there.approve(caller, user_id=user_id, trade_id=theirs.trade_id)
+
+    assert unread == await db.trades.get(caller.client_id, user_id, mine.trade_id)
+    assert read == await db.trades.get(caller.client_id, user_id, theirs.trade_id)
+    assert unread.status is read.status is TradeStatus.COMPLETED
+    assert (unread.quote, unread.approved, unread.executed) == (
+        read.quote, read.approved, read.executed
+    )
+    [asked_here], [asked_there] = venues[0].filled, venues[1].filled
+    assert (asked_here.fixed_amount, asked_here.quoted_price) == (
+        asked_there.fixed_amount, asked_there.quoted_price
+    )
