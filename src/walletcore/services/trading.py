@@ -263,8 +263,10 @@ class TradingService:
         """open -> executing with the `trade.approve` entry: the one approval that wins.
         Either way the quote is no longer this process's to approve unread."""
         entry = note.entry()
-        swapped = await self._storage.swap_trade(TradeStatus.OPEN, executing, entry)
-        self._forget_quote(executing)
+        try:
+            swapped = await self._storage.swap_trade(TradeStatus.OPEN, executing, entry)
+        finally:  # also when the outcome is unknown (a 503): the next approval reads
+            self._forget_quote(executing)
         if not swapped:
             return False
         note.carried(entry)
