@@ -7,8 +7,8 @@ Rules:
   partial index `ix_trades_open_expiry`.
 - `SendStore.begin` inserts the (client, X-Request-Id) row or locks the stored one
   (`FOR UPDATE`) and lets `SendRecord.claim` decide; `advance` is a compare-and-set on
-  (state, attempt); `settle_chain` one on `chain_status = 'pending'` (its entry appended
-  in the unit only when it matched); `following` one read of `ix_sends_following`.
+  (state, attempt); `track` one on the chain status and transaction hash (its entry
+  appended in the unit only when it matched); `following` one read of `ix_sends_following`.
 - A write method in a read unit raises `RuntimeError` before any statement.
 - Statements are built once, at import, with named bind parameters, and executed with the
   values as parameters: SQLAlchemy then reuses the compiled form without rebuilding the
@@ -28,7 +28,7 @@ from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition
-from walletcore.domain.sends import SEND_LEASE, ChainStatus, SendRecord
+from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords, StoredPrices
@@ -150,7 +150,9 @@ def _trade_page(by_side: bool, by_status: bool) -> Any:
     return query.order_by(*order).limit(_b("limit"))
 
 
-_TRADE_PAGES = {(side, status): _trade_page(side, status) for side in (0, 1) for status in (0, 1)}
+_TRADE_PAGES = {
+    (side, status): _trade_page(side, status) for side in (False, True) for status in (False, True)
+}
 _SEND_KEY = (sends.c.client_id == _b("client_id"), sends.c.request_id == _b("request_id"))
 _SEND_GET = select(sends).where(*_SEND_KEY)
 _SEND_LOCK = _SEND_GET.with_for_update()
@@ -185,11 +187,6 @@ _SEND_FOLLOWING = (
 )
 _SEND_COUNT_FOLLOWING = select(func.count().label("n")).select_from(sends).where(_SEND_FOLLOWED)
 _SEND_CHECKED = update(sends).where(*_SEND_KEY, _SEND_FOLLOWED).values(chain_checked_at=_b("at"))
-_SEND_SETTLE_CHAIN = (
-    update(sends)
-    .where(*_SEND_KEY, _SEND_FOLLOWED)
-    .values(chain_status=_b("status"), chain_checked_at=_b("at"), chain_final_at=_b("at"))
-)
 _SEND_TRACK = (
     update(sends)
     .where(
@@ -488,7 +485,7 @@ class SqlTrades(TradeStore):
             params["b_side"] = side.value
         if status is not None:
             params["b_status"] = status.value
-        query = _TRADE_PAGES[(int(side is not None), int(status is not None))]
+        query = _TRADE_PAGES[(side is not None, status is not None)]
         return [rows.trade_from(r) for r in await self._unit.all(query, params)]
 
     async def swap(
@@ -606,30 +603,6 @@ class SqlSends(SendStore):
         ]
         if params:
             await self._unit.run(_SEND_CHECKED, params)  # type: ignore[arg-type]
-
-    async def settle_chain(
-        self,
-        client_id: str,
-        request_id: str,
-        status: ChainStatus,
-        at: datetime,
-        *,
-        entry: AuditEntry | None = None,
-    ) -> bool:
-        final = ChainStatus(status)
-        if not final.is_final:
-            raise InvalidSendTransition()
-        self._unit.writer()
-        params = {
-            "b_client_id": client_id,
-            "b_request_id": request_id,
-            "b_status": final.value,
-            "b_at": at,
-        }
-        settled = (await self._unit.run(_SEND_SETTLE_CHAIN, params)).rowcount == 1
-        if settled and entry is not None:
-            await self._unit.audit.append(entry)  # same unit: committed with the move
-        return bool(settled)
 
     async def track(
         self, current: SendRecord, new: SendRecord, *, entry: AuditEntry | None = None

@@ -104,13 +104,25 @@ async def test_it_answers_what_an_approval_that_reads_answers(make_core: CoreFac
     assert here.storage.trade_reads == []  # type: ignore[attr-defined]
 
     def terms(trade: Trade) -> tuple[Any, ...]:
-        return (trade.status, trade.quote, trade.approved_at, trade.approved, trade.executed,
-                trade.completed_at, trade.side, trade.asset_id, trade.fiat, trade.fixed_leg)
+        return (
+            trade.status,
+            trade.quote,
+            trade.approved_at,
+            trade.approved,
+            trade.executed,
+            trade.completed_at,
+            trade.side,
+            trade.asset_id,
+            trade.fiat,
+            trade.fixed_leg,
+        )
 
     assert terms(unread) == terms(read)
     order_here, order_there = here.venue.executed[0], there.venue.executed[0]
     assert (order_here.fixed_amount, order_here.quoted_price, order_here.expires_at) == (
-        order_there.fixed_amount, order_there.quoted_price, order_there.expires_at
+        order_there.fixed_amount,
+        order_there.quoted_price,
+        order_there.expires_at,
     )
 
 

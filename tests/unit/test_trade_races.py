@@ -12,7 +12,7 @@ import pytest
 from walletcore.domain.errors import DomainError
 from walletcore.domain.trade import Trade, TradeStatus
 
-from .conftest import CoreFactory, CountingVenue, YieldingStorage
+from .conftest import Core, CoreFactory, CountingVenue, YieldingStorage
 
 
 @pytest.fixture
@@ -162,21 +162,24 @@ async def test_both_outcomes_of_the_race_can_happen(
         if not remembered:
             core.container.trading.reset()  # another process's service: it remembers nothing
 
-        async def approve(late: bool) -> object:
-            if late:
-                await asyncio.sleep(0)
-            return await core.trading.approve(
-                core.caller(), user_id=core.user_id, trade_id=trade.trade_id
-            )
-
         late = remembered and not approve_first
+        approve = _approve(core, trade, late=late)
         cancel = core.trading.cancel(core.caller(), user_id=core.user_id, trade_id=trade.trade_id)
         await asyncio.gather(
-            *([approve(late), cancel] if approve_first else [cancel, approve(late)]),
-            return_exceptions=True,
+            *([approve, cancel] if approve_first else [cancel, approve]), return_exceptions=True
         )
         seen.add((await core.stored(trade)).status)
     assert seen == {TradeStatus.COMPLETED, TradeStatus.CANCELLED}
+
+
+async def _approve(core: Core, trade: Trade, *, late: bool) -> Trade:
+    """An approval of `trade`; `late`: it starts one step after the calls gathered with it."""
+    if late:
+        await asyncio.sleep(0)
+    approved: Trade = await core.trading.approve(
+        core.caller(), user_id=core.user_id, trade_id=trade.trade_id
+    )
+    return approved
 
 
 async def test_concurrent_cancels_all_answer_the_cancelled_trade(

@@ -17,9 +17,10 @@ States (recovery points), each committed before the next side effect:
 - A different request under a used X-Request-Id is a 422 (`IdempotencyKeyReused`).
 - A finished record is returned as it is: the caller replays its stored `result`.
 - A send finished with the network's acceptance is followed on chain (`chain_status`):
-  `pending`, then once `success` or `failed` (the `follow_sends` job, walletcore.jobs, by
-  compare-and-set: `SendStore.settle_chain`). Separate from `state`, which is about the
-  request: a finished request's transaction may still be pending on chain.
+  `pending` (or `stuck`, `dropped`), then once `success` or `failed` (the `follow_sends`
+  job, walletcore.jobs, by compare-and-set: `tracked`, stored by `SendStore.track`).
+  Separate from `state`, which is about the request: a finished request's transaction may
+  still be pending on chain.
 
 See docs/idempotency.md for the design and why.
 """
@@ -203,12 +204,6 @@ class SendRecord:
             chain_status=ChainStatus.PENDING if follow else None,
             chain_checked_at=now if follow else None,
         )
-
-    def settled_on_chain(self, status: ChainStatus, at: datetime) -> SendRecord:
-        """pending -> `status` (success or failed): what `SendStore.settle_chain` stores."""
-        if self.chain_status is None or self.chain_status.is_final or not status.is_final:
-            raise InvalidSendTransition()
-        return replace(self, chain_status=status, chain_checked_at=at, chain_final_at=at)
 
     @property
     def is_followed(self) -> bool:

@@ -17,7 +17,7 @@ Rules every adapter keeps (`walletcore.testing.contracts.StorageContract` checks
   unit may hold the database's write lock (SQLite) for as long as it is open.
 - State changes that must not race are compare-and-sets: `TradeStore.swap` on the trade's
   status, `SendStore.begin` / `SendStore.advance` on the idempotency record of a send,
-  `SendStore.settle_chain` on a send's chain status (pending -> success / failed). A
+  `SendStore.track` on a followed send's chain status and transaction. A
   loser writes nothing and answers False (or raises, for `begin`), never waits for the
   winner's whole use case.
 - The audit log is append-only and in commit order, so it can serve as an outbox. A use
@@ -36,7 +36,7 @@ from typing import Protocol
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
-from walletcore.domain.sends import SEND_LEASE, ChainStatus, SendRecord
+from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords
@@ -199,21 +199,6 @@ class SendStore(Protocol):
     async def by_hash(self, client_id: str, tx_hash: str) -> SendRecord | None:
         """The send of this client whose transaction is or was `tx_hash` (a hash it had
         before a replacement included), or None."""
-        ...
-
-    async def settle_chain(
-        self,
-        client_id: str,
-        request_id: str,
-        status: ChainStatus,
-        at: datetime,
-        *,
-        entry: AuditEntry | None = None,
-    ) -> bool:
-        """-> `status` (`success` or `failed`, else `InvalidSendTransition`), with
-        `chain_final_at` = `at`, if the stored chain status is still not final (`pending`,
-        `stuck`, `dropped`); then (only then) append `entry` in the same unit. False: final
-        already (settled by another run) or never followed; nothing written."""
         ...
 
 

@@ -31,7 +31,7 @@ from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry, storable
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition
-from walletcore.domain.sends import SEND_LEASE, ChainStatus, SendRecord
+from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords, StoredPrices
@@ -272,26 +272,6 @@ class _Sends(SendStore):
             stored = tables.sends.get(key)
             if stored is not None and stored.is_followed:
                 tables.sends[key] = replace(stored, chain_checked_at=at)
-
-    async def settle_chain(
-        self,
-        client_id: str,
-        request_id: str,
-        status: ChainStatus,
-        at: datetime,
-        *,
-        entry: AuditEntry | None = None,
-    ) -> bool:
-        if not ChainStatus(status).is_final:
-            raise InvalidSendTransition()
-        tables = self._unit.check_writable()
-        stored = tables.sends.get((client_id, request_id))
-        if stored is None or not stored.is_followed:
-            return False
-        if entry is not None:
-            await self._unit.audit.append(entry)  # refuses an entry no store could keep
-        tables.sends[(client_id, request_id)] = stored.settled_on_chain(ChainStatus(status), at)
-        return True
 
     async def track(
         self, current: SendRecord, new: SendRecord, *, entry: AuditEntry | None = None

@@ -152,5 +152,6 @@ async def test_pending_sends_are_counted_from_the_storage_at_each_scrape(
         finished = sent.finish({"txHash": "0x" + request_id, "status": "pending"}, now, follow=True)
         assert await db.sends.advance(sent, finished)
     assert value(await scrape(http), "walletcore_sends_pending") == 2
-    assert await db.sends.settle_chain(api.client_id, "p-1", ChainStatus.SUCCESS, now)
+    pending = await db.sends.get(api.client_id, "p-1")
+    assert await db.sends.track(pending, pending.tracked(ChainStatus.SUCCESS, now))
     assert value(await scrape(http), "walletcore_sends_pending") == 1

@@ -340,7 +340,12 @@ async def test_the_quoting_process_approves_unread_and_answers_what_is_stored(
     venues = [InstantVenue(prices) for _ in storages[:2]]
     here, there = (
         TradingService(
-            storage, clock, prices, venue, AssetPolicy(settings), Auditor(storage, clock),
+            storage,
+            clock,
+            prices,
+            venue,
+            AssetPolicy(settings),
+            Auditor(storage, clock),
             holdings=FixedHoldings(storage=storage),
         )
         for storage, venue in zip(storages[:2], venues, strict=True)
@@ -357,9 +362,12 @@ async def test_the_quoting_process_approves_unread_and_answers_what_is_stored(
     assert read == await db.trades.get(caller.client_id, user_id, theirs.trade_id)
     assert unread.status is read.status is TradeStatus.COMPLETED
     assert (unread.quote, unread.approved, unread.executed) == (
-        read.quote, read.approved, read.executed
+        read.quote,
+        read.approved,
+        read.executed,
     )
     [asked_here], [asked_there] = venues[0].filled, venues[1].filled
     assert (asked_here.fixed_amount, asked_here.quoted_price) == (
-        asked_there.fixed_amount, asked_there.quoted_price
+        asked_there.fixed_amount,
+        asked_there.quoted_price,
     )

@@ -1,6 +1,6 @@
 """The storage promises background jobs rely on: the shared price table
 (`unit.prices`, walletcore.ports.prices), the trades in flight (`trades.in_flight`) and the
-sends followed on chain (`sends.following`, `checked_chain`, `settle_chain`). Part of
+sends followed on chain (`sends.following`, `checked_chain`, `track`). Part of
 `StorageContract` (its base class)."""
 
 from __future__ import annotations
@@ -210,9 +210,10 @@ class JobStorageContract:
         stored = await db.sends.get(client_id, "s-1")
         assert stored.state is SendState.FINISHED and stored.chain_status is None
         assert await db.sends.following(10) == []
-        assert not await db.sends.settle_chain(client_id, "s-1", ChainStatus.SUCCESS, T0)
-        assert not await db.sends.settle_chain(client_id, "in-flight", ChainStatus.SUCCESS, T0)
-        assert not await db.sends.settle_chain(client_id, "unknown", ChainStatus.SUCCESS, T0)
+        # neither moves on chain: the domain refuses the move before any store sees it
+        for request_id in ("s-1", "in-flight"):
+            with pytest.raises(InvalidSendTransition):
+                (await db.sends.get(client_id, request_id)).tracked(ChainStatus.SUCCESS, T0)
         assert (await db.sends.get(client_id, "s-1")).chain_status is None
 
     async def test_following_lists_pending_sends_of_every_client_least_recently_checked_first(
@@ -224,7 +225,7 @@ class JobStorageContract:
         c = await _finished_send(storage, second, "c", T0 + timedelta(seconds=2))
         d = await _finished_send(storage, first, "d", T0 + timedelta(seconds=3))
         db = autocommit(storage)
-        assert await db.sends.settle_chain(second, "c", ChainStatus.FAILED, T0)
+        assert await db.sends.track(c, c.tracked(ChainStatus.FAILED, T0))
         keys = [(r.client_id, r.request_id) for r in await db.sends.following(10)]
         assert keys == [(second, "a"), (first, "b"), (first, "d")]
         assert await db.sends.count_following() == 3  # every client's, the settled one not
@@ -238,44 +239,54 @@ class JobStorageContract:
         settled = await db.sends.get(second, "c")
         assert settled.chain_checked_at == T0 and settled.chain_status is ChainStatus.FAILED
         assert (b, d) == tuple(following[:2])
-        assert c.chain_status is ChainStatus.PENDING  # as finished, before the settle
+        assert c.chain_status is ChainStatus.PENDING  # as finished, before the move
 
-    async def test_settle_chain_moves_pending_to_final_once_with_its_entry(
+    async def test_track_to_a_final_status_moves_once_with_its_entry(
         self, storage: Storage
     ) -> None:
         client_id, _ = await _user(storage)
         record = await _finished_send(storage, client_id, "s-1", T0)
         at = T0 + timedelta(seconds=30)
+        settled = record.tracked(ChainStatus.SUCCESS, at)
         async with storage.write() as unit:
             entry = _settle_entry(record, "success")
-            assert await unit.sends.settle_chain(
-                client_id, "s-1", ChainStatus.SUCCESS, at, entry=entry
-            )
-            # the loser of a second settle writes nothing, nor its entry
-            assert not await unit.sends.settle_chain(
-                client_id, "s-1", ChainStatus.FAILED, at, entry=_settle_entry(record, "x", 1)
+            assert await unit.sends.track(record, settled, entry=entry)
+            # the loser of a second move (it read the record pending) writes nothing, nor
+            # its entry
+            assert not await unit.sends.track(
+                record, record.tracked(ChainStatus.FAILED, at), entry=_settle_entry(record, "x", 1)
             )
         stored = await autocommit(storage).sends.get(client_id, "s-1")
-        assert stored == dataclasses.replace(
-            record, chain_status=ChainStatus.SUCCESS, chain_checked_at=at, chain_final_at=at
+        assert (
+            stored
+            == settled
+            == dataclasses.replace(
+                record, chain_status=ChainStatus.SUCCESS, chain_checked_at=at, chain_final_at=at
+            )
         )
         assert await _settle_entries(storage) == [entry]
         assert await autocommit(storage).sends.following(10) == []
-        # and in a later unit too
-        assert not await autocommit(storage).sends.settle_chain(
-            client_id, "s-1", ChainStatus.FAILED, at, entry=_settle_entry(record, "failed", 2)
+        # and in a later unit too: final once (the domain refuses to move a final send;
+        # the store, a move from a status it no longer has)
+        with pytest.raises(InvalidSendTransition):
+            settled.tracked(ChainStatus.FAILED, at)
+        db = autocommit(storage)
+        assert not await db.sends.track(
+            record, record.tracked(ChainStatus.FAILED, at), entry=_settle_entry(record, "f", 2)
         )
+        assert not await db.sends.track(settled, settled, entry=_settle_entry(record, "f", 3))
         assert await _settle_entries(storage) == [entry]
+        assert await db.sends.get(client_id, "s-1") == settled
 
-    async def test_concurrent_settles_of_one_send_move_it_once(self, storage: Storage) -> None:
+    async def test_concurrent_final_moves_of_one_send_move_it_once(self, storage: Storage) -> None:
         client_id, _ = await _user(storage)
         record = await _finished_send(storage, client_id, "s-1", T0)
 
         async def settle(n: int) -> bool:
             status = ChainStatus.SUCCESS if n % 2 else ChainStatus.FAILED
             async with storage.write() as unit:
-                return await unit.sends.settle_chain(
-                    client_id, "s-1", status, T0, entry=_settle_entry(record, status, n)
+                return await unit.sends.track(
+                    record, record.tracked(status, T0), entry=_settle_entry(record, status, n)
                 )
 
         won = await asyncio.gather(*(settle(n) for n in range(8)))
@@ -284,28 +295,26 @@ class JobStorageContract:
         stored = await autocommit(storage).sends.get(client_id, "s-1")
         assert entry.detail == f"pending -> {stored.chain_status.value}"
 
-    async def test_a_settle_in_a_failed_unit_writes_nothing(self, storage: Storage) -> None:
+    async def test_a_move_in_a_failed_unit_writes_nothing(self, storage: Storage) -> None:
         client_id, _ = await _user(storage)
         record = await _finished_send(storage, client_id, "s-1", T0)
         with pytest.raises(LookupError):
             async with storage.write() as unit:
-                await unit.sends.settle_chain(
-                    client_id, "s-1", ChainStatus.SUCCESS, T0, entry=_settle_entry(record, "ok")
+                await unit.sends.track(
+                    record,
+                    record.tracked(ChainStatus.SUCCESS, T0),
+                    entry=_settle_entry(record, "ok"),
                 )
-                raise LookupError("after the settle")
+                raise LookupError("after the move")
         assert await autocommit(storage).sends.get(client_id, "s-1") == record
         assert await _settle_entries(storage) == []
 
-    async def test_settle_chain_takes_a_final_status_in_a_write_unit(
-        self, storage: Storage
-    ) -> None:
+    async def test_chain_moves_take_a_write_unit(self, storage: Storage) -> None:
         client_id, _ = await _user(storage)
         record = await _finished_send(storage, client_id, "s-1", T0)
-        with pytest.raises(InvalidSendTransition):
-            await autocommit(storage).sends.settle_chain(client_id, "s-1", ChainStatus.PENDING, T0)
         async with storage.read() as unit:
             with pytest.raises(RuntimeError):
-                await unit.sends.settle_chain(client_id, "s-1", ChainStatus.SUCCESS, T0)
+                await unit.sends.track(record, record.tracked(ChainStatus.SUCCESS, T0))
             with pytest.raises(RuntimeError):
                 await unit.sends.checked_chain([(client_id, "s-1")], T0)
         assert await autocommit(storage).sends.get(client_id, "s-1") == record
