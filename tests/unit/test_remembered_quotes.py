@@ -253,3 +253,19 @@ async def test_a_quotes_figures_are_cut_to_the_places_stores_keep(
     assert -trade.quote.fiat_amount.as_tuple().exponent <= KEPT_PLACES  # type: ignore[operator]
     assert trade.quote.fiat_amount == keep_places(Decimal("0.5") * trade.quote.price)
     assert await core.stored(trade) == trade
+
+
+async def test_lapsed_quotes_are_forgotten_as_new_ones_are_made(make_core: CoreFactory) -> None:
+    """What is remembered is the quotes still alive: a quote made after others lapsed
+    drops them (the service's quotes all live as long, so the oldest lapse first)."""
+    core = await make_core()
+    service = core.trading
+    old = [await core.sell(crypto_amount="0.1") for _ in range(3)]
+    core.clock.advance(30)
+    middle = await core.sell(crypto_amount="0.1")
+    core.clock.advance(31)  # the first three lapsed; `middle` has not
+    newest = await core.sell(crypto_amount="0.1")
+
+    remembered = {key[2] for key in service._quoted}
+    assert remembered == {middle.trade_id, newest.trade_id}
+    assert not remembered & {t.trade_id for t in old}

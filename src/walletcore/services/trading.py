@@ -92,8 +92,8 @@ _MAX_RACE_RETRIES = 3
 #: before it was stored as expired (a terminal status: what is remembered stays true).
 _EXPIRED_REMEMBERED = 4096
 #: How many of its own open quotes this process remembers for their approval (the module
-#: docstring; about 1 KB each, the oldest forgotten first: an approval of a forgotten quote
-#: reads it).
+#: docstring; under 1 KB each, the oldest forgotten first, and every lapsed one: an approval
+#: of a forgotten quote reads it).
 _QUOTES_REMEMBERED = 20_000
 
 
@@ -196,9 +196,17 @@ class TradingService:
             return trade
 
     def _remember_quote(self, trade: Trade) -> None:
+        """Remember `trade`; forget the oldest quotes past the bound, and those that lapsed
+        (every quote of a service lives as long, so the oldest lapse first)."""
         quoted = self._quoted
         quoted[(trade.client_id, trade.user_id, trade.trade_id)] = trade
         if len(quoted) > _QUOTES_REMEMBERED:
+            quoted.popitem(last=False)
+        now = trade.created_at
+        while quoted:
+            oldest = next(iter(quoted.values()))
+            if not oldest.lapses_unapproved(now):
+                break
             quoted.popitem(last=False)
 
     def _remembered_open(self, caller: Caller, user_id: str, trade_id: str) -> Trade | None:
