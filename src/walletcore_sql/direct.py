@@ -72,14 +72,16 @@ class _Plan:
 
     def arguments(self, parameters: Mapping[str, Any]) -> list[Any]:
         try:  # the usual case: the caller names every bind (a store's statements)
-            values = [parameters[name] for name, _ in self.binds]
+            return [
+                parameters[name] if process is None else process(parameters[name])
+                for name, process in self.binds
+            ]
         except KeyError:  # binds with values of their own: SQLAlchemy fills them in
             given = self.compiled.construct_params(parameters, _check=False)
-            values = [given[name] for name, _ in self.binds]
-        return [
-            value if process is None else process(value)
-            for (_, process), value in zip(self.binds, values, strict=True)
-        ]
+            return [
+                given[name] if process is None else process(given[name])
+                for name, process in self.binds
+            ]
 
     @property
     def returns_rows(self) -> bool:

@@ -345,8 +345,11 @@ class SqlUnit(UnitOfWork):
         return result.mappings().all()
 
 
-#: (table, its columns) of each deferred insert -> the one statement that makes them all.
-_COMBINED: dict[tuple[tuple[str, tuple[str, ...]], ...], Any] = {}
+#: (table, its columns) of each deferred insert -> the one statement that makes them all,
+#: and each insert's (column, bind name) pairs.
+_COMBINED: dict[
+    tuple[tuple[str, tuple[str, ...]], ...], tuple[Any, list[list[tuple[str, str]]]]
+] = {}
 
 
 def _combined(pending: list[tuple[Table, dict[str, Any]]]) -> tuple[Any, dict[str, Any]]:
@@ -358,14 +361,16 @@ def _combined(pending: list[tuple[Table, dict[str, Any]]]) -> tuple[Any, dict[st
     names = [table.name for table, _ in pending]
     if len(set(names)) != len(names):
         return None, {}
-    shape = tuple((table.name, tuple(sorted(values))) for table, values in pending)
-    statement = _COMBINED.get(shape)
-    if statement is None:
-        statement = _COMBINED[shape] = _build_combined(pending)
+    shape = tuple((table.name, tuple(values)) for table, values in pending)
+    known = _COMBINED.get(shape)
+    if known is None:
+        names = [[(key, f"p{n}_{key}") for key in values] for n, (_, values) in enumerate(pending)]
+        known = _COMBINED[shape] = (_build_combined(pending), names)
+    statement, names = known
     params = {
-        f"p{n}_{key}": value
-        for n, (_, values) in enumerate(pending)
-        for key, value in values.items()
+        name: values[key]
+        for (_, values), pairs in zip(pending, names, strict=True)
+        for key, name in pairs
     }
     return statement, params
 
