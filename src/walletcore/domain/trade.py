@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import Decimal
+from decimal import ROUND_DOWN, Context, Decimal
 from enum import Enum, StrEnum
 from typing import Any
 
@@ -46,6 +46,8 @@ TERMINAL_STATUSES = frozenset(
 )
 #: Statuses in which an order may be live at the venue: `/trade` asks the venue about them.
 IN_FLIGHT_STATUSES = frozenset({TradeStatus.APPROVED, TradeStatus.EXECUTING})
+#: The arithmetic of derived figures: 80 digits, wider than any amount times any price.
+_EXACT = Context(prec=80)
 
 
 class FixedLeg(StrEnum):
@@ -307,13 +309,13 @@ def derive_figures(
     """Hold the fixed leg at `price` and derive the other one.
 
     A derived crypto amount is cut to the asset's decimals (it must be sendable); a derived
-    fiat amount keeps full precision and is cut only on output.
+    fiat amount keeps full precision and is cut only on output. Both are worked out to 80
+    digits (`_EXACT`, passed explicitly: a `localcontext()` per quote cost more than the
+    arithmetic).
     """
-    from decimal import ROUND_DOWN, localcontext
-
-    with localcontext() as ctx:
-        ctx.prec = 80
-        if fixed_leg is FixedLeg.CRYPTO:
-            return Figures(fixed_amount, fixed_amount * price, price)
-        crypto = (fixed_amount / price).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_DOWN)
-        return Figures(crypto, fixed_amount, price)
+    if fixed_leg is FixedLeg.CRYPTO:
+        return Figures(fixed_amount, _EXACT.multiply(fixed_amount, price), price)
+    crypto = _EXACT.divide(fixed_amount, price).quantize(
+        Decimal(1).scaleb(-decimals), rounding=ROUND_DOWN, context=_EXACT
+    )
+    return Figures(crypto, fixed_amount, price)
