@@ -151,3 +151,34 @@ async def test_a_file_that_is_not_a_ledger_is_refused(tmp_path: Path, clock: Man
         db.execute("PRAGMA user_version = 99")
     with pytest.raises(LedgerError, match="layout version 99"):
         await ledger_at(newer, clock).balance(Chain.ETHEREUM, ALICE, 2)
+
+
+async def test_an_addresss_reads_search_indexes_never_the_whole_ledger(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """A balance, `knows` and a history read one address's transactions through the
+    indexes of its roles, with or without the planner's statistics: an `OR` of the roles
+    was a scan of every transaction, so each balance check grew with the whole ledger."""
+    from walletcore_sandbox import ledger as module
+
+    path = tmp_path / DATA_FILE
+    ledger = ledger_at(path, clock)
+    for n in range(50):
+        await ledger.credit(Chain.ETHEREUM, f"0x{n:040x}", 2, 10**18, f"{n:064x}")
+    await ledger.credit(Chain.ETHEREUM, ALICE, 2, 10**18, "a" * 64)
+    assert await ledger.accept(transfer("0x1", 10**17, fee=21_000), b"p", SIGNED)
+    await ledger.aclose()
+    reads = {
+        "movements": (module._MOVEMENTS, (Chain.ETHEREUM.value, ALICE)),
+        "knows": (module._KNOWS, (Chain.ETHEREUM.value, ALICE)),
+        "history": (module._HISTORY, (Chain.ETHEREUM.value, ALICE, 2, 10)),
+    }
+    with sqlite3.connect(path) as db:
+        for analyzed in (False, True):
+            if analyzed:
+                db.execute("ANALYZE")
+            for name, (sql, parameters) in reads.items():
+                plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", parameters)]
+                assert not [step for step in plan if step.startswith("SCAN txs")], (name, plan)
+                searches = [step for step in plan if step.startswith("SEARCH txs USING")]
+                assert len(searches) == (2 if name == "history" else 3), (name, plan)
