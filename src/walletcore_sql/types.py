@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from decimal import ROUND_DOWN, Decimal, localcontext
+from decimal import Decimal, localcontext
 from typing import Any
 
 from sqlalchemy import DateTime, Numeric, String
@@ -14,14 +14,13 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from walletcore.domain.money import KEPT_PLACES
+from walletcore.domain.money import KEPT_PLACES, keep_places
 from walletcore.domain.times import utc
 
 #: Places kept after the point: the most any asset has (ETH, BNB, POL...), the domain's own.
 MONEY_SCALE = KEPT_PLACES
 #: Total digits: 60 before the point, more than any amount the parser accepts.
 MONEY_PRECISION = 78
-_QUANTUM = Decimal(1).scaleb(-MONEY_SCALE)
 #: Widest text a money value takes on SQLite (digits, point, sign).
 MONEY_TEXT_LENGTH = MONEY_PRECISION + 2
 
@@ -34,11 +33,7 @@ def cut_money(value: Decimal) -> Decimal:
     """
     if not value.is_finite():
         raise ValueError("a money column holds finite values only")
-    if value.as_tuple().exponent >= -MONEY_SCALE:  # type: ignore[operator]
-        return value
-    with localcontext() as ctx:
-        ctx.prec = MONEY_PRECISION + 10
-        return value.quantize(_QUANTUM, rounding=ROUND_DOWN)
+    return keep_places(value)  # the domain's own cut: MONEY_SCALE is KEPT_PLACES
 
 
 def trim_money(value: Decimal) -> Decimal:

@@ -22,16 +22,19 @@ from walletcore_sandbox.venue import SandboxVenue
 
 
 class _YieldingTrades:
-    """A unit's trades that yield right after reading a trade and count compare-and-sets."""
+    """A unit's trades that yield right after reading a trade, and count the reads of one
+    trade and the compare-and-sets."""
 
-    def __init__(self, inner: TradeStore, swaps: list[TradeStatus]) -> None:
+    def __init__(self, inner: TradeStore, swaps: list[TradeStatus], reads: list[str]) -> None:
         self._inner = inner
         self._swaps = swaps
+        self._reads = reads
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
+        self._reads.append(trade_id)
         trade = await self._inner.get(client_id, user_id, trade_id)
         await asyncio.sleep(0)
         return trade
@@ -46,22 +49,24 @@ class _YieldingTrades:
 class YieldingStorage(InMemoryStorage):
     """Yields to other tasks right after reading a trade, so concurrent requests interleave
     between their read and their compare-and-set, as they would against a database; every
-    compare-and-set of a trade is counted in `swaps`."""
+    compare-and-set of a trade is counted in `swaps`, every read of one in `trade_reads`
+    (its id)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.swaps: list[TradeStatus] = []
+        self.trade_reads: list[str] = []
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:
         async with super().read() as unit:
-            unit.trades = _YieldingTrades(unit.trades, self.swaps)  # type: ignore[assignment]
+            unit.trades = _YieldingTrades(unit.trades, self.swaps, self.trade_reads)  # type: ignore[assignment]
             yield unit
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[UnitOfWork]:
         async with super().write() as unit:
-            unit.trades = _YieldingTrades(unit.trades, self.swaps)  # type: ignore[assignment]
+            unit.trades = _YieldingTrades(unit.trades, self.swaps, self.trade_reads)  # type: ignore[assignment]
             yield unit
 
 

@@ -5,8 +5,7 @@ approval that reads the trade gives, whichever process moved the trade meanwhile
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -15,43 +14,17 @@ import pytest
 from walletcore.domain.errors import DomainError, QuoteLapsed, TradeNotFound
 from walletcore.domain.money import KEPT_PLACES, keep_places
 from walletcore.domain.trade import Trade, TradeStatus
-from walletcore.ports import Clock, Storage, UnitOfWork
+from walletcore.ports import Clock, Storage
 from walletcore.services import trading as trading_module
-from walletcore.testing import FixedHoldings, InMemoryStorage
+from walletcore.testing import FixedHoldings
 from walletcore.testing.markets import FixedPrices
 
-from .conftest import Core, CoreFactory
-
-
-class _CountedTrades:
-    def __init__(self, inner: Any, reads: list[str]) -> None:
-        self._inner = inner
-        self._reads = reads
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
-        self._reads.append(trade_id)
-        return await self._inner.get(client_id, user_id, trade_id)
-
-
-class ReadCountingStorage(InMemoryStorage):
-    """Counts the reads of one trade (`trades.get`) made in read units."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.trade_reads: list[str] = []
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[UnitOfWork]:
-        async with super().read() as unit:
-            unit.trades = _CountedTrades(unit.trades, self.trade_reads)  # type: ignore[assignment]
-            yield unit
+from .conftest import Core, CoreFactory, YieldingStorage
 
 
 async def counting_core(make_core: CoreFactory, **changes: Any) -> Core:
-    return await make_core(storage=ReadCountingStorage(), **changes)
+    """A core whose storage counts the reads of a trade (`YieldingStorage.trade_reads`)."""
+    return await make_core(storage=YieldingStorage(), **changes)
 
 
 def other_process(core: Core) -> Any:
@@ -74,7 +47,7 @@ async def approve(core: Core, service: Any, trade: Trade) -> Trade:
 async def test_an_approval_of_this_processs_quote_reads_no_trade(make_core: CoreFactory) -> None:
     core = await counting_core(make_core)
     storage = core.storage
-    assert isinstance(storage, ReadCountingStorage)
+    assert isinstance(storage, YieldingStorage)
     trade = await core.sell(crypto_amount="0.5")
     storage.trade_reads.clear()
 
@@ -225,7 +198,7 @@ async def test_an_unbacked_approval_changes_nothing_and_may_be_retried(
     make_core: CoreFactory,
 ) -> None:
     holdings = FixedHoldings(units=10**8)  # 1 BTC
-    core = await make_core(storage=ReadCountingStorage(), holdings=holdings)
+    core = await make_core(storage=YieldingStorage(), holdings=holdings)
     trade = await core.sell(crypto_amount="0.5")
     holdings.units_held = 10**7  # 0.1 BTC left: the sell is no longer backed
     with pytest.raises(DomainError) as refused:

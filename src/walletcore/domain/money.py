@@ -21,6 +21,8 @@ MAX_AMOUNT_CHARS = 50
 #: quote answers is, value for value, the trade every store gives back.
 KEPT_PLACES = 18
 _KEPT_QUANTUM = Decimal(1).scaleb(-KEPT_PLACES)
+#: Wide enough to cut any finite amount a column could hold (78 digits) and more.
+_KEEP = Context(prec=100)
 #: Places kept by the output formatter.
 OUTPUT_PLACES = 6
 _OUTPUT_QUANTUM = Decimal(1).scaleb(-OUTPUT_PLACES)
@@ -64,7 +66,7 @@ def keep_places(value: Decimal) -> Decimal:
     object) when it has no more places than that."""
     if value.as_tuple().exponent >= -KEPT_PLACES:  # type: ignore[operator]
         return value
-    return value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_WIDE)
+    return value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_KEEP)
 
 
 def format_amount(value: Decimal) -> str:

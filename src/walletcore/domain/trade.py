@@ -20,6 +20,7 @@ from walletcore.domain.errors import (
     TradeNotApprovable,
     TradeNotCancellable,
 )
+from walletcore.domain.money import keep_places
 
 
 class Side(StrEnum):
@@ -93,6 +94,16 @@ class Figures:
     crypto_amount: Decimal | None
     fiat_amount: Decimal | None
     price: Decimal
+
+    def kept(self) -> Figures:
+        """These figures to the places every store keeps (`keep_places`): a trade built
+        from them is, value for value, the trade a store gives back."""
+        crypto, fiat = self.crypto_amount, self.fiat_amount
+        return Figures(
+            None if crypto is None else keep_places(crypto),
+            None if fiat is None else keep_places(fiat),
+            keep_places(self.price),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ the lapse, the backing check, the executing trade. What it does not know, whethe
 is still open in storage, only the compare-and-set open -> executing can tell anyway; when
 that matches no row (another process approved, cancelled or expired it), the entry is
 dropped and the trade is read and decided as usual. A quote's figures are cut to the places
-every store keeps when it is made (`keep_places`), so the remembered trade is the stored one.
+every store keeps when it is made (`Figures.kept`), so the remembered trade is the stored one.
 An approval anywhere else (another worker, after a restart, an evicted quote) reads it.
 
 Units of work: reads in a read unit; each compare-and-set with its entry a write unit of
@@ -66,7 +66,6 @@ from walletcore.domain.trade import (
     IN_FLIGHT_STATUSES,
     Accepted,
     ApproveStep,
-    Figures,
     Fill,
     FixedLeg,
     Quote,
@@ -162,7 +161,7 @@ class TradingService:
                 async with self._storage.read() as unit:
                     await _require_user(unit, caller, uid)
             price = await self._unit_price(asset, trade_fiat)
-            figures = derive_figures(fixed_leg, fixed_amount, price, asset.decimals)
+            figures = derive_figures(fixed_leg, fixed_amount, price, asset.decimals).kept()
             if figures.crypto_amount is not None and figures.crypto_amount <= 0:
                 raise InvalidRequest(f"fiatAmount is too small to buy or sell any {asset.symbol}")
             if held is not None and figures.crypto_amount is not None:
@@ -178,10 +177,7 @@ class TradingService:
                 fiat=trade_fiat,
                 fixed_leg=fixed_leg,
                 quote=Quote(
-                    figures.crypto_amount,
-                    None if figures.fiat_amount is None else keep_places(figures.fiat_amount),
-                    price,
-                    now + self._quote_ttl,
+                    figures.crypto_amount, figures.fiat_amount, price, now + self._quote_ttl
                 ),
                 status=TradeStatus.OPEN,
                 created_at=now,
@@ -305,10 +301,10 @@ class TradingService:
     ) -> Trade:
         now = self._clock.now()
         if isinstance(outcome, Fill):
-            outcome = replace(outcome, figures=_kept(outcome.figures))
+            outcome = replace(outcome, figures=outcome.figures.kept())
             return await self._move(caller, trade, trade.settle(outcome, now))
         if isinstance(outcome, Accepted) and trade.status is TradeStatus.EXECUTING:
-            outcome = replace(outcome, figures=_kept(outcome.figures))
+            outcome = replace(outcome, figures=outcome.figures.kept())
             return await self._move(caller, trade, trade.accept(outcome))
         if isinstance(outcome, Rejected):
             return await self._move(caller, trade, trade.fail(outcome.reason, now))
@@ -505,17 +501,6 @@ class TradingService:
         if price <= 0:
             raise PriceUnavailable()
         return price
-
-
-def _kept(figures: Figures) -> Figures:
-    """A venue's figures to the places every store keeps (`keep_places`): the trade an
-    approval or a poll answers is then the trade stored, value for value."""
-    crypto, fiat = figures.crypto_amount, figures.fiat_amount
-    return Figures(
-        None if crypto is None else keep_places(crypto),
-        None if fiat is None else keep_places(fiat),
-        keep_places(figures.price),
-    )
 
 
 async def _require_user(unit: UnitOfWork, caller: Caller, user_id: str) -> None:

@@ -66,12 +66,17 @@ class CountingVenue(TradeVenue):
 
 
 def trading_service(
-    storage: Storage, clock: Clock, venue: TradeVenue, settings: Settings
+    storage: Storage,
+    clock: Clock,
+    venue: TradeVenue,
+    settings: Settings,
+    prices: PriceSource | None = None,
 ) -> TradingService:
+    """The trading service on `storage`, priced by `prices` (the clock's prices if None)."""
     return TradingService(
         storage,
         clock,
-        ClockPrices(clock),
+        prices if prices is not None else ClockPrices(clock),
         venue,
         AssetPolicy(settings),
         Auditor(storage, clock),

@@ -9,10 +9,11 @@ import random
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from decimal import Decimal
 from typing import Any
 
 import pytest
-from sql_helpers import CountingVenue, Db
+from sql_helpers import CountingVenue, Db, trading_service
 from sqlalchemy import func, select
 
 from walletcore.clock import ManualClock
@@ -26,6 +27,7 @@ from walletcore.ports import Storage, UnitOfWork
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.testing import autocommit
+from walletcore.testing.markets import FixedPrices, InstantVenue
 from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import sends
 
@@ -328,26 +330,11 @@ async def test_the_quoting_process_approves_unread_and_answers_what_is_stored(
     the quote that `/sell` answered, the one its process remembers and approves without
     reading (walletcore.services.trading), and the row stored are the same, value for
     value; and the venue is asked the order another process would have asked."""
-    from decimal import Decimal
-
-    from walletcore.services.assets import AssetPolicy
-    from walletcore.services.audit import Auditor
-    from walletcore.testing import FixedHoldings
-    from walletcore.testing.markets import FixedPrices, InstantVenue
-
     caller, user_id = await _seed(storages[0], clock, make_user)
     prices = FixedPrices(default=Decimal("3000." + "123456789" * 4))
     venues = [InstantVenue(prices) for _ in storages[:2]]
     here, there = (
-        TradingService(
-            storage,
-            clock,
-            prices,
-            venue,
-            AssetPolicy(settings),
-            Auditor(storage, clock),
-            holdings=FixedHoldings(storage=storage),
-        )
+        trading_service(storage, clock, venue, settings, prices)
         for storage, venue in zip(storages[:2], venues, strict=True)
     )
     db = autocommit(storages[0])
