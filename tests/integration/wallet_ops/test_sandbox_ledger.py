@@ -8,13 +8,16 @@ import asyncio
 import sqlite3
 import stat
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import Chain, native_asset
 from walletcore.domain.errors import InsufficientFunds
 from walletcore_sandbox.ledger import DATA_FILE, LedgerError, LedgerTx, SandboxLedger
 
@@ -84,7 +87,7 @@ SPENDER = """
 import asyncio, sys
 from pathlib import Path
 from walletcore.clock import SystemClock
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import Chain, native_asset
 from walletcore.domain.errors import InsufficientFunds
 from walletcore_sandbox.ledger import LedgerTx, SandboxLedger
 
@@ -169,7 +172,7 @@ async def test_an_addresss_reads_search_indexes_never_the_whole_ledger(
     assert await ledger.accept(transfer("0x1", 10**17, fee=21_000), b"p", SIGNED)
     await ledger.aclose()
     reads = {
-        "movements": (module._MOVEMENTS, (Chain.ETHEREUM.value, ALICE)),
+        "shares": (module._SHARES, (Chain.ETHEREUM.value, ALICE, 2, 1)),
         "knows": (module._KNOWS, (Chain.ETHEREUM.value, ALICE)),
         "history": (module._HISTORY, (Chain.ETHEREUM.value, ALICE, 2, 10)),
     }
@@ -182,3 +185,76 @@ async def test_an_addresss_reads_search_indexes_never_the_whole_ledger(
                 assert not [step for step in plan if step.startswith("SCAN txs")], (name, plan)
                 searches = [step for step in plan if step.startswith("SEARCH txs USING")]
                 assert len(searches) == (2 if name == "history" else 3), (name, plan)
+
+
+def _folded_balance(
+    rows: list[LedgerTx], chain: Chain, address: str, asset_id: int, now: datetime
+) -> int:
+    """The rules of a balance, folded over every transaction of the ledger one by one."""
+    native = native_asset(chain).id
+    total = 0
+    for tx in rows:
+        if tx.chain is not chain:
+            continue
+        if tx.asset_id == asset_id and tx.recipient == address and now >= tx.confirm_at:
+            total += tx.amount_units
+        if tx.asset_id == asset_id and tx.sender == address:
+            total -= tx.amount_units
+        if asset_id == native and tx.fee_payer == address:
+            total -= tx.fee_units
+    return total
+
+
+_PARTIES = ["0xa", "0xb", "0xc"]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    txs=st.lists(
+        st.tuples(
+            st.sampled_from([Chain.ETHEREUM, Chain.BSC]),
+            st.sampled_from([2, 3, 6]),  # ETH (native on ETHEREUM), two tokens
+            st.sampled_from([None, *_PARTIES]),  # sender (None: a faucet credit)
+            st.sampled_from(_PARTIES),  # recipient (itself too: a self-transfer)
+            st.integers(0, 10**30),
+            st.integers(0, 10**6),
+            st.sampled_from([None, *_PARTIES]),  # fee payer
+            st.integers(-5, 5),  # confirmed this many seconds from now
+        ),
+        max_size=25,
+    )
+)
+def test_a_balance_is_every_role_of_every_transaction_counted_once(
+    tmp_path_factory: pytest.TempPathFactory, txs: list[tuple[Any, ...]]
+) -> None:
+    """Balances read through the per-role index searches (`_SHARES`) are the rules folded
+    over the whole ledger: received once confirmed, sent, and (of the native coin) the fees
+    paid, for a self-transfer and a sender paying its own fee too; `known_balance` is None
+    exactly for an address that took part in nothing on the chain."""
+    from walletcore_sandbox import ledger as module
+
+    now = ManualClock().now()
+    rows = [
+        LedgerTx(f"{n:064x}", chain, asset, sender, recipient, amount, fee, payer, now,
+                 now + timedelta(seconds=confirm))
+        for n, (chain, asset, sender, recipient, amount, fee, payer, confirm) in enumerate(txs)
+    ]
+    path = tmp_path_factory.mktemp("ledger") / DATA_FILE
+    with sqlite3.connect(path) as db:
+        module._prepare(db, path)  # the ledger's own layout
+        for tx in rows:
+            module._insert(db, tx)
+    with sqlite3.connect(path) as db:
+        for chain in (Chain.ETHEREUM, Chain.BSC):
+            for address in [*_PARTIES, "0xd"]:
+                took_part = any(
+                    tx.chain is chain and address in (tx.sender, tx.recipient, tx.fee_payer)
+                    for tx in rows
+                )
+                for asset in (2, 3, 6):
+                    want = _folded_balance(rows, chain, address, asset, now)
+                    assert module._balance(db, chain, address, asset, now) == want
+                    known = module._known_balance(db, chain, address, asset, now)
+                    assert known == (want if took_part else None)
