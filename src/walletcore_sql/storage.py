@@ -22,6 +22,7 @@ from walletcore.domain.trade import Trade, TradeStatus
 from walletcore.ports.runtime import Lifecycle
 from walletcore.ports.storage import Storage, UnitOfWork
 from walletcore.secretfiles import ConfigurationError
+from walletcore_sql import rows
 from walletcore_sql.database import Database
 from walletcore_sql.engine import database_url, is_sqlite, redacted
 from walletcore_sql.stores import SqlUnit
@@ -36,6 +37,8 @@ class SqlStorage(Storage, Lifecycle):
         `schema` (PostgreSQL): the search_path, for tests and side-by-side installs.
         """
         self.database = Database(url, migrate=migrate, schema=schema, **engine_options)
+        #: this database's terminal trades, each built once (`rows.TradeRows`)
+        self.trade_rows = rows.TradeRows()
 
     def __repr__(self) -> str:
         return f"SqlStorage({redacted(self.database.url)!r}, migrate={self.database.migrate})"
@@ -57,7 +60,7 @@ class SqlStorage(Storage, Lifecycle):
     @asynccontextmanager
     async def write(self) -> AsyncIterator[UnitOfWork]:
         async with self.database.unit(write=True) as conn:
-            unit = SqlUnit(self.database, conn, writable=True)
+            unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
             yield unit
             await unit.flush(last=True)
 
@@ -65,7 +68,7 @@ class SqlStorage(Storage, Lifecycle):
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
         (atomic on its own); SQLite: the write unit (statements there cost no round trip)."""
         async with self.database.unit(write=True) as conn:
-            unit = SqlUnit(self.database, conn, writable=True)
+            unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
             swapped = await unit.trades.swap(expected, trade, entry=entry, alone=True)
             await unit.flush(last=True)
             return swapped
@@ -73,7 +76,7 @@ class SqlStorage(Storage, Lifecycle):
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:
         async with self.database.unit(write=False) as conn:
-            yield SqlUnit(self.database, conn, writable=False)
+            yield SqlUnit(self.database, conn, writable=False, trade_rows=self.trade_rows)
 
 
 def build(*, settings: Any, clock: Any = None, **_: Any) -> SqlStorage:

@@ -281,8 +281,17 @@ class SqlUnit(UnitOfWork):
     entry) is then one autocommitted statement: no BEGIN, no COMMIT round trips.
     """
 
-    def __init__(self, database: Database, conn: Any, *, writable: bool) -> None:
+    def __init__(
+        self,
+        database: Database,
+        conn: Any,
+        *,
+        writable: bool,
+        trade_rows: rows.TradeRows | None = None,
+    ) -> None:
         self.database = database
+        #: trades from rows (`SqlStorage.trade_rows`: the database's terminal trades built once)
+        self.trade_rows = rows.TradeRows() if trade_rows is None else trade_rows
         self.conn = conn
         self.writable = writable
         self.deferring = writable and not database.is_sqlite
@@ -470,7 +479,7 @@ class SqlTrades(TradeStore):
     async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
         params = {"b_trade_id": trade_id, "b_client_id": client_id, "b_user_id": user_id}
         row = await self._unit.one(_TRADE_GET, params)
-        return None if row is None else rows.trade_from(row)
+        return None if row is None else self._unit.trade_rows(row)
 
     async def page(
         self,
@@ -491,7 +500,7 @@ class SqlTrades(TradeStore):
         if status is not None:
             params["b_status"] = status.value
         query = _TRADE_PAGES[(side is not None, status is not None)]
-        return [rows.trade_from(r) for r in await self._unit.all(query, params)]
+        return [self._unit.trade_rows(r) for r in await self._unit.all(query, params)]
 
     async def swap(
         self,
@@ -528,11 +537,11 @@ class SqlTrades(TradeStore):
 
     async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:
         params = {"b_client_id": client_id, "b_user_id": user_id, "b_now": now}
-        return [rows.trade_from(r) for r in await self._unit.all(_TRADE_LAPSED, params)]
+        return [self._unit.trade_rows(r) for r in await self._unit.all(_TRADE_LAPSED, params)]
 
     async def in_flight(self, limit: int) -> list[Trade]:
         found = await self._unit.all(_TRADE_IN_FLIGHT, {"b_limit": max(limit, 0)})
-        return [rows.trade_from(r) for r in found]
+        return [self._unit.trade_rows(r) for r in found]
 
 
 class SqlSends(SendStore):
