@@ -91,7 +91,9 @@ def make_app(
     @app.task(name="walletcore.retry_stalled")
     async def retry_stalled(timestamp: int) -> int:
         """Put the jobs of dead workers back in the queue (procrastinate's recipe)."""
-        stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_seconds)
+        stalled = list(
+            await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_seconds)
+        )
         for found in stalled:
             log.warning("job %s (%s) of a dead worker: run again", found.id, found.task_name)
             try:

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from walletcore_sql.testing import TEST_DATABASE_URL_ENV
 
@@ -65,7 +66,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _as_user() -> dict[str, object]:
+def _as_user() -> dict[str, Any]:
     """subprocess options that drop root to UNPRIVILEGED_USER (nothing when not root)."""
     if os.geteuid() != 0:
         return {}
@@ -188,7 +189,7 @@ def _start(bin_dir: Path, folder: Path, data: Path) -> EmbeddedServer:
             stderr=subprocess.STDOUT,
             # its own session: a Ctrl-C meant for the tests does not stop it under them
             start_new_session=True,
-            **_as_user(),  # type: ignore[arg-type]
+            **_as_user(),
         )
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_SECONDS

@@ -126,7 +126,9 @@ def _sqlite_events(engine: Engine, *, inline: bool) -> None:
         write = conn.get_execution_options().get(SQLITE_WRITE, False)
         if inline:  # straight to the driver, without a SQLAlchemy execution's cost
             if write:
-                conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
+                dbapi = conn.connection.dbapi_connection
+                assert dbapi is not None  # a connection in use has its driver's
+                dbapi.execute("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 

@@ -93,7 +93,7 @@ def build(*, settings: Any, clock: Any = None, **_: Any) -> SqlStorage:
             "(e.g. postgresql+asyncpg://user@host/db)"
         )
     pool_size = getattr(settings, "db_pool_size", None)
-    options = {"pool_size": int(pool_size)} if pool_size else {}
+    options: dict[str, Any] = {"pool_size": int(pool_size)} if pool_size else {}
     url = database_url(settings)
     return SqlStorage(url, migrate=not production, **({} if is_sqlite(url) else options))
 

@@ -298,7 +298,7 @@ class SqlUnit(UnitOfWork):
         self._pending: list[tuple[Table, dict[str, Any]]] = []
         self.clients: ClientStore = SqlClients(self)
         self.wallets: WalletStore = SqlWallets(self)
-        self.trades: TradeStore = SqlTrades(self)
+        self.trades: SqlTrades = SqlTrades(self)
         self.sends: SendStore = SqlSends(self)
         self.audit: AuditStore = SqlAudit(self)
         self.prices: PriceRecords = SqlPrices(self)
@@ -373,12 +373,12 @@ def _combined(pending: list[tuple[Table, dict[str, Any]]]) -> tuple[Any, dict[st
     shape = tuple((table.name, tuple(values)) for table, values in pending)
     known = _COMBINED.get(shape)
     if known is None:
-        names = [[(key, f"p{n}_{key}") for key in values] for n, (_, values) in enumerate(pending)]
-        known = _COMBINED[shape] = (_build_combined(pending), names)
-    statement, names = known
+        binds = [[(key, f"p{n}_{key}") for key in values] for n, (_, values) in enumerate(pending)]
+        known = _COMBINED[shape] = (_build_combined(pending), binds)
+    statement, binds = known
     params = {
         name: values[key]
-        for (_, values), pairs in zip(pending, names, strict=True)
+        for (_, values), pairs in zip(pending, binds, strict=True)
         for key, name in pairs
     }
     return statement, params

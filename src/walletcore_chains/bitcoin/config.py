@@ -7,7 +7,7 @@ or the node's RPC password): never logged, never in a repr or an error message.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -17,6 +17,9 @@ from walletcore.domain.assets import Chain
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore_chains.bitcoin.network import ENV, NETWORKS, current_network
+
+if TYPE_CHECKING:
+    from walletcore_chains.bitcoin.backend import Backend
 
 
 class BitcoinSettings(BaseSettings):
@@ -117,7 +120,7 @@ def _rpc(context: GatewayContext[BitcoinSettings]) -> ChainGateway:
     return BitcoinGateway(network, backend, context.validate_address, book, options)
 
 
-def make_backend(settings: BitcoinSettings) -> object:
+def make_backend(settings: BitcoinSettings) -> Backend:
     """The backend the settings name (`esplora` or `core`)."""
     timeout = settings.bitcoin_rpc_timeout_seconds
     if settings.bitcoin_backend == "core":

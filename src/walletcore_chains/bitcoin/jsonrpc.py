@@ -73,11 +73,8 @@ class JsonRpc:
         self._ids += 1
         body = {"jsonrpc": "1.0", "id": self._ids, "method": method, "params": list(params)}
         try:
-            response = await self._client.post(
-                path or "/",
-                content=json.dumps(body),
-                **({"timeout": timeout} if timeout is not None else {}),
-            )
+            options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+            response = await self._client.post(path or "/", content=json.dumps(body), **options)
         except httpx.HTTPError as exc:
             raise http_failure(exc) from None
         if response.status_code in (401, 403):

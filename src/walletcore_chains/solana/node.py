@@ -273,7 +273,8 @@ class LiteSvmNode:
         failed, _, _ = self.simulate(tx)
         if failed is not None and (preflight or not isinstance(failed, InstructionError)):
             raise SendError(str(failed))
-        result = self.svm.send_transaction(tx)
+        # the transaction's metadata, or a failure carrying it as `meta` beside its `err`
+        result: Any = self.svm.send_transaction(tx)
         error = _value(getattr(result, "err", None))
         if error is not None and not isinstance(error, InstructionError):
             raise SendError(str(error))

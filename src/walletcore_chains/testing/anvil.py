@@ -41,8 +41,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Self
 
-from eth_abi import encode as abi_encode
-from eth_utils import keccak, to_checksum_address
+from eth_abi.abi import encode as abi_encode
+from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
 
 from walletcore.domain.assets import ASSETS_BY_ID, Asset, Chain
 

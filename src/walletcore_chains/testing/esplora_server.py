@@ -19,7 +19,7 @@ import json
 import threading
 from decimal import Decimal
 from email.message import Message
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -259,7 +259,8 @@ class EsploraTestServer(LoopbackHttpServer):
             elif len(parts) >= 2 and parts[0] == "address":
                 address = parts[1]
                 try:
-                    self._call("validateaddress", address)["isvalid"] or _invalid()
+                    if not self._call("validateaddress", address)["isvalid"]:
+                        _invalid()
                 except _RpcError:
                     _invalid()
                 if len(parts) == 2:
@@ -289,7 +290,7 @@ class _Invalid(Exception):
     pass
 
 
-def _invalid() -> None:
+def _invalid() -> NoReturn:
     raise _Invalid()
 
 

@@ -136,7 +136,9 @@ class RpcTestNode(LoopbackRpcServer):
 
     def _isBlockhashValid(self, blockhash: str, config: Any = None, *_: Any) -> Any:
         valid = self.node.blockhash_valid_now(Hash.from_string(blockhash), _commitment(config))
-        return IsBlockhashValidResp(valid, self._context())
+        # solders' stub leaves out the context its constructor takes (and needs)
+        response: Any = IsBlockhashValidResp
+        return response(valid, self._context())
 
     def _getRecentPrioritizationFees(
         self, accounts: list[str] | None = None, *_: Any

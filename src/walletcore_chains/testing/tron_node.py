@@ -47,7 +47,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from eth_abi.abi import encode as abi_encode
-from eth_keys import keys
+from eth_keys.datatypes import Signature
 from eth_utils.crypto import keccak
 
 from walletcore.testing.http import LoopbackHttpServer
@@ -74,7 +74,7 @@ def b58(raw21: bytes) -> str:
 
 
 def raw21(address: str) -> bytes:
-    from tronpy.keys import to_raw_address  # type: ignore[import-untyped]
+    from tronpy.keys import to_raw_address
 
     return bytes(to_raw_address(address))
 
@@ -728,7 +728,7 @@ class TronTestNode(LoopbackHttpServer):
             return False
         v = signature[64] - 27 if signature[64] >= 27 else signature[64]
         try:
-            key = keys.Signature(signature[:64] + bytes([v])).recover_public_key_from_msg_hash(
+            key = Signature(signature[:64] + bytes([v])).recover_public_key_from_msg_hash(
                 bytes.fromhex(tx_id)
             )
         except Exception:  # noqa: BLE001 - no key recovers

@@ -163,7 +163,7 @@ class Contract:
         )
 
     def parameter(self) -> bytes:
-        return self._message().SerializeToString()
+        return _serialized(self._message())
 
     def _proto(self) -> Any:
         message = _ContractMessage(type=_TYPES[self.kind], Permission_id=self.permission_id)
@@ -172,7 +172,7 @@ class Contract:
         return message
 
     def encode(self) -> bytes:
-        return self._proto().SerializeToString()
+        return _serialized(self._proto())
 
     @classmethod
     def decode(cls, data: bytes) -> Contract:
@@ -204,15 +204,17 @@ class Raw:
     data: bytes = b""
 
     def encode(self) -> bytes:
-        return _RawMessage(
-            ref_block_bytes=self.ref_block_bytes,
-            ref_block_hash=self.ref_block_hash,
-            expiration=self.expiration,
-            data=self.data,
-            contract=[self.contract._proto()],
-            timestamp=self.timestamp,
-            fee_limit=self.fee_limit,
-        ).SerializeToString()
+        return _serialized(
+            _RawMessage(
+                ref_block_bytes=self.ref_block_bytes,
+                ref_block_hash=self.ref_block_hash,
+                expiration=self.expiration,
+                data=self.data,
+                contract=[self.contract._proto()],
+                timestamp=self.timestamp,
+                fee_limit=self.fee_limit,
+            )
+        )
 
     @classmethod
     def decode(cls, data: bytes) -> Raw:
@@ -235,12 +237,18 @@ def txid(raw_bytes: bytes) -> str:
     return hashlib.sha256(raw_bytes).hexdigest()
 
 
+def _serialized(message: Any) -> bytes:
+    """A message's wire bytes (protobuf's runtime is untyped)."""
+    data: bytes = message.SerializeToString()
+    return data
+
+
 def signed_bytes(raw_bytes: bytes, signatures: list[bytes]) -> bytes:
     """The whole `Transaction`: `raw_data` and its signatures."""
     message = _TransactionBytes(signature=signatures)
     if raw_bytes:  # proto3: an empty `raw_data` is not written
         message.raw_data = raw_bytes
-    return message.SerializeToString()
+    return _serialized(message)
 
 
 def split_signed(data: bytes) -> tuple[bytes, list[bytes]]:

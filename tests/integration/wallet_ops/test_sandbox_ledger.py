@@ -237,8 +237,18 @@ def test_a_balance_is_every_role_of_every_transaction_counted_once(
 
     now = ManualClock().now()
     rows = [
-        LedgerTx(f"{n:064x}", chain, asset, sender, recipient, amount, fee, payer, now,
-                 now + timedelta(seconds=confirm))
+        LedgerTx(
+            f"{n:064x}",
+            chain,
+            asset,
+            sender,
+            recipient,
+            amount,
+            fee,
+            payer,
+            now,
+            now + timedelta(seconds=confirm),
+        )
         for n, (chain, asset, sender, recipient, amount, fee, payer, confirm) in enumerate(txs)
     ]
     path = tmp_path_factory.mktemp("ledger") / DATA_FILE

@@ -70,7 +70,7 @@ async def _finished_send(
     sent = signed.broadcast(at)
     assert await db.sends.advance(signed, sent)
     result = {"txHash": "0x" + request_id, "status": "pending"}
-    finished = sent.finish(result, at, follow=follow)
+    finished: SendRecord = sent.finish(result, at, follow=follow)
     assert await db.sends.advance(sent, finished)
     return finished
 
