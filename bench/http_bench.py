@@ -18,6 +18,9 @@ What one run does, all on loopback, bounded in time, cleaned up at the end:
    spread over users of ~100 trades each (COPY through asyncpg on PostgreSQL, sqlite3
    executemany on SQLite; values encoded by the `walletcore_sql.tables` column types and
    a sample checked through `walletcore_sql.rows.trade_from`). The fill time is printed.
+   The sandbox ledger (the chain the sells are backed by, its own SQLite file under the
+   home) gets `--ledger-txs` Bitcoin transfers among 5,000 other addresses, so each
+   balance read of a seller searches a ledger of that size rather than of a few rows.
 2. For each worker count (`--workers 1,2`), on that database: `walletcore serve` (granian)
    and a bare Litestar app on the same granian set-up (same `run()` of
    `walletcore_litestar.server`, same worker count) with two routes: `/bare` (constant
@@ -670,7 +673,47 @@ class Database:
             f"[{self.label}] {where}: filled {count:,} trades over {len(self.user_ids):,} users "
             f"in {took:.1f} s ({count / took if took else 0:,.0f} rows/s)", flush=True,
         )
+        started = time.perf_counter()
+        fill_ledger(self.home, self.args.ledger_txs)
+        print(
+            f"[{self.label}] sandbox ledger: {self.args.ledger_txs:,} transfers in "
+            f"{time.perf_counter() - started:.1f} s", flush=True,
+        )
         return True
+
+
+def fill_ledger(home: Path, count: int) -> None:
+    """`count` Bitcoin transfers among 5,000 addresses that are not the sellers', in the
+    sandbox ledger under `home`: the file made by `SandboxLedger` itself (its layout, 0600),
+    the rows `LedgerTx` values through its own insert, one transaction."""
+    from walletcore.clock import SystemClock
+    from walletcore.domain.assets import Chain
+    from walletcore_sandbox import ledger as module
+
+    path = home / module.DATA_FILE
+    ledger = module.SandboxLedger(path, SystemClock(), lambda *_: True)
+
+    async def made() -> None:
+        await ledger.credit(Chain.BITCOIN, "bench-faucet", 1, 10**18, "f" * 64)
+        await ledger.aclose()
+
+    asyncio.run(made())
+    rng = random.Random(14)
+    now = datetime.now(UTC) - timedelta(days=1)
+    txs = []
+    for n in range(count):
+        sender, recipient = (f"bench-other-{rng.randrange(5000)}" for _ in range(2))
+        units = rng.randrange(1, 10**8)
+        txs.append(module.LedgerTx(f"{n:064x}", Chain.BITCOIN, 1, sender, recipient, units,
+                                   250, sender, now, now).values())
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany(module._INSERT, txs)
+        db.execute("COMMIT")
+        db.execute("ANALYZE")
+    finally:
+        db.close()
 
 
 def funded_user(db: Database, port: int, auth: dict[str, str]) -> str:
@@ -950,6 +993,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--db", default="sqlite,pg", help="sqlite,pg")
     parser.add_argument("--workers", default="1,2", help="worker counts, e.g. 1,2")
     parser.add_argument("--trades", type=int, default=None, help="default 1,000,000; quick 20,000")
+    parser.add_argument("--ledger-txs", type=int, default=None,
+                        help="transfers in the sandbox ledger: default 100,000; quick 10,000")
     parser.add_argument("--endpoints", default=",".join(ALL_ENDPOINTS))
     parser.add_argument("--pg-url", default=DEFAULT_PG_URL,
                         help="a database on the server where the throwaway one is created")
@@ -971,6 +1016,9 @@ def parse_args() -> argparse.Namespace:
     args.seconds = max(1, min(args.seconds or (1 if quick else 4), 60))
     args.rounds = max(1, min(args.rounds or (2 if quick else 3), 10))
     args.trades = max(0, args.trades if args.trades is not None else (20_000 if quick else 1_000_000))
+    args.ledger_txs = max(
+        0, args.ledger_txs if args.ledger_txs is not None else (10_000 if quick else 100_000)
+    )
     args.create_samples = max(1, args.create_samples or (3 if quick else 5))
     args.write_seconds = args.write_seconds or (3.0 if quick else 8.0)
     args.write_rounds = args.write_rounds or (1 if quick else 2)
