@@ -124,6 +124,32 @@ class InlineConnection:
         return self.sync.execute(statement, parameters)
 
 
+class _Savepoint:
+    """A unit's savepoint in its group's transaction, sent to the driver (pysqlite) directly,
+    as the group's BEGIN IMMEDIATE is (`engine.sqlite_inline_engine`). SQLAlchemy's
+    `begin_nested` sent SAVEPOINT and RELEASE through its whole execution path (statement
+    compilation cache, events, an execution context): 8 % of a worker's CPU on `/sell`
+    (docs/performance.md, item 26). The outer transaction stays SQLAlchemy's."""
+
+    __slots__ = ("_dbapi", "_name")
+
+    def __init__(self, conn: Connection, number: int) -> None:
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None  # a connection in a transaction has its driver's
+        self._dbapi: Any = dbapi
+        self._name = f"walletcore_unit_{int(number)}"
+        self._dbapi.execute(f"SAVEPOINT {self._name}")
+
+    def commit(self) -> None:
+        """RELEASE: the unit's statements stay in the group's transaction."""
+        self._dbapi.execute(f"RELEASE SAVEPOINT {self._name}")
+
+    def rollback(self) -> None:
+        """The unit's statements undone; the group's transaction goes on."""
+        self._dbapi.execute(f"ROLLBACK TO SAVEPOINT {self._name}")
+        self._dbapi.execute(f"RELEASE SAVEPOINT {self._name}")
+
+
 class SqliteInline:
     """SQLite on the event loop's thread (module rules): one engine per `Database`."""
 
@@ -161,7 +187,7 @@ class SqliteInline:
             # The first unit of a transaction needs no savepoint: if it fails, the whole
             # transaction (nothing but it) rolls back.
             with storage_errors():
-                savepoint = batch.conn.begin_nested() if batch.members else None
+                savepoint = _Savepoint(batch.conn, batch.members) if batch.members else None
             try:
                 with storage_errors():  # the unit's driver errors too
                     yield InlineConnection(batch.conn)
@@ -192,7 +218,7 @@ class SqliteInline:
         queue.batch = _Batch(conn, transaction, asyncio.get_running_loop().create_future())
         return queue.batch
 
-    def _undo(self, queue: WriteQueue, batch: _Batch, savepoint: Any) -> None:
+    def _undo(self, queue: WriteQueue, batch: _Batch, savepoint: _Savepoint | None) -> None:
         """A unit raised: its statements are undone, the group's earlier units stay (their
         savepoints were released into the transaction); a group whose first unit raised,
         or whose savepoint cannot be rolled back, ends rolled back."""

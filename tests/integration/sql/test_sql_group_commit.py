@@ -84,6 +84,28 @@ async def test_a_failing_unit_is_undone_alone_in_its_group(storage: SqlStorage) 
     assert commits[0] < 12  # still grouped
 
 
+async def test_a_unit_the_database_refuses_midway_is_undone_whole(storage: SqlStorage) -> None:
+    """A unit whose second statement breaks a constraint leaves none of its rows (its
+    savepoint, on the driver, is rolled back to), and the group's other units commit."""
+    await _mark(storage, "taken")
+
+    async def two_rows(name: str, second: str) -> None:
+        async with storage.database.transaction(write=True) as conn:
+            await conn.execute(text("INSERT INTO marks VALUES (:n)"), {"n": name})
+            await asyncio.sleep(0)  # others queue meanwhile
+            await conn.execute(text("INSERT INTO marks VALUES (:n)"), {"n": second})
+
+    outcomes = await asyncio.gather(
+        _mark(storage, "first"),  # the group's first unit: no savepoint
+        two_rows("half", "taken"),  # in a savepoint: its "half" must not stay
+        _mark(storage, "after"),
+        return_exceptions=True,
+    )
+    assert not isinstance(outcomes[0], BaseException) and not isinstance(outcomes[2], BaseException)
+    assert isinstance(outcomes[1], Exception), outcomes
+    assert _committed_names(storage) == {"taken", "first", "after"}
+
+
 async def test_a_failed_commit_fails_every_unit_of_the_group(
     storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
