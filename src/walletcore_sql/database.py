@@ -46,6 +46,7 @@ from walletcore_sql.direct import InlineRaw, PgReader, PgWriter
 from walletcore_sql.engine import (
     SQLITE_BUSY_TIMEOUT_MS,
     SQLITE_WRITE,
+    driver_of,
     is_sqlite,
     make_engine,
     redacted,
@@ -126,7 +127,7 @@ class InlineConnection:
 
 class _Savepoint:
     """A unit's savepoint in its group's transaction, sent to the driver (pysqlite) directly,
-    as the group's BEGIN IMMEDIATE is (`engine.sqlite_inline_engine`). SQLAlchemy's
+    as the group's BEGIN IMMEDIATE is (`engine._sqlite_events`). SQLAlchemy's
     `begin_nested` sent SAVEPOINT and RELEASE through its whole execution path (statement
     compilation cache, events, an execution context): 8 % of a worker's CPU on `/sell`
     (docs/performance.md, item 26). The outer transaction stays SQLAlchemy's."""
@@ -134,9 +135,7 @@ class _Savepoint:
     __slots__ = ("_dbapi", "_name")
 
     def __init__(self, conn: Connection, number: int) -> None:
-        dbapi = conn.connection.dbapi_connection
-        assert dbapi is not None  # a connection in a transaction has its driver's
-        self._dbapi: Any = dbapi
+        self._dbapi = driver_of(conn)
         self._name = f"walletcore_unit_{int(number)}"
         self._dbapi.execute(f"SAVEPOINT {self._name}")
 
@@ -341,7 +340,7 @@ class SqliteInline:
         try:
             with (
                 self.engine.connect() as conn,
-                waiting_for_locks(conn.connection.dbapi_connection),
+                waiting_for_locks(driver_of(conn)),
             ):
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
         except Exception:  # noqa: BLE001 - the next one tries again; SQLite stays correct

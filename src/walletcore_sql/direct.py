@@ -42,6 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
 from walletcore.domain.errors import StorageError, StorageUnavailable
+from walletcore_sql.engine import driver_of
 from walletcore_sql.errors import storage_errors
 
 Processor = Callable[[Any], Any] | None
@@ -357,7 +358,7 @@ class InlineRaw:
     def __init__(self, sync: Any) -> None:
         self.sync = sync  # the SQLAlchemy `Connection`
         self._dialect = sync.dialect
-        self._dbapi = sync.connection.dbapi_connection
+        self._dbapi = driver_of(sync)
 
     @property
     def dialect(self) -> Any:

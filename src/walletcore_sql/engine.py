@@ -98,6 +98,15 @@ def _private_sqlite_files(url: URL) -> None:
                 private_file(companion)
 
 
+def driver_of(conn: Connection) -> Any:
+    """The driver's own connection under a SQLAlchemy one in use (pysqlite's, on SQLite):
+    for the statements sent to it directly (BEGIN IMMEDIATE, savepoints, the stores' raw
+    path)."""
+    driver = conn.connection.dbapi_connection
+    assert driver is not None  # a connection in use holds its driver's
+    return driver
+
+
 def _sqlite_events(engine: Engine, *, inline: bool) -> None:
     """WAL, foreign keys, full fsync, and BEGIN ours rather than the driver's (it would defer
     it and skip it before DDL). `inline` (statements on the event loop's thread): no busy
@@ -126,9 +135,7 @@ def _sqlite_events(engine: Engine, *, inline: bool) -> None:
         write = conn.get_execution_options().get(SQLITE_WRITE, False)
         if inline:  # straight to the driver, without a SQLAlchemy execution's cost
             if write:
-                dbapi = conn.connection.dbapi_connection
-                assert dbapi is not None  # a connection in use has its driver's
-                dbapi.execute("BEGIN IMMEDIATE")
+                driver_of(conn).execute("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 

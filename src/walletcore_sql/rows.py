@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
 from walletcore.domain.assets import Chain, FeePayer, Fiat
 from walletcore.domain.audit import AuditEntry
@@ -22,6 +23,7 @@ from walletcore.domain.trade import (
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 
 Row = Mapping[Any, Any]  # a RowMapping: column name -> value
+E = TypeVar("E", bound=Enum)
 
 
 # api clients ----------------------------------------------------------------------------
@@ -121,23 +123,23 @@ def trade_values(trade: Trade) -> dict[str, Any]:
 
 #: The enums of a trade row by stored value: a dict lookup, not an enum call per column
 #: (`TradeStatus(value)` is ~1 us: four of them were a quarter of building a trade).
-_SIDES = {side.value: side for side in Side}
-_FIATS = {fiat.value: fiat for fiat in Fiat}
-_LEGS = {leg.value: leg for leg in FixedLeg}
-_STATUSES = {status.value: status for status in TradeStatus}
+_MEMBERS: dict[type[Enum], dict[Any, Any]] = {
+    kind: {member.value: member for member in kind} for kind in (Side, Fiat, FixedLeg, TradeStatus)
+}
 #: Terminal trades each `TradeRows` keeps built (under 2 KB each, with the values they hold).
 TERMINAL_TRADES_SIZE = 10_000
 
 
 def trade_from(row: Row) -> Trade:
-    return _trade(row, _enum(_STATUSES, row["status"], TradeStatus))
+    return _trade(row, _enum(TradeStatus, row["status"]))
 
 
-def _enum(members: Mapping[str, Any], value: Any, kind: Any) -> Any:
+def _enum(kind: type[E], value: Any) -> E:
     try:
-        return members[value]
+        member: E = _MEMBERS[kind][value]
     except KeyError:
         return kind(value)  # raises ValueError, as the enum call did
+    return member
 
 
 def _trade(row: Row, status: TradeStatus) -> Trade:
@@ -145,11 +147,11 @@ def _trade(row: Row, status: TradeStatus) -> Trade:
         trade_id=row["trade_id"],
         client_id=row["client_id"],
         user_id=row["user_id"],
-        side=_enum(_SIDES, row["side"], Side),
+        side=_enum(Side, row["side"]),
         asset_id=int(row["asset_id"]),
         symbol=row["symbol"],
-        fiat=_enum(_FIATS, row["fiat"], Fiat),
-        fixed_leg=_enum(_LEGS, row["fixed_leg"], FixedLeg),
+        fiat=_enum(Fiat, row["fiat"]),
+        fixed_leg=_enum(FixedLeg, row["fixed_leg"]),
         quote=Quote(
             crypto_amount=row["quote_crypto_amount"],
             fiat_amount=row["quote_fiat_amount"],
@@ -188,7 +190,7 @@ class TradeRows:
         self._size = size
 
     def __call__(self, row: Row) -> Trade:
-        status = _enum(_STATUSES, row["status"], TradeStatus)
+        status = _enum(TradeStatus, row["status"])
         if status not in TERMINAL_STATUSES:
             return _trade(row, status)
         known = self._known.get(row["trade_id"])

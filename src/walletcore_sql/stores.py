@@ -287,11 +287,11 @@ class SqlUnit(UnitOfWork):
         conn: Any,
         *,
         writable: bool,
-        trade_rows: rows.TradeRows | None = None,
+        trade_rows: rows.TradeRows,
     ) -> None:
         self.database = database
         #: trades from rows (`SqlStorage.trade_rows`: the database's terminal trades built once)
-        self.trade_rows = rows.TradeRows() if trade_rows is None else trade_rows
+        self.trade_rows = trade_rows
         self.conn = conn
         self.writable = writable
         self.deferring = writable and not database.is_sqlite

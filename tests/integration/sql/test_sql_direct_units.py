@@ -109,7 +109,7 @@ async def _raw_and_sqlalchemy_agree(storage: SqlStorage, raw: type) -> None:
         raw_client = await unit.clients.get(client_id)
     async with storage.database.transaction() as conn:  # SQLAlchemy's
         assert not isinstance(conn, raw)
-        unit = SqlUnit(storage.database, conn, writable=False)
+        unit = SqlUnit(storage.database, conn, writable=False, trade_rows=storage.trade_rows)
         sa_page = await unit.trades.page(client_id, uid, side=None, status=None, limit=10)
         sa_one = await unit.trades.get(client_id, uid, stored[1].trade_id)
         sa_wallet = await unit.wallets.get(client_id, WalletOwner.USER, uid)
@@ -204,7 +204,7 @@ async def test_a_unit_of_one_statement_takes_no_transaction(storage: SqlStorage)
     client_id, uid = await _client_and_user(storage)
     trade = _completed(client_id, uid, 0)
     async with storage.database.unit(write=True) as writer:
-        unit = SqlUnit(storage.database, writer, writable=True)
+        unit = SqlUnit(storage.database, writer, writable=True, trade_rows=storage.trade_rows)
         await unit.trades.add(trade)
         await unit.flush(last=True)  # the one statement, autocommitted
         assert writer._transaction is None
