@@ -7,9 +7,11 @@ prometheus-client's multiprocess directory, made by `run` before they start.
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import logging
 import os
+import signal
 import sys
 from typing import Any, Literal
 
@@ -27,6 +29,8 @@ Server = Literal["granian", "uvicorn"]
 SERVERS: tuple[Server, ...] = ("granian", "uvicorn")
 #: Seconds granian waits before replacing a worker that died.
 RESPAWN_INTERVAL_SECONDS = 1.0
+#: Set by `run` for granian's worker processes (they inherit it): see `ignore_sigint`.
+GRANIAN_WORKER_ENV = "_WALLETCORE_GRANIAN_WORKER"
 
 
 def configure_logging(level: str | None = None, log_format: str | None = None) -> None:
@@ -48,9 +52,36 @@ def configure_logging(level: str | None = None, log_format: str | None = None) -
     logger.propagate = False
 
 
+def dump_stacks_on_sigusr1() -> None:
+    """`kill -USR1 <worker pid>` writes every thread's Python stack to the worker's stderr
+    (the stdlib's faulthandler, in C: it answers even when the event loop is stuck), for
+    an operator asking why a worker does not answer or does not stop. Nothing else is
+    printed: no locals, so no secret."""
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True, chain=False)
+
+
+def ignore_sigint() -> None:
+    """A granian worker stops on its main process's SIGTERM only: SIGINT is blocked in all
+    its threads (this runs in the worker's one thread, before granian's runtime starts its
+    own, which inherit the mask).
+
+    Why: granian (2.8) hands a worker's SIGINT or SIGTERM to a channel of one slot that
+    nothing reads until the worker serves, and it does so on the event loop's thread; a
+    second signal before then blocks that thread for good. Ctrl-C in a terminal signals
+    the whole process group, and the main process then sends each worker SIGTERM: two
+    signals, so a worker still starting hung, and `walletcore serve` with it (seen here:
+    most of the runs signalled within a second of the start). With SIGINT blocked, each
+    worker gets one signal, its main process's SIGTERM. Signal only the main process
+    (docs/deploy.md): SIGTERM sent to a worker as well is still a second signal."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 def app_factory() -> Litestar:
     """What each server worker imports: logging set up, the app from settings, warmed up."""
+    if os.environ.get(GRANIAN_WORKER_ENV) == "1":
+        ignore_sigint()
     configure_logging()
+    dump_stacks_on_sigusr1()
     app = create_app()
     services_of(app).warm_up()
     # Everything built so far (app, OpenAPI document, imported chain libraries) lives as
@@ -75,6 +106,7 @@ def _serve(*, host: str, port: int, workers: int, server: Server, log_level: str
         from granian import Granian
         from granian.constants import Interfaces
 
+        os.environ[GRANIAN_WORKER_ENV] = "1"  # the workers' app_factory: ignore_sigint()
         Granian(
             APP_FACTORY,
             address=host,
