@@ -39,19 +39,10 @@ class Served:
     process: subprocess.Popen[bytes]
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("WALLETCORE_") and k != "PROMETHEUS_MULTIPROC_DIR"
-    }
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env.update(
-        WALLETCORE_HOME=str(tmp_path / "home"), WALLETCORE_LOG_FORMAT="json", TMPDIR=str(tmp)
-    )
-    port, log = free_port(), tmp_path / "server.log"
+def serve_two_workers(env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """`walletcore serve --workers 2` in its own process group; returned once one worker
+    answers (the other may still be starting)."""
+    port = free_port()
     with log.open("wb") as out:
         process = subprocess.Popen(
             [str(BIN / "walletcore"), "serve", "--workers", "2", "--port", str(port)],
@@ -60,18 +51,39 @@ def served(tmp_path: Path) -> Iterator[Served]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    served = Served(f"http://127.0.0.1:{port}", log, tmp, process)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            httpx.get(f"{base}/health/live", timeout=1)
+            return base, process
+        except httpx.TransportError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                stop(process, log)
+                raise RuntimeError(log.read_text()) from None
+            time.sleep(0.05)
+
+
+def clean_env() -> dict[str, str]:
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("WALLETCORE_") and k != "PROMETHEUS_MULTIPROC_DIR"
+    }
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = clean_env()
+    env.update(
+        WALLETCORE_HOME=str(tmp_path / "home"), WALLETCORE_LOG_FORMAT="json", TMPDIR=str(tmp)
+    )
+    log = tmp_path / "server.log"
+    base, process = serve_two_workers(env, log)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"{served.base}/health/live", timeout=1)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log.read_text()) from None
-                time.sleep(0.1)
-        yield served
+        yield Served(base, log, tmp, process)
     finally:
         stop(process, log)
 
@@ -169,26 +181,11 @@ def test_ctrl_c_stops_a_server_whose_workers_are_still_starting(tmp_path: Path) 
     """Ctrl-C in a terminal signals the whole process group: each granian worker got SIGINT,
     then its main process's SIGTERM, and a worker still starting hung on the second signal
     (granian's one-slot channel, server.ignore_sigint); 9 of 12 such stops hung before."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WALLETCORE_")}
+    env = clean_env()
     for attempt in range(3):
         env["WALLETCORE_HOME"] = str(tmp_path / f"home-{attempt}")
-        port, log = free_port(), tmp_path / f"server-{attempt}.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                [str(BIN / "walletcore"), "serve", "--workers", "2", "--port", str(port)],
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 20
-        while True:  # the first worker answers; the second may still be starting
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/health/live", timeout=1)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
+        log = tmp_path / f"server-{attempt}.log"
+        _, process = serve_two_workers(env, log)  # at once: the second worker may be starting
         stop(process, log)  # SIGINT to the group; fails the test if it does not stop
         assert process.returncode == 0, log.read_text()
         left = subprocess.run(
