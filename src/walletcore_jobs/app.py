@@ -2,9 +2,12 @@
 the deployment's PostgreSQL, shared by every `walletcore worker` process.
 
 Once-only, across any number of workers on any number of machines:
-- each period of a periodic task is deferred once: every worker's periodic deferrer tries,
-  and procrastinate's `procrastinate_periodic_defers` (unique per task, periodic id and
-  scheduled second) lets one insert win;
+- each period of a periodic task is deferred once, as a rule: every worker's periodic
+  deferrer tries, and procrastinate's `procrastinate_periodic_defers` (unique per task,
+  periodic id and scheduled second) lets one insert win. That table keeps only the newest
+  period, though: a worker whose deferrer is a whole period behind another's (a stalled
+  or overloaded process) defers a period the other already did, so a period can run
+  once per worker. The jobs are safe to run again (below), so that costs a repeated read;
 - each task runs one job at a time (`lock`): a job of the same task waits while another
   is `doing`;
 - a job left `doing` by a worker that died (no heartbeat for `stalled_seconds`) is put back

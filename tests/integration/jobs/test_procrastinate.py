@@ -1,5 +1,6 @@
-"""The jobs on procrastinate, several workers on one PostgreSQL: each period deferred once,
-each trade settled once, a worker killed mid-job replaced with nothing done twice."""
+"""The jobs on procrastinate, several workers on one PostgreSQL: each period deferred (at
+most once by each worker), each trade settled once, a worker killed mid-job replaced with
+nothing done twice."""
 
 from __future__ import annotations
 
@@ -93,14 +94,16 @@ async def test_two_workers_defer_each_period_once_and_settle_each_trade_once(
         "SELECT task_name, defer_timestamp, count(*) FROM procrastinate_periodic_defers "
         "GROUP BY 1, 2",
     )
-    assert defers and all(n == 1 for _, _, n in defers)  # each period deferred once
+    assert defers and all(n == 1 for _, _, n in defers)  # one row per task and second
     jobs = await _rows(
         pg_schema,
         "SELECT task_name, args->>'timestamp' FROM procrastinate_jobs "
         "WHERE task_name = 'walletcore.refresh_prices'",
     )
     per_period = Counter(ts for _, ts in jobs)
-    assert per_period and max(per_period.values()) == 1
+    # at most once by each worker (a worker a whole period behind may defer a period the
+    # other already did: docs/jobs.md), and one fetch per period all the same
+    assert per_period and max(per_period.values()) <= len(containers)
     # one fetch per period, for both workers together (a run may skip a fresh table)
     assert 1 <= feed.fetches <= len(per_period) <= elapsed + 1
 

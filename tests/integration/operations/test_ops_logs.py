@@ -4,10 +4,13 @@ including the records of the core, which never sees the id."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,13 +40,22 @@ class BrokenVenue:
 
 
 @pytest.fixture
-def json_logs(capfd: pytest.CaptureFixture[str]) -> Iterator[list[dict[str, Any]]]:
+def json_logs(tmp_path: Path) -> Iterator[Any]:
     """`configure_logging(log_format="json")` on the `walletcore` logger, undone after; the
-    list fills with the lines it wrote (parsed) when the test ends its requests."""
+    function it gives returns every line written so far, parsed.
+
+    The handler writes to `sys.stderr.fileno()`: here a file of the test's own, read whole
+    each time and never truncated (capfd's `readouterr` truncates its file, and a batch the
+    handler's flush thread wrote between that read and the truncation was lost)."""
+    written_to = tmp_path / "stderr.log"
+    ours = io.TextIOWrapper(written_to.open("ab", buffering=0))
     logger = logging.getLogger("walletcore")
     saved = (list(logger.handlers), logger.level, logger.propagate)
-    lines: list[dict[str, Any]] = []
-    configure_logging("info", log_format="json")
+    stderr, sys.stderr = sys.stderr, ours  # only while the handler takes its file descriptor
+    try:
+        configure_logging("info", log_format="json")
+    finally:
+        sys.stderr = stderr
     (handler,) = [h for h in logger.handlers if isinstance(h, BatchingStderrHandler)]
     assert isinstance(handler.formatter, JsonFormatter)
     assert any(isinstance(f, RequestIdFilter) for f in handler.filters)
@@ -51,21 +63,23 @@ def json_logs(capfd: pytest.CaptureFixture[str]) -> Iterator[list[dict[str, Any]
     def written() -> list[dict[str, Any]]:
         # The access line of a request is written after its answer was sent, by the app's
         # thread of the test client: a read right after the answer may come before it.
+        lines: list[dict[str, Any]] = []
         for _ in range(50):
             handler.flush()
-            text = capfd.readouterr().err
-            lines.extend(json.loads(line) for line in text.splitlines() if line.strip())
+            complete = written_to.read_text().split("\n")[:-1]  # a line ends with its \n
+            lines = [json.loads(line) for line in complete if line.strip()]
             if any(e.get("logger") == "walletcore.http" for e in lines):
                 break
             time.sleep(0.05)
         return lines
 
     try:
-        yield written  # type: ignore[misc]
+        yield written
     finally:
         logger.removeHandler(handler)
         handler.close()
         logger.handlers[:], logger.level, logger.propagate = saved
+        ours.close()
 
 
 async def test_each_line_is_json_with_the_request_id(
