@@ -4,7 +4,6 @@ including the records of the core, which never sees the id."""
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import sys
@@ -48,7 +47,7 @@ def json_logs(tmp_path: Path) -> Iterator[Any]:
     each time and never truncated (capfd's `readouterr` truncates its file, and a batch the
     handler's flush thread wrote between that read and the truncation was lost)."""
     written_to = tmp_path / "stderr.log"
-    ours = io.TextIOWrapper(written_to.open("ab", buffering=0))
+    ours = written_to.open("a")
     logger = logging.getLogger("walletcore")
     saved = (list(logger.handlers), logger.level, logger.propagate)
     stderr, sys.stderr = sys.stderr, ours  # only while the handler takes its file descriptor
