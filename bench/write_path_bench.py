@@ -2,7 +2,7 @@
 """The write path in process: quote + approve through the services against raw asyncpg.
 
     .venv/bin/python bench/write_path_bench.py [--pg-url postgresql://postgres@127.0.0.1:5432/postgres]
-        [--seconds 8] [--rounds 2] [--concurrency 32] [--pairs 20] [--json]
+        [--seconds 8] [--rounds 2] [--concurrency 32] [--pairs 20] [--json] [--service-only]
 
 On a throwaway PostgreSQL database (`walletcore_wpbench_<pid>_<hex>`, migrated, dropped at
 the end), in one process and one event loop (plain asyncio):
@@ -13,8 +13,17 @@ the end), in one process and one event loop (plain asyncio):
 - raw: an asyncpg pool of `--concurrency` connections, each task holding one and looping
   one INSERT of a trade-like row (all 24 columns of `trades`, same values) and one
   `UPDATE trades SET status='executing', ... WHERE trade_id=$1 AND status='open'`;
-- the two alternate for `--rounds` rounds (drift hits both); rates are pairs (iterations)
-  per second, the ratio service/raw per round, medians printed;
+- same: the service's guarantees written by hand on that raw pool: the three statements a
+  sell + approve sends (the quote with its audit entry; open -> executing with its entry,
+  committed before the venue is called; the settlement with its entry), each one
+  autocommitted statement, with no framework around them. Its rate against raw is what
+  the guarantees cost the storage, whoever writes the Python: it bounds the service's ratio;
+- the three take turns for `--rounds` rounds (each round starts with the next one, so
+  drift hits each); rates are pairs (iterations) per second, the ratios service/raw and
+  same/raw per round, medians printed;
+- CPU per pair of each workload: this process's (`time.process_time`) and the PostgreSQL
+  server's (its processes' user + system time from /proc), over each timed run; with two
+  cores shared by the client and the server, the sum bounds the rate;
 - round trips: `--pairs` sequential sell+approve after the timed rounds, counted as
   (a) client->server writes on sockets to the PostgreSQL port (each message batch the
   driver flushes and then waits on: statements, BEGIN/COMMIT, pre-ping, connection start-up
@@ -25,6 +34,8 @@ the end), in one process and one event loop (plain asyncio):
   Since the stores' units go straight to asyncpg (`walletcore_sql.direct`), their
   statements and transactions no longer pass SQLAlchemy's events: (a) counts them, (b)
   shows only what still goes through SQLAlchemy (and the pool's checkouts).
+
+`--service-only` times the service alone (no ratios): a run to attach a profiler to.
 
 Not a test: figures depend on the machine. With --json the last stdout line is the result
 (human lines go to stderr).
@@ -126,9 +137,49 @@ class Counters:
         event.listen(Pool, "connect", bump("connects"))
 
 
+# -- CPU spent --------------------------------------------------------------------------------
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def postgres_cpu() -> float:
+    """CPU seconds (user + system) spent so far by the processes named `postgres` on this
+    machine (the server's backends and its background processes); 0 where /proc is not."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name_end = text.rfind(")")
+        if text[text.find("(") + 1:name_end] != "postgres":
+            continue
+        fields = text[name_end + 2:].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / _TICK
+
+
+class Spent:
+    """Wall time, this process's CPU and the PostgreSQL server's CPU over a span."""
+
+    def __init__(self) -> None:
+        self.wall, self.own, self.server = time.perf_counter(), time.process_time(), postgres_cpu()
+
+    def per(self, iterations: float) -> dict[str, float]:
+        """Microseconds per iteration of each, since this was made."""
+        scale = 1e6 / max(iterations, 1)
+        return {
+            "wall_us": (time.perf_counter() - self.wall) * scale,
+            "client_cpu_us": (time.process_time() - self.own) * scale,
+            "server_cpu_us": (postgres_cpu() - self.server) * scale,
+        }
+
+
 # -- the two workloads ---------------------------------------------------------------------
-async def run_for(seconds: float, concurrency: int, step: Any) -> float:
-    """Iterations per second of `step(task_index)` run by `concurrency` tasks."""
+async def run_for(seconds: float, concurrency: int, step: Any,
+                  spent: dict[str, float] | None = None) -> float:
+    """Iterations per second of `step(task_index)` run by `concurrency` tasks (and, into
+    `spent`, the microseconds of client and server CPU per iteration)."""
+    span = Spent()
     deadline = time.perf_counter() + seconds
     done = 0
     errors: list[BaseException] = []
@@ -150,6 +201,8 @@ async def run_for(seconds: float, concurrency: int, step: Any) -> float:
     elapsed = time.perf_counter() - started
     if errors:
         say(f"  {len(errors)} errors, first: {errors[0]!r}")
+    if spent is not None:
+        spent.update(span.per(done))
     return done / elapsed
 
 
@@ -251,24 +304,91 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             if status != "UPDATE 1":
                 raise RuntimeError(status)
 
+        # The service's guarantees written by hand: the same three statements a sell +
+        # approve sends (the quote with its entry; open -> executing with its entry,
+        # committed before the venue is called; the settlement with its entry), each one
+        # autocommitted statement, with no framework around them. What the storage must do
+        # whoever writes the Python: its rate against `raw` bounds the service's ratio.
+        audit_cols = "at, client_id, action, request_id, outcome, user_id, target, detail"
+        quote_sql = (
+            f"WITH t AS (INSERT INTO trades ({', '.join(columns)}) "
+            f"VALUES ({', '.join(f'${i + 9}' for i in range(len(columns)))})) "
+            f"INSERT INTO audit_log ({audit_cols}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+        )
+        move_sql = (
+            "WITH swapped AS (UPDATE trades SET status = $9, approved_crypto_amount = $10, "
+            "approved_fiat_amount = $11, approved_price = $12, executed_crypto_amount = $13, "
+            "executed_fiat_amount = $14, executed_price = $15, reference = $16, "
+            "failure_reason = $17, approved_at = $18, completed_at = $19 "
+            "WHERE trade_id = $20 AND status = $21 RETURNING trade_id) "
+            f"INSERT INTO audit_log ({audit_cols}) "
+            "SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM swapped"
+        )
+
+        async def same_step(index: int) -> None:
+            conn = held.get(index)
+            if conn is None:
+                conn = held[index] = await pool.acquire()
+            uid, cid = user_ids[index % len(user_ids)], client.client_id
+            at = datetime.now(UTC)
+            tid = new_id()
+            await conn.execute(quote_sql, at, cid, "trade.sell", new_id(), "ok", uid, tid,
+                               None, *trade_like(tid, cid, uid, at))
+            price = Decimal("60123.456789")
+            crypto, fiat = Decimal("0.01"), Decimal("0.01") * price
+            for action, expected, status, executed, done_at in (
+                ("trade.approve", "open", "executing", None, None),
+                ("trade.settle", "executing", "completed", crypto, at),
+            ):
+                moved = await conn.execute(
+                    move_sql, at, cid, action, new_id(), "ok", uid, tid, f"{expected} -> {status}",
+                    status, crypto, fiat, price, executed, executed and fiat,
+                    executed and price, None, None, at, done_at, tid, expected,
+                )
+                if moved != "INSERT 0 1":
+                    raise RuntimeError(moved)
+
         say(f"database {name}; concurrency {args.concurrency}; warm-up ...")
         await run_for(1.0, args.concurrency, service_step)
         await run_for(1.0, args.concurrency, raw_step)
-        service_rates, raw_rates, ratios = [], [], []
+        await run_for(1.0, args.concurrency, same_step)
+        steps = {"service": service_step, "raw": raw_step, "same": same_step}
+        service_rates, raw_rates, same_rates, ratios, same_ratios = [], [], [], [], []
+        cpu: dict[str, list[dict[str, float]]] = {"service": [], "raw": [], "same": []}
         for round_no in range(args.rounds):
-            first, second = ("service", "raw") if round_no % 2 == 0 else ("raw", "service")
+            order = ["service", "raw", "same"]
+            order = order[round_no % 3:] + order[:round_no % 3]  # drift hits each in turn
             rates = {}
-            for which in (first, second):
-                rates[which] = await run_for(args.seconds, args.concurrency,
-                                             service_step if which == "service" else raw_step)
+            for which in order:
+                spent: dict[str, float] = {}
+                if args.service_only and which != "service":  # a profile of the service
+                    rates[which], spent = 1.0, {"client_cpu_us": 0.0, "server_cpu_us": 0.0}
+                else:
+                    rates[which] = await run_for(args.seconds, args.concurrency, steps[which],
+                                                 spent)
+                cpu[which].append(spent)
             service_rates.append(rates["service"])
             raw_rates.append(rates["raw"])
+            same_rates.append(rates["same"])
             ratios.append(rates["service"] / rates["raw"])
+            same_ratios.append(rates["same"] / rates["raw"])
+            if args.service_only:
+                say(f"  round {round_no + 1}: service {rates['service']:.0f} pairs/s, "
+                    f"{cpu['service'][-1]['client_cpu_us']:.0f} us of this process's CPU "
+                    "per pair")
+                continue
             say(f"  round {round_no + 1}: service {rates['service']:.0f} pairs/s, raw "
-                f"{rates['raw']:.0f} /s, ratio {ratios[-1]:.3f}")
+                f"{rates['raw']:.0f} /s, ratio {ratios[-1]:.3f}; the same statements by hand "
+                f"{rates['same']:.0f} /s, ratio {same_ratios[-1]:.3f}")
+            for which in ("service", "raw", "same"):
+                figures = cpu[which][-1]
+                say(f"    {which}: per pair {figures['client_cpu_us']:.0f} us of this "
+                    f"process's CPU, {figures['server_cpu_us']:.0f} us of PostgreSQL's")
         for conn in held.values():
             await pool.release(conn)
         held.clear()
+        if args.service_only:
+            return {"service_rate": statistics.median(service_rates)}
 
         # Round trips of one sell + approve, sequential, pools warm.
         counters.reset()
@@ -298,9 +418,18 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             "raw_rate": statistics.median(raw_rates),
             "ratio": statistics.median(ratios),
             "ratios": [round(r, 3) for r in ratios],
+            "same_rate": statistics.median(same_rates),
+            "same_ratio": statistics.median(same_ratios),
+            "service_vs_same": statistics.median(
+                s / h for s, h in zip(service_rates, same_rates, strict=True)),
             "round_trips_per_pair": round(per_pair["writes"], 1) if counters.patched else None,
             "raw_round_trips": round(raw_per["writes"], 1) if counters.patched else None,
             "per_pair": per_pair,
+            "cpu_us_per_pair": {
+                which: {key: round(statistics.median(r[key] for r in rounds))
+                        for key in ("client_cpu_us", "server_cpu_us")}
+                for which, rounds in cpu.items()
+            },
             "engines": engine_notes,
         }
         say(
@@ -315,6 +444,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             f"{per_pair['rollbacks']:.1f} ROLLBACK, {per_pair['checkouts']:.1f} pool checkouts, "
             f"{per_pair['connects']:.1f} new connections; raw iteration: {raw_per['writes']:.1f}"
         )
+        say(
+            f"the same statements by hand {result['same_rate']:.0f} /s: ratio to raw "
+            f"{result['same_ratio']:.3f} (what the guarantees cost the storage); the service "
+            f"reaches {result['service_vs_same']:.3f} of them"
+        )
+        for which, figures in result["cpu_us_per_pair"].items():
+            say(f"CPU per pair, {which}: {figures['client_cpu_us']} us in this process, "
+                f"{figures['server_cpu_us']} us in PostgreSQL (medians over rounds)")
         for note in engine_notes:
             say(f"  engine {note}")
         return result
@@ -363,6 +500,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--pairs", type=int, default=20, help="sequential pairs counted")
     parser.add_argument("--json", action="store_true", help="last stdout line: the result")
+    parser.add_argument("--service-only", action="store_true",
+                        help="time the service alone (to profile it): no ratios")
     return parser.parse_args()
 
 

@@ -121,6 +121,42 @@ def trade_values(trade: Trade) -> dict[str, Any]:
     }
 
 
+#: What a move of a trade can change (`Trade.start_approval`, `settle`, `accept`, `fail`,
+#: `reopen`, `expire`, `cancel`). The rest of a row (its ids, side, asset, fiat, fixed leg,
+#: quote and creation instant) is written once, by the quote, and never again.
+TRADE_MOVE_COLUMNS = (
+    "status",
+    "approved_crypto_amount",
+    "approved_fiat_amount",
+    "approved_price",
+    "executed_crypto_amount",
+    "executed_fiat_amount",
+    "executed_price",
+    "reference",
+    "failure_reason",
+    "approved_at",
+    "completed_at",
+)
+
+
+def trade_move_values(trade: Trade) -> dict[str, Any]:
+    """The columns of `TRADE_MOVE_COLUMNS` for `trade`, as `trade_values` gives them."""
+    approved, executed = trade.approved, trade.executed
+    return {
+        "status": trade.status.value,
+        "approved_crypto_amount": None if approved is None else approved.crypto_amount,
+        "approved_fiat_amount": None if approved is None else approved.fiat_amount,
+        "approved_price": None if approved is None else approved.price,
+        "executed_crypto_amount": None if executed is None else executed.crypto_amount,
+        "executed_fiat_amount": None if executed is None else executed.fiat_amount,
+        "executed_price": None if executed is None else executed.price,
+        "reference": trade.reference,
+        "failure_reason": trade.failure_reason,
+        "approved_at": trade.approved_at,
+        "completed_at": trade.completed_at,
+    }
+
+
 #: The enums of a trade row by stored value: a dict lookup, not an enum call per column
 #: (`TradeStatus(value)` is ~1 us: four of them were a quarter of building a trade).
 _MEMBERS: dict[type[Enum], dict[Any, Any]] = {

@@ -110,9 +110,8 @@ _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
     ).select_from(
         _TRADE_SWAP.values(
             {
-                column.name: bindparam(f"s_{column.name}", type_=column.type)
-                for column in trades.c
-                if column.name != "trade_id"
+                name: bindparam(f"s_{name}", type_=trades.c[name].type)
+                for name in rows.TRADE_MOVE_COLUMNS
             }
         )
         .returning(trades.c.trade_id)
@@ -513,8 +512,8 @@ class SqlTrades(TradeStore):
         """`alone` (from `SqlStorage.swap_trade` only): the unit holds nothing else, so on
         PostgreSQL the one statement runs autocommitted, with no BEGIN and COMMIT."""
         self._unit.writer()
-        values = rows.trade_values(trade)
-        del values["trade_id"]
+        # what a move can change, and nothing else: the quote's own columns stay as stored
+        values = rows.trade_move_values(trade)
         values["b_trade_id"] = trade.trade_id
         values["b_expected"] = expected.value
         if entry is None or self._unit.database.is_sqlite:

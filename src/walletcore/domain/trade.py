@@ -177,6 +177,26 @@ class ApproveStep(Enum):
     EXPIRE = "expire"  # quote lapsed on an open or approved trade: expired, then 409
 
 
+#: The fields a move of a trade can change (`start_approval`, `settle`, `accept`, `fail`,
+#: `reopen`, `expire`, `cancel`). The others (its ids, side, asset, fiat, fixed leg, quote
+#: and creation instant) are the quote's: written once when it is stored, never moved.
+MOVED_FIELDS = (
+    "status",
+    "approved_at",
+    "completed_at",
+    "approved",
+    "executed",
+    "reference",
+    "failure_reason",
+)
+
+
+def moved(stored: Trade, move: Trade) -> Trade:
+    """`stored` with what `move` changed of it (`MOVED_FIELDS`): what a store keeps when it
+    swaps `move` in (`TradeStore.swap`), whatever the rest of `move` says."""
+    return replace(stored, **{name: getattr(move, name) for name in MOVED_FIELDS})
+
+
 @dataclass(frozen=True, slots=True)
 class Trade:
     trade_id: str

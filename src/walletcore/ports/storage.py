@@ -117,8 +117,13 @@ class TradeStore(Protocol):
     async def swap(
         self, expected: TradeStatus, trade: Trade, *, entry: AuditEntry | None = None
     ) -> bool:
-        """Replace the stored trade with `trade` if its status is still `expected`, and
+        """Store the move `trade` if the stored trade's status is still `expected`, and
         then (only then) append `entry` to the audit log in the same unit.
+
+        A move writes what a move can change (`walletcore.domain.trade.MOVED_FIELDS`: the
+        status, its instants, the approved and executed figures, the reference, the
+        failure reason), nothing else: the quote's own fields stay as stored
+        (`walletcore.domain.trade.moved`).
 
         A loser (False) writes nothing and costs one conditional write. Passing the move's
         entry here rather than to `audit.append` after it lets an adapter make both one

@@ -32,7 +32,7 @@ from walletcore.domain.audit import AuditEntry, storable
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
-from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus
+from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus, moved
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords, StoredPrices
 from walletcore.ports.storage import (
@@ -196,7 +196,7 @@ class _Trades(TradeStore):
             return False
         if entry is not None:
             await self._unit.audit.append(entry)  # refuses an entry no store could keep
-        tables.trades[trade.trade_id] = trade
+        tables.trades[trade.trade_id] = moved(stored, trade)
         return True
 
     async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:

@@ -486,6 +486,30 @@ class StorageContract(JobStorageContract):
         assert await db.trades.swap(TradeStatus.EXECUTING, done) is True
         assert await db.trades.get(client_id, user_id, t.trade_id) == done
 
+    async def test_a_swap_writes_only_what_a_move_changes(
+        self, storage: Storage, client_id: str, user_id: str
+    ) -> None:
+        db = autocommit(storage)
+        t = trade(client_id, user_id)
+        await db.trades.add(t)
+        executing = t.start_approval(T0 + timedelta(seconds=1))
+        # A move whose quote, side and creation instant disagree with the stored trade:
+        # the store keeps the quote's own fields and takes the move's.
+        forged = dataclasses.replace(
+            executing,
+            side=Side.BUY,
+            symbol="BTC",
+            quote=dataclasses.replace(t.quote, price=Decimal(1), crypto_amount=Decimal(9)),
+            created_at=T0 + timedelta(days=1),
+        )
+        assert await db.trades.swap(TradeStatus.OPEN, forged) is True
+        assert await db.trades.get(client_id, user_id, t.trade_id) == executing
+        fill = Fill(Figures(Decimal("1.5"), Decimal("4500.5"), Decimal("3000.3333")), "REF-1")
+        done = executing.settle(fill, T0 + timedelta(seconds=2))
+        forged = dataclasses.replace(done, fiat=Fiat.USD, asset_id=1)
+        assert await db.trades.swap(TradeStatus.EXECUTING, forged) is True
+        assert await db.trades.get(client_id, user_id, t.trade_id) == done
+
     async def test_swap_of_an_unknown_trade_is_false(
         self, storage: Storage, client_id: str, user_id: str
     ) -> None:
