@@ -7,6 +7,7 @@ prometheus-client's multiprocess directory, made by `run` before they start.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import gc
 import logging
@@ -29,8 +30,13 @@ Server = Literal["granian", "uvicorn"]
 SERVERS: tuple[Server, ...] = ("granian", "uvicorn")
 #: Seconds granian waits before replacing a worker that died.
 RESPAWN_INTERVAL_SECONDS = 1.0
-#: Set by `run` for granian's worker processes (they inherit it): see `ignore_sigint`.
+#: Set by `run` for granian's worker processes (they inherit it): see `ignore_sigint` and
+#: `stop_signal_once`.
 GRANIAN_WORKER_ENV = "_WALLETCORE_GRANIAN_WORKER"
+#: Seconds a stopping granian worker has to finish what it serves before it is killed
+#: (`stop_signal_once`): a stop always ends. A request cut short leaves what any crash
+#: leaves (an approval stays `executing`, a send resumes from its last recovery point).
+STOP_GRACE_SECONDS = 30
 
 
 def configure_logging(level: str | None = None, log_format: str | None = None) -> None:
@@ -71,15 +77,118 @@ def ignore_sigint() -> None:
     the whole process group, and the main process then sends each worker SIGTERM: two
     signals, so a worker still starting hung, and `walletcore serve` with it (seen here:
     most of the runs signalled within a second of the start). With SIGINT blocked, each
-    worker gets one signal, its main process's SIGTERM. Signal only the main process
-    (docs/deploy.md): SIGTERM sent to a worker as well is still a second signal."""
+    worker gets its main process's SIGTERM; a SIGTERM sent to the workers as well (systemd's
+    default stop) is dropped by `stop_signal_once`."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+class _WorkerStop:
+    """A granian worker's stop signal, handed to granian once (`stop_signal_once`)."""
+
+    def __init__(self) -> None:
+        self.requested = False  # a SIGTERM or SIGINT came, whenever it came
+        self.event: Any = None  # granian's `WorkerSignal`, once granian made it
+        self.handed = False
+
+    def signalled(self, signum: int, frame: object) -> None:
+        self.requested = True
+        self.hand()
+
+    def hand(self) -> None:
+        if self.requested and self.event is not None and not self.handed:
+            self.handed = True
+            self.event.set()
+
+
+_WORKER_STOP = _WorkerStop()
+
+
+def stop_signal_follows_the_fork() -> None:
+    """In granian's main process right before it forks a worker (`run` registers this with
+    `os.register_at_fork`): its SIGTERM handler becomes one that does in a child what a
+    worker must, remember the signal for granian (`stop_signal_once`), and in the main
+    process what granian's handler did. A worker forked then has it from its first
+    instruction: a signal before any code of the worker runs is not lost to granian's main
+    handler, which does nothing in a worker (nor can a hook after the fork be first: the
+    standard library's run before it, and a signal may come while they do)."""
+    current = signal.getsignal(signal.SIGTERM)
+    if getattr(current, "walletcore_dispatch", False) or not callable(current):
+        return
+    main = os.getpid()
+
+    def dispatch(signum: int, frame: Any) -> Any:
+        if os.getpid() == main:
+            return current(signum, frame)
+        _WORKER_STOP.signalled(signum, frame)
+        return None
+
+    dispatch.walletcore_dispatch = True  # type: ignore[attr-defined]
+    with contextlib.suppress(ValueError):  # not the main thread: `stop_signal_once` then
+        signal.signal(signal.SIGTERM, dispatch)
+
+
+def stop_signal_once() -> bool:
+    """A granian worker stops on the first SIGTERM (or SIGINT) it gets, whenever it comes,
+    and hands it to granian once: later ones are dropped. Runs in the worker before
+    granian sets its own handlers (granian loads the app first); True when installed.
+
+    Why: three ways a worker that was still starting never stopped, and `walletcore serve`
+    waited on it for good (seen here: every stop signalled to the whole process group 1
+    to 1.5 s after the start, as systemd's default `KillMode=control-group` does, and the
+    main process then sends each worker its own SIGTERM):
+    - a signal that came while the app was loading ran the handler the worker inherited
+      from granian's main process, which does nothing in a worker: the stop was lost;
+    - a second signal while the app's startup ran blocked the event loop's thread in
+      granian's one-slot channel (`ignore_sigint`);
+    - a signal that came while uvloop was not running (between the app's startup and the
+      serving) was kept aside by uvloop until another signal came: lost too (about one
+      stop in 25 on a loaded machine).
+
+    How: from now on SIGTERM is remembered; granian's `set_loop_signals(loop)` (imported
+    by each worker spawn function when it runs) is wrapped so that, once granian made its
+    event and handlers, one handler of ours replaces them, handing granian's event the
+    first signal (at once, when it came earlier) and dropping the rest. Nothing changes
+    when granian no longer has that function (another layout: `test_ops_served` then shows
+    whether the hang is back), and `run` bounds a stop anyway (`STOP_GRACE_SECONDS`). A
+    signal between the worker's fork and this call is remembered too: the worker inherits
+    that from its main process (`stop_signal_follows_the_fork`; a test signalling right as
+    the workers were spawned, on a loaded machine, lost it before)."""
+    try:
+        from granian import _signals
+    except ImportError:  # pragma: no cover - granian is what runs this
+        return False
+    original = getattr(_signals, "set_loop_signals", None)
+    if original is None:  # pragma: no cover - another granian layout
+        return False
+    stop = _WORKER_STOP
+    signal.signal(signal.SIGTERM, stop.signalled)
+    if getattr(original, "walletcore_once", False):
+        return True
+
+    def set_loop_signals(loop: Any) -> Any:
+        stop.event = original(loop)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            # the loop's own dispatch of the signal, when the loop runs: ours, not granian's
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.signalled, sig, None)
+            # and Python's, for a signal while the loop is not running: uvloop listens only
+            # while it runs (between two runs it keeps a signal aside until another one
+            # comes), and granian's worker runs its loop twice, its app's startup then its
+            # serving, with its Rust server started in between
+            signal.signal(sig, stop.signalled)
+        stop.hand()  # a signal that came while the app loaded
+        return stop.event
+
+    set_loop_signals.walletcore_once = True  # type: ignore[attr-defined]
+    _signals.set_loop_signals = set_loop_signals
+    return True
 
 
 def app_factory() -> Litestar:
     """What each server worker imports: logging set up, the app from settings, warmed up."""
     if os.environ.get(GRANIAN_WORKER_ENV) == "1":
         ignore_sigint()
+        stop_signal_once()
     configure_logging()
     dump_stacks_on_sigusr1()
     app = create_app()
@@ -106,7 +215,8 @@ def _serve(*, host: str, port: int, workers: int, server: Server, log_level: str
         from granian import Granian
         from granian.constants import Interfaces
 
-        os.environ[GRANIAN_WORKER_ENV] = "1"  # the workers' app_factory: ignore_sigint()
+        os.environ[GRANIAN_WORKER_ENV] = "1"  # the workers' app_factory: their stop signals
+        os.register_at_fork(before=stop_signal_follows_the_fork)  # granian forks the workers
         Granian(
             APP_FACTORY,
             address=host,
@@ -120,6 +230,7 @@ def _serve(*, host: str, port: int, workers: int, server: Server, log_level: str
             # the listening socket stay up, so one request cannot take the service down.
             respawn_failed_workers=True,
             respawn_interval=RESPAWN_INTERVAL_SECONDS,
+            workers_kill_timeout=STOP_GRACE_SECONDS,
             log_dictconfig=_granian_json_logs() if json_logs else None,
         ).serve()
     else:

@@ -192,3 +192,128 @@ def test_ctrl_c_stops_a_server_whose_workers_are_still_starting(tmp_path: Path) 
             ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
         ).stdout.split()
         assert left == [], left  # no worker outlives the server
+
+
+def _spawned(log: Path, process: subprocess.Popen[bytes], count: int) -> None:
+    """Until granian logged spawning `count` workers (their apps are loading then)."""
+    deadline = time.monotonic() + 30
+    while log.read_text(errors="replace").count("Spawning worker-") < count:
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(log.read_text(errors="replace"))
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("after", [0.0, 0.5, 1.0])
+def test_sigterm_to_the_group_stops_a_server_whose_workers_are_starting(
+    tmp_path: Path, after: float
+) -> None:
+    """systemd's default stop (`KillMode=control-group`) sends SIGTERM to every process,
+    and the main process then sends each worker its own. A worker whose app was loading
+    lost the signal, one whose app's startup ran blocked on the second: the server never
+    stopped (4 of 4 at 1 s and at 1.5 s after the start, seen here). `server.
+    stop_signal_once`. Within 15 s: half the grace after which a worker is killed
+    (`STOP_GRACE_SECONDS`), so a stop that only the kill ends fails here."""
+    env = clean_env()
+    env["WALLETCORE_HOME"] = str(tmp_path / "home")
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(BIN / "walletcore"), "serve", "--workers", "2", "--port", str(free_port())],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _spawned(log, process, 2)
+        time.sleep(after)
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        pids = subprocess.run(
+            ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        for pid in pids:
+            if int(pid) != process.pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGUSR1)  # their stacks, into the log
+        time.sleep(1)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        pytest.fail(f"the server did not stop within 15 s of SIGTERM:\n{log.read_text()}")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    left = subprocess.run(
+        ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
+    ).stdout.split()
+    assert left == [], left  # no worker outlives the server
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+@pytest.mark.parametrize("phase", ["app-loading", "between-loop-runs", "loop-running"])
+def test_a_worker_hands_granian_its_first_stop_signal_only(loop_kind: str, phase: str) -> None:
+    """The mechanism of `stop_signal_once`, with granian's own `WorkerSignal` and no
+    server: two SIGTERMs, while the app loads (before granian's handlers exist), while the
+    loop is not running (uvloop kept such a signal aside: lost), or while it runs, hand
+    granian's event the first one, and nothing blocks (a second `set` of that one-slot
+    channel, unread, blocks its caller for good: the subprocess would time out)."""
+    script = f"""
+import asyncio, os, signal
+import uvloop
+from granian import _signals
+from walletcore_litestar import server
+
+stop = server._WORKER_STOP
+assert server.stop_signal_once()
+loop = uvloop.new_event_loop() if {loop_kind!r} == "uvloop" else asyncio.new_event_loop()
+twice = lambda: (os.kill(os.getpid(), signal.SIGTERM), os.kill(os.getpid(), signal.SIGTERM))
+if {phase!r} == "app-loading":
+    twice()
+    assert stop.requested and not stop.handed  # remembered: granian has no event yet
+event = _signals.set_loop_signals(loop)  # what granian's worker spawn calls
+assert event is stop.event
+loop.run_until_complete(asyncio.sleep(0.05))  # the app's startup
+if {phase!r} == "between-loop-runs":
+    twice()
+if {phase!r} == "loop-running":
+    loop.call_later(0.05, twice)
+loop.run_until_complete(asyncio.sleep(0.3))  # the serving
+assert stop.handed, "the stop signal was lost"
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_a_worker_forked_by_granian_remembers_a_stop_signal_from_its_first_instruction() -> None:
+    """`stop_signal_follows_the_fork` (granian's main process, right before each fork): in
+    a child the SIGTERM handler remembers the stop for granian; in the main process it is
+    still granian's own."""
+    script = """
+import os, signal
+from walletcore_litestar import server
+
+seen = []
+signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("main"))  # granian's, say
+server.stop_signal_follows_the_fork()
+server.stop_signal_follows_the_fork()  # once per fork: wrapped once
+child = os.fork()
+if child == 0:
+    os.kill(os.getpid(), signal.SIGTERM)  # before any code of the worker's own
+    os._exit(0 if server._WORKER_STOP.requested and seen == [] else 1)
+_, status = os.waitpid(child, 0)
+assert os.waitstatus_to_exitcode(status) == 0, status
+os.kill(os.getpid(), signal.SIGTERM)
+assert seen == ["main"] and not server._WORKER_STOP.requested, seen
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
