@@ -97,17 +97,23 @@ def stop(process: subprocess.Popen[bytes], log: Path) -> None:
     try:
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
-        stuck = subprocess.run(
-            ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
-        ).stdout.split()
-        for pid in stuck:
-            if int(pid) != process.pid:  # the workers (the main process has no such handler)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGUSR1)
-        time.sleep(1)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        pytest.fail(f"the server did not stop within 30 s after SIGINT:\n{log.read_text()}")
+        fail_stuck(process, log, "within 30 s after SIGINT")
+
+
+def fail_stuck(process: subprocess.Popen[bytes], log: Path, how: str) -> None:
+    """Fail the test with the stacks of the workers of a server that did not stop (SIGUSR1:
+    server.py; the main process has no such handler), after killing it."""
+    stuck = subprocess.run(
+        ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
+    ).stdout.split()
+    for pid in stuck:
+        if int(pid) != process.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGUSR1)
+    time.sleep(1)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    pytest.fail(f"the server did not stop {how}:\n{log.read_text()}")
 
 
 def scrape(base: str) -> dict[object, float]:
@@ -230,17 +236,7 @@ def test_sigterm_to_the_group_stops_a_server_whose_workers_are_starting(
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=15)
     except subprocess.TimeoutExpired:
-        pids = subprocess.run(
-            ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
-        ).stdout.split()
-        for pid in pids:
-            if int(pid) != process.pid:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGUSR1)  # their stacks, into the log
-        time.sleep(1)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        pytest.fail(f"the server did not stop within 15 s of SIGTERM:\n{log.read_text()}")
+        fail_stuck(process, log, "within 15 s of SIGTERM")
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
