@@ -141,8 +141,9 @@ def stop_signal_once() -> bool:
     - a second signal while the app's startup ran blocked the event loop's thread in
       granian's one-slot channel (`ignore_sigint`);
     - a signal that came while uvloop was not running (between the app's startup and the
-      serving) was kept aside by uvloop until another signal came: lost too (about one
-      stop in 25 on a loaded machine).
+      serving) was kept aside by uvloop until another signal came: lost too (rare: with a
+      signal in the first moments after the fork, one test run in 10 to 25 on a loaded
+      machine).
 
     How: from now on SIGTERM is remembered; granian's `set_loop_signals(loop)` (imported
     by each worker spawn function when it runs) is wrapped so that, once granian made its
