@@ -22,7 +22,7 @@ the end), in one process and one event loop (plain asyncio):
   drift hits each); rates are pairs (iterations) per second, the ratios service/raw and
   same/raw per round, medians printed;
 - CPU per pair of each workload: this process's (`time.process_time`) and the PostgreSQL
-  server's (its processes' user + system time from /proc), over each timed run; with two
+  server's (its processes' user + system time, psutil), over each timed run; with two
   cores shared by the client and the server, the sum bounds the rate;
 - round trips: `--pairs` sequential sell+approve after the timed rounds, counted as
   (a) client->server writes on sockets to the PostgreSQL port (each message batch the
@@ -138,24 +138,17 @@ class Counters:
 
 
 # -- CPU spent --------------------------------------------------------------------------------
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
 def postgres_cpu() -> float:
     """CPU seconds (user + system) spent so far by the processes named `postgres` on this
-    machine (the server's backends and its background processes); 0 where /proc is not."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        name_end = text.rfind(")")
-        if text[text.find("(") + 1:name_end] != "postgres":
-            continue
-        fields = text[name_end + 2:].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-    return total / _TICK
+    machine (the server's backends and its background processes), read by psutil."""
+    import psutil
+
+    total = 0.0
+    for process in psutil.process_iter(["name", "cpu_times"]):
+        times = process.info["cpu_times"]
+        if process.info["name"] == "postgres" and times is not None:
+            total += times.user + times.system
+    return total
 
 
 class Spent:
@@ -290,10 +283,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         pool = await asyncpg.create_pool(dsn, min_size=args.concurrency, max_size=args.concurrency)
         held: dict[int, Any] = {}
 
+        async def connection(index: int) -> Any:
+            """The pool's connection task `index` holds for the whole run."""
+            if index not in held:
+                held[index] = await pool.acquire()
+            return held[index]
+
         async def raw_step(index: int) -> None:
-            conn = held.get(index)
-            if conn is None:
-                conn = held[index] = await pool.acquire()
+            conn = await connection(index)
             at = datetime.now(UTC)
             tid = new_id()
             await conn.execute(insert_sql, *trade_like(tid, client.client_id,
@@ -326,9 +323,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         )
 
         async def same_step(index: int) -> None:
-            conn = held.get(index)
-            if conn is None:
-                conn = held[index] = await pool.acquire()
+            conn = await connection(index)
             uid, cid = user_ids[index % len(user_ids)], client.client_id
             at = datetime.now(UTC)
             tid = new_id()

@@ -102,7 +102,6 @@ def trade_values(trade: Trade) -> dict[str, Any]:
         "client_id": trade.client_id,
         "user_id": trade.user_id,
         "side": trade.side.value,
-        "status": trade.status.value,
         "asset_id": trade.asset_id,
         "symbol": trade.symbol,
         "fiat": trade.fiat.value,
@@ -111,13 +110,8 @@ def trade_values(trade: Trade) -> dict[str, Any]:
         "quote_fiat_amount": quote.fiat_amount,
         "quote_price": quote.price,
         "quote_expires_at": quote.expires_at,
-        **_figures_values("approved", trade.approved),
-        **_figures_values("executed", trade.executed),
-        "reference": trade.reference,
-        "failure_reason": trade.failure_reason,
         "created_at": trade.created_at,
-        "approved_at": trade.approved_at,
-        "completed_at": trade.completed_at,
+        **trade_move_values(trade),
     }
 
 
@@ -140,16 +134,11 @@ TRADE_MOVE_COLUMNS = (
 
 
 def trade_move_values(trade: Trade) -> dict[str, Any]:
-    """The columns of `TRADE_MOVE_COLUMNS` for `trade`, as `trade_values` gives them."""
-    approved, executed = trade.approved, trade.executed
+    """The columns of `TRADE_MOVE_COLUMNS` for `trade` (a part of `trade_values`)."""
     return {
         "status": trade.status.value,
-        "approved_crypto_amount": None if approved is None else approved.crypto_amount,
-        "approved_fiat_amount": None if approved is None else approved.fiat_amount,
-        "approved_price": None if approved is None else approved.price,
-        "executed_crypto_amount": None if executed is None else executed.crypto_amount,
-        "executed_fiat_amount": None if executed is None else executed.fiat_amount,
-        "executed_price": None if executed is None else executed.price,
+        **_figures_values("approved", trade.approved),
+        **_figures_values("executed", trade.executed),
         "reference": trade.reference,
         "failure_reason": trade.failure_reason,
         "approved_at": trade.approved_at,

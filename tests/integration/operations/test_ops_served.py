@@ -39,9 +39,8 @@ class Served:
     process: subprocess.Popen[bytes]
 
 
-def serve_two_workers(env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen[bytes]]:
-    """`walletcore serve --workers 2` in its own process group; returned once one worker
-    answers (the other may still be starting)."""
+def start_two_workers(env: dict[str, str], log: Path) -> tuple[int, subprocess.Popen[bytes]]:
+    """`walletcore serve --workers 2` in its own process group, its output in `log`."""
     port = free_port()
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -51,6 +50,20 @@ def serve_two_workers(env: dict[str, str], log: Path) -> tuple[str, subprocess.P
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    return port, process
+
+
+def group_left(process: subprocess.Popen[bytes]) -> list[str]:
+    """The processes still in the server's process group (its workers, after a stop)."""
+    return subprocess.run(
+        ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
+    ).stdout.split()
+
+
+def serve_two_workers(env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """`start_two_workers`, returned once one worker answers (the other may still be
+    starting)."""
+    port, process = start_two_workers(env, log)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
     while True:
@@ -103,10 +116,7 @@ def stop(process: subprocess.Popen[bytes], log: Path) -> None:
 def fail_stuck(process: subprocess.Popen[bytes], log: Path, how: str) -> None:
     """Fail the test with the stacks of the workers of a server that did not stop (SIGUSR1:
     server.py; the main process has no such handler), after killing it."""
-    stuck = subprocess.run(
-        ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
-    ).stdout.split()
-    for pid in stuck:
+    for pid in group_left(process):
         if int(pid) != process.pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGUSR1)
@@ -194,10 +204,7 @@ def test_ctrl_c_stops_a_server_whose_workers_are_still_starting(tmp_path: Path) 
         _, process = serve_two_workers(env, log)  # at once: the second worker may be starting
         stop(process, log)  # SIGINT to the group; fails the test if it does not stop
         assert process.returncode == 0, log.read_text()
-        left = subprocess.run(
-            ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
-        ).stdout.split()
-        assert left == [], left  # no worker outlives the server
+        assert group_left(process) == []  # no worker outlives the server
 
 
 def _spawned(log: Path, process: subprocess.Popen[bytes], count: int) -> None:
@@ -222,14 +229,7 @@ def test_sigterm_to_the_group_stops_a_server_whose_workers_are_starting(
     env = clean_env()
     env["WALLETCORE_HOME"] = str(tmp_path / "home")
     log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [str(BIN / "walletcore"), "serve", "--workers", "2", "--port", str(free_port())],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    _, process = start_two_workers(env, log)
     try:
         _spawned(log, process, 2)
         time.sleep(after)
@@ -241,10 +241,7 @@ def test_sigterm_to_the_group_stops_a_server_whose_workers_are_starting(
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    left = subprocess.run(
-        ["pgrep", "-g", str(process.pid)], capture_output=True, text=True, check=False
-    ).stdout.split()
-    assert left == [], left  # no worker outlives the server
+    assert group_left(process) == []  # no worker outlives the server
 
 
 @pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
