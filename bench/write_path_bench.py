@@ -81,25 +81,21 @@ class Counters:
         self.begins = 0
         self.commits = 0
         self.rollbacks = 0
-        self.checkouts = 0
-        self.connects = 0
         self.patched = False
 
     def reset(self) -> None:
-        for name in ("writes", "statements", "begins", "commits", "rollbacks", "checkouts",
-                     "connects"):
+        for name in ("writes", "statements", "begins", "commits", "rollbacks"):
             setattr(self, name, 0)
 
     def snapshot(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in (
-            "writes", "statements", "begins", "commits", "rollbacks", "checkouts", "connects")}
+            "writes", "statements", "begins", "commits", "rollbacks")}
 
     def install(self) -> None:
         from asyncio import selector_events
 
         from sqlalchemy import event
         from sqlalchemy.engine import Engine
-        from sqlalchemy.pool import Pool
 
         transport = selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
         original_write = transport.write
@@ -133,8 +129,6 @@ class Counters:
         event.listen(Engine, "begin", bump("begins"))
         event.listen(Engine, "commit", bump("commits"))
         event.listen(Engine, "rollback", bump("rollbacks"))
-        event.listen(Pool, "checkout", bump("checkouts"))
-        event.listen(Pool, "connect", bump("connects"))
 
 
 # -- CPU spent --------------------------------------------------------------------------------
@@ -397,13 +391,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         for conn in held.values():
             await pool.release(conn)
         held.clear()
-        engine_notes = []
-        for label, engine in _engines(storage):
-            pool_ = engine.pool
-            engine_notes.append(
-                f"{label}: {type(pool_).__name__} size={getattr(pool_, 'size', lambda: '?')()} "
-                f"overflow={getattr(pool_, '_max_overflow', '?')} pre_ping={getattr(pool_, '_pre_ping', '?')}"
-            )
+        bound = getattr(storage.database, "_bound", None)  # the units' pool, for the record
+        engine_notes = [repr(getattr(bound, "units", None))]
         result = {
             "database": name,
             "concurrency": args.concurrency,
@@ -436,8 +425,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             f"trips (socket writes to PG); through SQLAlchemy: {per_pair['statements']:.1f} "
             "statements, "
             f"{per_pair['begins']:.1f} BEGIN / {per_pair['commits']:.1f} COMMIT / "
-            f"{per_pair['rollbacks']:.1f} ROLLBACK, {per_pair['checkouts']:.1f} pool checkouts, "
-            f"{per_pair['connects']:.1f} new connections; raw iteration: {raw_per['writes']:.1f}"
+            f"{per_pair['rollbacks']:.1f} ROLLBACK; raw iteration: {raw_per['writes']:.1f}"
         )
         say(
             f"the same statements by hand {result['same_rate']:.0f} /s: ratio to raw "
@@ -448,7 +436,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             say(f"CPU per pair, {which}: {figures['client_cpu_us']} us in this process, "
                 f"{figures['server_cpu_us']} us in PostgreSQL (medians over rounds)")
         for note in engine_notes:
-            say(f"  engine {note}")
+            say(f"  units' pool: {note}")
         return result
     finally:
         if pool is not None:
@@ -464,27 +452,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                         await adapter.aclose()
         await pg_drop_database(args.pg_url, name)
         home.cleanup()
-
-
-def _engines(storage: Any) -> list[tuple[str, Any]]:
-    """The SQLAlchemy engines the storage holds (found by type: the layout may change)."""
-    from sqlalchemy.engine import Engine
-    from sqlalchemy.ext.asyncio import AsyncEngine
-
-    found: list[tuple[str, Any]] = []
-    seen: set[int] = set()
-    objects = [("storage", storage), ("database", getattr(storage, "database", None))]
-    for label, obj in objects:
-        if obj is None:
-            continue
-        for key, value in list(vars(obj).items()) if hasattr(obj, "__dict__") else []:
-            values = value.values() if isinstance(value, dict) else [value]
-            for item in values:
-                engine = item.sync_engine if isinstance(item, AsyncEngine) else item
-                if isinstance(engine, Engine) and id(engine) not in seen:
-                    seen.add(id(engine))
-                    found.append((f"{label}.{key}", engine))
-    return found
 
 
 def parse_args() -> argparse.Namespace:

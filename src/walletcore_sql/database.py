@@ -42,8 +42,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from walletcore_sql.direct import InlineRaw, PgReader, PgWriter
+from walletcore_sql.direct import DriverPool, InlineRaw, PgReader, PgWriter
 from walletcore_sql.engine import (
+    PG_POOL_OVERFLOW,
+    PG_POOL_SIZE,
+    PG_POOL_TIMEOUT,
     SQLITE_BUSY_TIMEOUT_MS,
     SQLITE_WRITE,
     driver_of,
@@ -62,6 +65,11 @@ from walletcore_sql.migrate import (
 )
 
 log = logging.getLogger("walletcore.sql")
+
+#: SQLAlchemy's own pool on PostgreSQL, for what does not go through the units' pool
+#: (`DriverPool`): health checks, nonce floors, the few statements the units cannot send
+#: raw; connections kept, and how many more may open for a moment.
+ENGINE_POOL_SIZE, ENGINE_POOL_OVERFLOW = 4, 4
 
 #: The nonce leases' pool: connections kept idle, and how many more may open (one per
 #: address with a send in flight in this process).
@@ -378,6 +386,8 @@ class _Bound:
     engine: AsyncEngine | None  # PostgreSQL; SQLite runs on `Database.inline`
     writers: WriteQueue | None  # SQLite: this process's write units queue here
     prepare_lock: asyncio.Lock
+    #: PostgreSQL: the connections of the stores' units (asyncpg's own pool)
+    units: DriverPool | None = None
     #: PostgreSQL: the connections that hold nonce leases (made on first use)
     lease_engine: AsyncEngine | None = None
 
@@ -394,6 +404,17 @@ class Database:
         self.migrate = migrate
         self.schema = schema
         self.is_sqlite = is_sqlite(url)
+        # PostgreSQL: `pool_size` (+ `max_overflow`) and `pool_timeout` size the units'
+        # pool (`DriverPool`); SQLAlchemy's engine keeps a small pool of its own for what
+        # goes through it (health checks, nonce floors, the statements the units cannot
+        # send raw, migrations)
+        size = int(engine_options.pop("pool_size", PG_POOL_SIZE))
+        size += max(int(engine_options.pop("max_overflow", PG_POOL_OVERFLOW)), 0)
+        self.pool_size = max(size, 1)
+        self.pool_timeout = float(engine_options.pop("pool_timeout", PG_POOL_TIMEOUT))
+        engine_options.setdefault("pool_size", min(ENGINE_POOL_SIZE, self.pool_size))
+        engine_options.setdefault("max_overflow", ENGINE_POOL_OVERFLOW)
+        engine_options.setdefault("pool_timeout", self.pool_timeout)
         self._engine_options = engine_options
         self._bound: _Bound | None = None
         self._prepared = False
@@ -412,6 +433,8 @@ class Database:
         if self.inline is not None:
             await self.inline.aclose()
         if bound is not None:
+            if bound.units is not None:
+                await bound.units.aclose()
             if bound.engine is not None:
                 await bound.engine.dispose()
             if bound.lease_engine is not None:
@@ -454,8 +477,8 @@ class Database:
             async with self.inline.transaction(write, bound.writers) as inline:
                 yield InlineRaw(inline.sync)
             return
-        assert bound.engine is not None
-        conn = (PgWriter if write else PgReader)(bound.engine)
+        assert bound.units is not None
+        conn = (PgWriter if write else PgReader)(bound.units)
         try:
             try:
                 yield conn
@@ -491,6 +514,8 @@ class Database:
         bound = self._bound
         if bound is None or bound.loop is not loop:
             if bound is not None:  # made on another loop, most likely closed by now
+                if bound.units is not None:
+                    bound.units.forget()
                 if bound.engine is not None:
                     await self._drop_engine(bound.engine)
                 if bound.lease_engine is not None:
@@ -503,6 +528,13 @@ class Database:
                 WriteQueue() if self.is_sqlite else None,
                 asyncio.Lock(),
             )
+            if bound.engine is not None:
+                bound.units = DriverPool(
+                    bound.engine,
+                    size=self.pool_size,
+                    timeout=self.pool_timeout,
+                    server_settings=None if self.schema is None else {"search_path": self.schema},
+                )
             self._bound = bound
         if not self._prepared:
             async with bound.prepare_lock:

@@ -12,21 +12,25 @@ and drop the rest:
   is given), made once per statement;
 - the parameters go through the same bind processors, the rows through the same result
   processors (picked, as SQLAlchemy picks them, by the column's type);
-- PostgreSQL (`PgReader`, `PgWriter`): the connection comes from (and goes back to) the
-  engine's pool, so pool size, recycling and reset on return are unchanged, and asyncpg's
-  own prepared-statement cache serves it. A read unit takes no transaction; a write unit
-  begins one at its first statement, or never (a unit of one statement is autocommitted).
-  A connection left inside a transaction or a cancelled statement is dropped, never
-  pooled. A driver error leaves as the port's `StorageUnavailable` (503; the pool is
-  invalidated when the session may be broken) or `StorageError` (500), as
+- PostgreSQL (`PgReader`, `PgWriter`): the connection comes from (and goes back to)
+  asyncpg's own pool (`DriverPool`), connected as SQLAlchemy's engine connects, and
+  asyncpg's prepared-statement cache serves it. SQLAlchemy's pool ran its checkout and
+  its return in a greenlet each (a 16 KiB Python stack mapped and unmapped each time)
+  and through its pool events: about a sixth of a quote + approve's CPU in the process
+  (docs/performance.md, item 28). A read unit takes no transaction; a write unit begins
+  one at its first statement, or never (a unit of one statement is autocommitted). A
+  connection left inside a transaction or a cancelled statement is closed, never pooled.
+  A driver error leaves as the port's `StorageUnavailable` (503; every pooled connection
+  is replaced when the session may be broken) or `StorageError` (500), as
   `storage_errors` does. A read it cannot send as is (an expanding `IN`, escaped bind
-  names) goes through SQLAlchemy on a connection of the same pool; a write unit refuses
-  it (its statements never split over two connections).
+  names) goes through SQLAlchemy, on a connection of the engine's own pool; a write unit
+  refuses it (its statements never split over two connections).
 - SQLite (`InlineRaw`): the pysqlite connection of the unit, inside the transaction (or
   group-commit savepoint) SQLAlchemy opened for it; what the plan cannot send goes
   through that SQLAlchemy connection.
 
-Everything else (nonce leases, migrations, health checks) uses SQLAlchemy as before.
+Everything else (nonce leases and floors, migrations, health checks) uses SQLAlchemy's
+engine, with a small pool of its own.
 """
 
 from __future__ import annotations
@@ -39,7 +43,6 @@ from typing import Any
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-from sqlalchemy.util import greenlet_spawn
 
 from walletcore.domain.errors import StorageError, StorageUnavailable
 from walletcore_sql.engine import driver_of
@@ -163,69 +166,203 @@ def _asyncpg_failure(exc: BaseException, driver: Any) -> tuple[BaseException, bo
         OSError,
         asyncio.TimeoutError,
     )
-    if isinstance(exc, broken) or driver.is_closed():
+    if isinstance(exc, broken) or not _open(driver):
         return StorageUnavailable(), True
     return StorageError(), False
+
+
+#: Seconds a pooled connection may sit idle before asyncpg closes it (another is opened on
+#: demand): idle ones never outlive a firewall's or pgbouncer's timeout.
+IDLE_SECONDS = 300.0
+
+
+class _Adapted:
+    """What SQLAlchemy's asyncpg dialect sets its codecs up on (`setup_asyncpg_json_codec`
+    reads the driver's connection from `_connection`)."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+
+
+async def _kept_as_is(connection: Any) -> None:
+    """asyncpg's reset on release: nothing more. A unit gives back only a settled
+    connection (`_settled`: outside a transaction, no statement running) and the stores
+    never change a session's settings; asyncpg's default (RESET ALL, UNLISTEN, CLOSE ALL,
+    advisory unlocks) would cost a round trip per unit. SQLAlchemy's pool reset the same
+    way (a ROLLBACK only when inside a transaction)."""
+
+
+class DriverPool:
+    """PostgreSQL: the connections of the stores' units (module rules), asyncpg's own pool.
+
+    Sized by `size` (`WALLETCORE_DB_POOL_SIZE`): connections open on demand up to it and
+    close after `IDLE_SECONDS` idle; past it a unit waits up to `timeout` seconds, then
+    503. Connected as SQLAlchemy's engine connects (the URL's arguments by its dialect, the
+    engine's `server_settings`, its JSON codecs), so the compiled statements and their
+    processors see what they saw through it. A unit that finds its session dropped expires
+    every pooled connection (each is replaced at its next checkout), as SQLAlchemy
+    invalidated its pool on a disconnect.
+    """
+
+    __slots__ = ("_options", "_pool", "dialect", "engine", "size", "timeout")
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        size: int,
+        timeout: float,
+        server_settings: Mapping[str, str] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.dialect: Any = engine.dialect  # the asyncpg dialect: its codec setup
+        self.size = size
+        self.timeout = timeout
+        _, options = self.dialect.create_connect_args(engine.url)
+        cache = options.pop("prepared_statement_cache_size", None)
+        if cache is not None:  # SQLAlchemy's name for it (pgbouncer: 0), asyncpg's own
+            options.setdefault("statement_cache_size", int(cache))
+        options.pop("prepared_statement_name_func", None)
+        options.pop("async_creator_fn", None)
+        if server_settings:
+            options["server_settings"] = {**options.get("server_settings", {}), **server_settings}
+        self._options = options
+        self._pool: Any = None
+
+    def __repr__(self) -> str:  # never the URL's password
+        return f"DriverPool(size={self.size}, timeout={self.timeout})"
+
+    async def _codecs(self, connection: Any) -> None:
+        adapted = _Adapted(connection)
+        await self.dialect.setup_asyncpg_json_codec(adapted)
+        await self.dialect.setup_asyncpg_jsonb_codec(adapted)
+
+    async def _opened(self) -> Any:
+        pool = self._pool
+        if pool is None:
+            import asyncpg
+
+            pool = self._pool = asyncpg.create_pool(
+                min_size=0,
+                max_size=self.size,
+                max_inactive_connection_lifetime=IDLE_SECONDS,
+                init=self._codecs,
+                reset=_kept_as_is,
+                **self._options,
+            )
+            # min_size=0: opens no connection, so this never waits (a second unit never
+            # finds the pool half made)
+            await pool
+        return pool
+
+    async def acquire(self) -> Any:
+        """A pooled connection (asyncpg's proxy of it); 503 when none comes in time or the
+        server cannot be reached."""
+        try:
+            pool = await self._opened()
+            async with asyncio.timeout(self.timeout):
+                return await pool.acquire()
+        except (asyncio.CancelledError, StorageError, StorageUnavailable):
+            raise
+        except Exception as exc:  # refused, reset, too many connections, no slot in time
+            raise StorageUnavailable() from exc
+
+    async def release(self, connection: Any) -> None:
+        """Back to the pool: only a settled connection is kept; any other is closed first
+        (a transaction or a statement left open on it is never inherited)."""
+        if not _settled(connection):
+            _terminate(connection)
+        await self._pool.release(connection)
+
+    async def drop(self, connection: Any) -> None:
+        """A connection whose session may be broken: closed, and every other pooled one
+        replaced at its next checkout."""
+        await self._pool.expire_connections()
+        _terminate(connection)
+        await self._pool.release(connection)
+
+    async def aclose(self, wait: float = 10.0) -> None:
+        """Close the pool: its connections once given back, or after `wait` seconds
+        whatever holds them."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        try:
+            await asyncio.wait_for(pool.close(), wait)
+        except (TimeoutError, Exception):  # noqa: BLE001 - closed either way
+            pool.terminate()
+
+    def forget(self) -> None:
+        """Made on another event loop (most likely closed by now): its connections cannot
+        close from this one. Left to the garbage collector."""
+        self._pool = None
 
 
 class PgReader:
     """A PostgreSQL read unit's connection (module rules): `await execute(statement,
     params)` like an `AsyncConnection` in autocommit mode."""
 
-    __slots__ = ("_engine", "_fairy", "_fallback")
+    __slots__ = ("_driver", "_fallback", "_pool")
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-        self._fairy: Any = None  # the pooled DBAPI connection, on first use
+    def __init__(self, pool: DriverPool) -> None:
+        self._pool = pool
+        self._driver: Any = None  # the pooled asyncpg connection, on first use
         self._fallback: AsyncConnection | None = None
 
     @property
     def dialect(self) -> Any:
-        return self._engine.dialect
+        return self._pool.dialect
+
+    @property
+    def driver(self) -> Any:
+        """The asyncpg connection the unit holds (None before its first statement)."""
+        return self._driver
 
     async def execute(self, statement: Any, parameters: Mapping[str, Any] | None = None) -> Any:
-        plan = _plan(statement, self._engine.dialect, parameters)
+        plan = _plan(statement, self._pool.dialect, parameters)
         if plan is None:
             return await self._through_sqlalchemy(statement, parameters)
         return await self._run(plan, parameters)
 
-    async def _driver(self) -> Any:
-        if self._fairy is None:
-            with storage_errors():
-                self._fairy = await self._engine.raw_connection()
-        return self._fairy.driver_connection
+    async def _connection(self) -> Any:
+        if self._driver is None:
+            self._driver = await self._pool.acquire()
+        return self._driver
 
-    async def _guarded(self, driver: Any, operation: Awaitable[Any]) -> Any:
-        """`operation`'s result; a driver error as the port's error (the connection
-        dropped from the pool when it may be broken)."""
+    async def _guarded(
+        self, driver: Any, operation: Callable[..., Awaitable[Any]], *arguments: Any
+    ) -> Any:
+        """`await operation(*arguments)`; a driver error as the port's error (the
+        connection dropped from the pool when it may be broken). Called inside: a
+        connection whose session closed raises at the call itself."""
         try:
-            return await operation
+            return await operation(*arguments)
         except Exception as exc:
             failure, broken = _asyncpg_failure(exc, driver)
             if broken:
-                await self._invalidate(exc)
+                await self._invalidate()
             raise failure from exc
 
     async def _run(self, plan: _Plan, parameters: Any) -> RawResult:
-        driver = await self._driver()
+        driver = await self._connection()
         if isinstance(parameters, Sequence):  # executemany (an upsert per row): no rows back
             if plan.returns_rows:
                 raise RuntimeError("executemany of a statement that returns rows")
             batch = [plan.arguments(one) for one in parameters]
-            await self._guarded(driver, driver.executemany(plan.sql, batch))
+            await self._guarded(driver, driver.executemany, plan.sql, batch)
             return RawResult([], -1)
         arguments = plan.arguments(parameters or {})
         if not plan.returns_rows:
-            status = await self._guarded(driver, driver.execute(plan.sql, *arguments))
+            status = await self._guarded(driver, driver.execute, plan.sql, *arguments)
             return RawResult([], _rowcount(status))
         if plan.processors is None:
-            prepared = await self._guarded(driver, driver.prepare(plan.sql))
-            plan.learn_columns(
-                self._engine.dialect, [a.type.oid for a in prepared.get_attributes()]
-            )
-            records = await self._guarded(driver, prepared.fetch(*arguments))
+            prepared = await self._guarded(driver, driver.prepare, plan.sql)
+            plan.learn_columns(self._pool.dialect, [a.type.oid for a in prepared.get_attributes()])
+            records = await self._guarded(driver, prepared.fetch, *arguments)
         else:
-            records = await self._guarded(driver, driver.fetch(plan.sql, *arguments))
+            records = await self._guarded(driver, driver.fetch, plan.sql, *arguments)
         return _result(plan, records)
 
     async def commit(self) -> None:
@@ -237,38 +374,27 @@ class PgReader:
     async def _through_sqlalchemy(self, statement: Any, parameters: Any) -> Any:
         with storage_errors():
             if self._fallback is None:
-                conn = await self._engine.connect()
+                conn = await self._pool.engine.connect()
                 self._fallback = await conn.execution_options(isolation_level="AUTOCOMMIT")
             return await self._fallback.execute(statement, parameters)
 
-    async def _invalidate(self, exc: BaseException) -> None:
-        fairy, self._fairy = self._fairy, None
-        if fairy is not None:
-            with storage_errors(), contextlib.suppress(Exception):
-                await greenlet_spawn(self._drop, fairy, exc)
-
-    def _drop(self, fairy: Any, exc: BaseException) -> None:
-        pool = self._engine.sync_engine.pool
-        try:
-            # as SQLAlchemy does on a disconnect: every older pooled connection is
-            # replaced on its next checkout, not only this one
-            pool._invalidate(fairy, exc)
-        except Exception:  # noqa: BLE001 - the connection alone, then
-            fairy.invalidate(exc)
-        fairy.close()
+    async def _invalidate(self) -> None:
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            with contextlib.suppress(Exception):
+                await self._pool.drop(driver)
 
     async def close(self) -> None:
-        fairy, self._fairy = self._fairy, None
+        driver, self._driver = self._driver, None
         fallback, self._fallback = self._fallback, None
-        with storage_errors():
-            if fairy is not None:
-                if _settled(fairy.driver_connection):
-                    await greenlet_spawn(fairy.close)  # back to the pool (reset on return)
-                else:  # a transaction or a statement still open on it: never reused
-                    self._fairy = fairy
-                    await self._invalidate(RuntimeError("closed while in use"))
+        try:
+            if driver is not None:
+                with storage_errors():
+                    await self._pool.release(driver)
+        finally:
             if fallback is not None:
-                await fallback.close()
+                with storage_errors():
+                    await fallback.close()
 
 
 class PgWriter(PgReader):
@@ -279,8 +405,8 @@ class PgWriter(PgReader):
 
     __slots__ = ("_alone", "_transaction")
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        super().__init__(engine)
+    def __init__(self, pool: DriverPool) -> None:
+        super().__init__(pool)
         self._transaction: Any = None
         self._alone = False
 
@@ -289,10 +415,8 @@ class PgWriter(PgReader):
             raise RuntimeError("a unit's statement alone was sent: nothing may follow it")
         plan = self._plan_of(statement, parameters)
         if self._transaction is None:
-            driver = await self._driver()
-            transaction = driver.transaction()
-            await self._guarded(driver, transaction.start())
-            self._transaction = transaction
+            driver = await self._connection()
+            self._transaction = await self._guarded(driver, _begin, driver)
         return await self._run(plan, parameters)
 
     async def execute_alone(
@@ -306,7 +430,7 @@ class PgWriter(PgReader):
         return await self._run(plan, parameters)
 
     def _plan_of(self, statement: Any, parameters: Mapping[str, Any] | None) -> _Plan:
-        plan = _plan(statement, self._engine.dialect, parameters)
+        plan = _plan(statement, self._pool.dialect, parameters)
         if plan is None:
             raise RuntimeError(f"a write unit cannot send this statement raw: {statement}")
         return plan
@@ -314,20 +438,20 @@ class PgWriter(PgReader):
     async def commit(self) -> None:
         transaction, self._transaction = self._transaction, None
         if transaction is not None:
-            if self._fairy is None:  # dropped after a broken statement
+            driver = self._driver
+            if driver is None:  # dropped after a broken statement
                 raise StorageUnavailable()
-            driver = self._fairy.driver_connection
-            await self._guarded(driver, transaction.commit())
+            await self._guarded(driver, transaction.commit)
 
     async def rollback(self) -> None:
         transaction, self._transaction = self._transaction, None
-        if transaction is not None and self._fairy is not None:
-            driver = self._fairy.driver_connection
+        driver = self._driver
+        if transaction is not None and driver is not None:
             # A failed ROLLBACK never hides what made the unit roll back (an error, a
             # cancellation): the connection, still in its transaction or broken, is
             # dropped by `close`, never reused.
             with contextlib.suppress(StorageError, StorageUnavailable):
-                await self._guarded(driver, transaction.rollback())
+                await self._guarded(driver, transaction.rollback)
 
 
 def _result(plan: _Plan, records: Sequence[Sequence[Any]]) -> RawResult:
@@ -384,11 +508,34 @@ class InlineRaw:
 
 def _settled(driver: Any) -> bool:
     """Fit to go back to the pool: open, outside a transaction, no statement running."""
-    if driver.is_closed() or driver.is_in_transaction():
+    try:
+        if driver.is_closed() or driver.is_in_transaction():
+            return False
+    except Exception:  # noqa: BLE001 - the proxy's connection closed and left the pool
         return False
     protocol = getattr(driver, "_protocol", None)
     cancelling = getattr(protocol, "_is_cancelling", None)
     return not (cancelling is not None and cancelling())
+
+
+async def _begin(driver: Any) -> Any:
+    transaction = driver.transaction()
+    await transaction.start()
+    return transaction
+
+
+def _open(driver: Any) -> bool:
+    try:
+        return not driver.is_closed()
+    except Exception:  # noqa: BLE001 - closed, and detached from the proxy by the pool
+        return False
+
+
+def _terminate(driver: Any) -> None:
+    """Close the connection now (no-op when its session already closed and asyncpg
+    detached it from the proxy)."""
+    with contextlib.suppress(Exception):
+        driver.terminate()
 
 
 def _rowcount(status: str | None) -> int:

@@ -31,6 +31,8 @@ DEFAULT_SQLITE_NAME = "walletcore.db"
 #: connection (up to `pool_timeout`, then 503). Mind the server's max_connections (100
 #: by default): workers x pool size, plus each worker's nonce-lease pool.
 PG_POOL_SIZE, PG_POOL_OVERFLOW = 32, 0
+#: Seconds a unit waits for a pooled PostgreSQL connection before it answers 503.
+PG_POOL_TIMEOUT = 10.0
 
 
 def database_url(settings: Any) -> str:
@@ -82,7 +84,7 @@ def make_engine(url: str | URL, *, schema: str | None = None, **options: Any) ->
     options.setdefault("pool_size", PG_POOL_SIZE)
     options.setdefault("max_overflow", PG_POOL_OVERFLOW)
     options.setdefault("pool_recycle", 3600)
-    options.setdefault("pool_timeout", 10)
+    options.setdefault("pool_timeout", PG_POOL_TIMEOUT)
     return create_async_engine(parsed, connect_args=connect_args, **options)
 
 

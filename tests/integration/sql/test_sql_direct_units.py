@@ -6,6 +6,7 @@ the pool in a state the next unit could inherit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -160,7 +161,7 @@ async def test_a_connection_the_server_dropped_is_a_503_then_a_fresh_one(
     client_id, _ = await _client_and_user(storage)
     async with storage.read() as unit:
         await unit.clients.get(client_id)  # the reader now holds a pooled connection
-        pid = unit.conn._fairy.driver_connection.get_server_pid()  # type: ignore[attr-defined]
+        pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
         async with storage.database.transaction(write=True) as other:
             await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         with pytest.raises(StorageUnavailable) as caught:
@@ -186,6 +187,19 @@ async def _left_in_transaction(storage: SqlStorage, pid: int) -> bool:
     return True
 
 
+async def _session_ended(storage: SqlStorage, pid: int) -> bool:
+    """Whether the server session `pid` ended (polled for up to 5 s)."""
+    for _ in range(50):
+        async with storage.database.transaction() as conn:
+            found = await conn.execute(
+                text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+            )
+            if found.scalar_one() == 0:
+                return True
+        await asyncio.sleep(0.1)
+    return False
+
+
 async def test_a_write_unit_that_raises_leaves_nothing(storage: SqlStorage) -> None:
     client_id, uid = await _client_and_user(storage)
     trade = _completed(client_id, uid, 0)
@@ -193,7 +207,7 @@ async def test_a_write_unit_that_raises_leaves_nothing(storage: SqlStorage) -> N
         async with storage.write() as unit:
             await unit.trades.add(trade)
             await unit.clients.get(client_id)  # a read: the deferred insert is sent first
-            pid = unit.conn._fairy.driver_connection.get_server_pid()  # type: ignore[attr-defined]
+            pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
             raise ValueError("after the insert")
     async with storage.read() as unit:
         assert await unit.trades.get(client_id, uid, trade.trade_id) is None
@@ -208,7 +222,7 @@ async def test_a_unit_of_one_statement_takes_no_transaction(storage: SqlStorage)
         await unit.trades.add(trade)
         await unit.flush(last=True)  # the one statement, autocommitted
         assert writer._transaction is None
-        assert not writer._fairy.driver_connection.is_in_transaction()
+        assert not writer.driver.is_in_transaction()
         with pytest.raises(RuntimeError, match="nothing may follow"):
             await unit.clients.get(client_id)
     async with storage.read() as unit:
@@ -219,13 +233,13 @@ async def test_a_connection_left_in_a_transaction_never_goes_back_to_the_pool(
     storage: SqlStorage,
 ) -> None:
     client_id, _ = await _client_and_user(storage)
-    writer = direct.PgWriter(storage.database._bound.engine)  # type: ignore[union-attr]
+    writer = direct.PgWriter(storage.database._bound.units)  # type: ignore[union-attr,arg-type]
     await writer.execute(text("SELECT 1 AS one"))  # BEGIN, then the statement
-    driver = writer._fairy.driver_connection
+    driver = writer.driver
     pid = driver.get_server_pid()
     assert driver.is_in_transaction()
     await writer.close()  # no COMMIT and no ROLLBACK: dropped, not pooled
-    assert driver.is_closed()
+    assert await _session_ended(storage, pid)
     assert not await _left_in_transaction(storage, pid)
     async with storage.read() as unit:
         assert await unit.clients.get(client_id) is not None
@@ -240,7 +254,7 @@ async def test_a_session_dropped_inside_a_write_unit_is_a_503_and_nothing_is_kep
         async with storage.write() as unit:
             await unit.trades.add(trade)
             await unit.clients.get(client_id)  # BEGIN and the insert are sent
-            pid = unit.conn._fairy.driver_connection.get_server_pid()  # type: ignore[attr-defined]
+            pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
             async with storage.database.transaction(write=True) as other:
                 await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
             await unit.clients.get(client_id)
@@ -274,3 +288,79 @@ async def test_a_write_unit_cancelled_mid_statement_stays_cancelled_and_leaves_n
     for _ in range(3):  # the pool hands out working connections
         async with storage.read() as unit:
             assert await unit.clients.get(client_id) is not None
+
+
+async def _pids(storage: SqlStorage, client_id: str, units: int) -> set[int]:
+    """The server sessions of `units` read units held at the same time."""
+    async with contextlib.AsyncExitStack() as stack:
+        held = [await stack.enter_async_context(storage.read()) for _ in range(units)]
+        for unit in held:
+            assert await unit.clients.get(client_id) is not None
+        return {unit.conn.driver.get_server_pid() for unit in held}  # type: ignore[attr-defined]
+
+
+async def test_the_units_pool_is_bounded_and_a_unit_past_it_waits_then_answers_503(
+    pg_database: Db,
+) -> None:
+    storage = SqlStorage(
+        pg_database.url,
+        migrate=True,
+        schema=pg_database.schema,
+        pool_size=1,
+        max_overflow=0,
+        pool_timeout=0.3,
+    )
+    try:
+        await storage.start()
+        client_id, uid = await _client_and_user(storage)
+        trade = _completed(client_id, uid, 0)
+        async with storage.read() as holder:
+            assert await holder.clients.get(client_id) is not None  # the one connection
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(StorageUnavailable) as caught:
+                async with storage.write() as unit:
+                    await unit.trades.add(trade)
+            waited = asyncio.get_running_loop().time() - started
+            assert caught.value.status == 503 and caught.value.message
+            assert 0.25 <= waited < 5
+        async with storage.read() as unit:  # given back: served, and nothing was written
+            assert await unit.trades.get(client_id, uid, trade.trade_id) is None
+    finally:
+        await storage.aclose()
+
+
+async def test_a_connection_given_back_is_reused_without_a_reset(storage: SqlStorage) -> None:
+    """Sequential units share one session, and nothing is sent when it is given back (no
+    RESET ALL round trip): the last statement the session ran is the unit's own."""
+    client_id, _ = await _client_and_user(storage)
+    pids = set()
+    for _ in range(5):
+        pids |= await _pids(storage, client_id, 1)
+    assert len(pids) == 1
+    (pid,) = pids
+    async with storage.database.transaction() as conn:
+        found = await conn.execute(
+            text("SELECT state, query FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+        )
+        state, query = found.one()
+    assert state == "idle" and query.lstrip().upper().startswith("SELECT API_CLIENTS.")
+
+
+async def test_a_dropped_session_replaces_every_connection_then_pooled(
+    storage: SqlStorage,
+) -> None:
+    """A unit that finds its session dropped answers 503, and the connections then idle
+    in the pool (which may have lost theirs too: a restarted server) are replaced at their
+    next checkout, as SQLAlchemy invalidated its pool on a disconnect."""
+    client_id, _ = await _client_and_user(storage)
+    before = await _pids(storage, client_id, 3)
+    async with storage.read() as unit:
+        assert await unit.clients.get(client_id) is not None
+        pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
+        async with storage.database.transaction(write=True) as other:
+            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(StorageUnavailable):
+            await unit.clients.get(client_id)
+    after = await _pids(storage, client_id, 3)
+    assert len(before) == 3 and len(after) == 3
+    assert not before & after
