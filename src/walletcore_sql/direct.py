@@ -272,22 +272,27 @@ class DriverPool:
     async def release(self, connection: Any) -> None:
         """Back to the pool: only a settled connection is kept; any other is closed first
         (a transaction or a statement left open on it is never inherited)."""
-        if not _settled(connection):
+        pool = self._pool
+        if pool is None or not _settled(connection):
             _terminate(connection)
-        await self._pool.release(connection)
+        if pool is not None:  # also while it closes: its close waits for this
+            await pool.release(connection)
 
     async def drop(self, connection: Any) -> None:
         """A connection whose session may be broken: closed, and every other pooled one
         replaced at its next checkout."""
-        await self._pool.expire_connections()
+        pool = self._pool
         _terminate(connection)
-        await self._pool.release(connection)
+        if pool is not None:
+            await pool.expire_connections()
+            await pool.release(connection)
 
     async def aclose(self, wait: float = 10.0) -> None:
         """Close the pool: its connections once given back, or after `wait` seconds
-        whatever holds them."""
-        pool, self._pool = self._pool, None
-        if pool is None:
+        whatever holds them. A unit still running gives its connection back to the
+        closing pool; none is acquired after."""
+        pool = self._pool
+        if pool is None or pool.is_closing():
             return
         try:
             await asyncio.wait_for(pool.close(), wait)
@@ -296,7 +301,8 @@ class DriverPool:
 
     def forget(self) -> None:
         """Made on another event loop (most likely closed by now): its connections cannot
-        close from this one. Left to the garbage collector."""
+        close from this one. Left to the garbage collector; one still held is closed when
+        given back."""
         self._pool = None
 
 

@@ -364,3 +364,25 @@ async def test_a_dropped_session_replaces_every_connection_then_pooled(
     after = await _pids(storage, client_id, 3)
     assert len(before) == 3 and len(after) == 3
     assert not before & after
+
+
+async def test_a_unit_running_while_the_storage_closes_ends_cleanly(pg_database: Db) -> None:
+    """Closing waits for the unit in flight (up to its bound), which gives its connection
+    back to the closing pool; the pool then closes every connection."""
+    storage = pg_database.storage(migrate=True)
+    await storage.start()
+    client_id, _ = await _client_and_user(storage)
+    closing: asyncio.Task[None] | None = None
+    async with storage.read() as unit:
+        assert await unit.clients.get(client_id) is not None
+        pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
+        closing = asyncio.create_task(storage.aclose())
+        await asyncio.sleep(0.05)
+        assert not closing.done()  # waiting for this unit's connection
+        assert await unit.clients.get(client_id) is not None  # still served
+    await asyncio.wait_for(closing, 10)
+    watcher = pg_database.storage()
+    try:
+        assert await _session_ended(watcher, pid)
+    finally:
+        await watcher.aclose()
