@@ -29,11 +29,10 @@ the end), in one process and one event loop (plain asyncio):
   driver flushes and then waits on: statements, BEGIN/COMMIT, pre-ping, connection start-up
   incl. the SSL request), by wrapping asyncio's socket transport `write`; and
   (b) SQLAlchemy events: `before_cursor_execute` (statements), `begin`/`commit`/`rollback`
-  (transactions), pool `checkout` (each one pings when pool_pre_ping is on) and pool
-  `connect` (new connections). The same socket count for one raw iteration is printed too.
-  Since the stores' units go straight to asyncpg (`walletcore_sql.direct`), their
-  statements and transactions no longer pass SQLAlchemy's events: (a) counts them, (b)
-  shows only what still goes through SQLAlchemy (and the pool's checkouts).
+  (transactions). The same socket count for one raw iteration is printed too. The
+  stores' units go straight to asyncpg on its own pool (`walletcore_sql.direct`): (a)
+  counts their statements, (b) shows what still goes through SQLAlchemy (none, on this
+  path).
 
 `--service-only` times the service alone (no ratios): a run to attach a profiler to.
 
