@@ -6,6 +6,7 @@ or a batch per POST, each handed to the node's `answer`."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,7 +29,9 @@ class LoopbackHttpServer:
     """Serves `respond(method, path, headers, body) -> (status, content type, body)` over
     HTTP/1.1 (keep-alive) on loopback for each request whose method is in `methods` (others
     get the stdlib's 501); subclasses respond. An exception out of `respond` drops the
-    connection unanswered (the stdlib logs it)."""
+    connection unanswered (the stdlib logs it); a client that left (a connection reset
+    or closed under the server, as a client's timeout or a pool's close does) is not
+    logged."""
 
     methods: ClassVar[tuple[str, ...]] = ("GET", "POST")
 
@@ -57,6 +60,13 @@ class LoopbackHttpServer:
         handler = type("Handler", (BaseHTTPRequestHandler,), attributes)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        logged = self._server.handle_error
+
+        def handle_error(request: Any, client_address: Any) -> None:
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                logged(request, client_address)
+
+        self._server.handle_error = handle_error  # type: ignore[method-assign]
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
