@@ -297,7 +297,8 @@ class DriverPool:
         try:
             await asyncio.wait_for(pool.close(), wait)
         except (TimeoutError, Exception):  # noqa: BLE001 - closed either way
-            pool.terminate()
+            with contextlib.suppress(Exception):
+                pool.terminate()
 
     def forget(self) -> None:
         """Made on another event loop (most likely closed by now): its connections cannot
