@@ -520,21 +520,25 @@ class Database:
                     await self._drop_engine(bound.engine)
                 if bound.lease_engine is not None:
                     await self._drop_engine(bound.lease_engine)
-            bound = _Bound(
-                loop,
+            engine = (
                 None
                 if self.is_sqlite
-                else make_engine(self.url, schema=self.schema, **self._engine_options),
+                else make_engine(self.url, schema=self.schema, **self._engine_options)
+            )
+            bound = _Bound(
+                loop,
+                engine,
                 WriteQueue() if self.is_sqlite else None,
                 asyncio.Lock(),
-            )
-            if bound.engine is not None:
-                bound.units = DriverPool(
-                    bound.engine,
+                units=None
+                if engine is None
+                else DriverPool(
+                    engine,
                     size=self.pool_size,
                     timeout=self.pool_timeout,
                     server_settings=None if self.schema is None else {"search_path": self.schema},
-                )
+                ),
+            )
             self._bound = bound
         if not self._prepared:
             async with bound.prepare_lock:

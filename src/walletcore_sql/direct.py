@@ -264,8 +264,6 @@ class DriverPool:
             pool = await self._opened()
             async with asyncio.timeout(self.timeout):
                 return await pool.acquire()
-        except (asyncio.CancelledError, StorageError, StorageUnavailable):
-            raise
         except Exception as exc:  # refused, reset, too many connections, no slot in time
             raise StorageUnavailable() from exc
 
@@ -515,10 +513,7 @@ class InlineRaw:
 
 def _settled(driver: Any) -> bool:
     """Fit to go back to the pool: open, outside a transaction, no statement running."""
-    try:
-        if driver.is_closed() or driver.is_in_transaction():
-            return False
-    except Exception:  # noqa: BLE001 - the proxy's connection closed and left the pool
+    if not _open(driver) or driver.is_in_transaction():
         return False
     protocol = getattr(driver, "_protocol", None)
     cancelling = getattr(protocol, "_is_cancelling", None)
@@ -532,6 +527,8 @@ async def _begin(driver: Any) -> Any:
 
 
 def _open(driver: Any) -> bool:
+    """The connection is open (False too when its session closed and asyncpg's pool
+    detached it from the proxy, whose every call then raises)."""
     try:
         return not driver.is_closed()
     except Exception:  # noqa: BLE001 - closed, and detached from the proxy by the pool

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -172,32 +172,32 @@ async def test_a_connection_the_server_dropped_is_a_503_then_a_fresh_one(
             assert await unit.clients.get(client_id) is not None
 
 
-async def _left_in_transaction(storage: SqlStorage, pid: int) -> bool:
-    """Whether the server session `pid` still sits inside a transaction (polled for up to
-    5 s: a session whose socket was closed ends a moment later)."""
+async def _session_reaches(
+    storage: SqlStorage, pid: int, reached: Callable[[str | None], bool]
+) -> bool:
+    """Whether the server session `pid` reaches a state (None: ended) that `reached`
+    accepts, polled for up to 5 s (a session whose socket was closed ends a moment later)."""
     for _ in range(50):
         async with storage.database.transaction() as conn:
             found = await conn.execute(
                 text("SELECT state FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
             )
-            state = found.scalar_one_or_none()
-        if state is None or not state.startswith("idle in transaction"):
-            return False
+            if reached(found.scalar_one_or_none()):
+                return True
         await asyncio.sleep(0.1)
-    return True
+    return False
+
+
+async def _left_in_transaction(storage: SqlStorage, pid: int) -> bool:
+    """Whether the server session `pid` still sits inside a transaction after 5 s."""
+    return not await _session_reaches(
+        storage, pid, lambda state: state is None or not state.startswith("idle in transaction")
+    )
 
 
 async def _session_ended(storage: SqlStorage, pid: int) -> bool:
     """Whether the server session `pid` ended (polled for up to 5 s)."""
-    for _ in range(50):
-        async with storage.database.transaction() as conn:
-            found = await conn.execute(
-                text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
-            )
-            if found.scalar_one() == 0:
-                return True
-        await asyncio.sleep(0.1)
-    return False
+    return await _session_reaches(storage, pid, lambda state: state is None)
 
 
 async def test_a_write_unit_that_raises_leaves_nothing(storage: SqlStorage) -> None:
