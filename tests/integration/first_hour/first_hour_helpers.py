@@ -1,10 +1,12 @@
-"""Helpers of the first-hour tests: dev.py as a module, free ports, waiting."""
+"""Helpers of the first-hour tests: dev.py as a module, a server, free ports, waiting."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -48,3 +50,32 @@ def wait_for(predicate: object, seconds: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
+
+
+def start_server(port: int, home: Path, log: Path, *, dev_py: bool) -> subprocess.Popen[bytes]:
+    """`walletcore serve --port PORT` on `home` (through `dev.py serve` with `dev_py`), its
+    output in `log`, in a process group of its own (killed as a group should a test fail)."""
+    command = (
+        [sys.executable, str(ROOT / "dev.py"), "serve"]
+        if dev_py
+        else [str(BIN / "walletcore"), "serve"]
+    )
+    return subprocess.Popen(
+        [*command, "--port", str(port)],
+        env=clean_env(home),
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as a service manager stops it; its group killed if it has not ended in 30 s."""
+    if server.poll() is not None:
+        return
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()

@@ -15,7 +15,14 @@ from typing import Any
 
 import httpx
 import pytest
-from first_hour_helpers import ROOT, clean_env, free_port, port_open, wait_for
+from first_hour_helpers import (
+    clean_env,
+    free_port,
+    port_open,
+    start_server,
+    stop_server,
+    wait_for,
+)
 
 
 @pytest.fixture
@@ -76,21 +83,6 @@ def test_the_second_run_waits_for_the_lock(dev: ModuleType, fake_venv: list[Any]
     thread.join()
 
 
-def _serve(port: int, home: Path, log: Path, *, dev_py: bool) -> subprocess.Popen[bytes]:
-    command = (
-        [sys.executable, str(ROOT / "dev.py"), "serve"]
-        if dev_py
-        else [str(Path(sys.executable).parent / "walletcore"), "serve"]
-    )
-    return subprocess.Popen(
-        [*command, "--port", str(port)],
-        env=clean_env(home),
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # killed as a group should the test fail
-    )
-
-
 def _answers(port: int) -> bool:
     try:
         return httpx.post(f"http://127.0.0.1:{port}/prices", timeout=1).status_code == 401
@@ -119,7 +111,7 @@ def test_sigterm_to_dev_py_serve_stops_the_server(dev: ModuleType, tmp_path: Pat
         pytest.skip("run `python3 dev.py serve` once first (it would install into .venv)")
     port = free_port()
     home = tmp_path / "home"
-    server = _serve(port, home, tmp_path / "server.log", dev_py=True)
+    server = start_server(port, home, tmp_path / "server.log", dev_py=True)
     try:
         wait_for(lambda: _answers(port) or server.poll() is not None, 60, "the server")
         assert server.poll() is None, (tmp_path / "server.log").read_text()
@@ -137,7 +129,7 @@ def test_sigterm_to_dev_py_serve_stops_the_server(dev: ModuleType, tmp_path: Pat
 
 def test_a_second_server_on_a_busy_port_fails(tmp_path: Path) -> None:
     port = free_port()
-    first = _serve(port, tmp_path / "home", tmp_path / "first.log", dev_py=False)
+    first = start_server(port, tmp_path / "home", tmp_path / "first.log", dev_py=False)
     try:
         wait_for(lambda: _answers(port) or first.poll() is not None, 60, "the first server")
         second = subprocess.run(
@@ -152,9 +144,4 @@ def test_a_second_server_on_a_busy_port_fails(tmp_path: Path) -> None:
         assert f"walletcore: 127.0.0.1:{port}: address in use" in second.stderr
         assert first.poll() is None  # the first one serves on
     finally:
-        first.send_signal(signal.SIGTERM)
-        try:
-            first.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait()
+        stop_server(first)

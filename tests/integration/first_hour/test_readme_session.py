@@ -10,19 +10,16 @@ runs (dev.py itself would first install into the clone's .venv).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from first_hour_helpers import BIN, ROOT, clean_env, free_port, wait_for
+from first_hour_helpers import BIN, ROOT, clean_env, free_port, start_server, stop_server
 
 #: Where the session starts and where it ends in the README.
 START, END = "## A session with curl", "`X-Request-Id` is the idempotency key"
@@ -66,15 +63,8 @@ def documents(output: str) -> list[Any]:
 def test_the_readme_session_runs_as_written(tmp_path: Path) -> None:
     port, home = free_port(), tmp_path / "home"
     env = clean_env(home)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     log = tmp_path / "server.log"
-    server = subprocess.Popen(
-        [str(BIN / "walletcore"), "serve", "--port", str(port)],
-        env=env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    server = start_server(port, home, log, dev_py=False)
     try:
         script = "set -euo pipefail\n" + "\n".join(
             as_run_here(block, port) for block in readme_session()
@@ -111,11 +101,4 @@ def test_the_readme_session_runs_as_written(tmp_path: Path) -> None:
         assert Decimal(sent["fee"]) > 0
         assert left == Decimal(1) - Decimal("0.1")
     finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
-    wait_for(lambda: server.poll() is not None, 5, "the server to stop")
+        stop_server(server)
