@@ -35,7 +35,10 @@ What one run does, all on loopback, bounded in time, cleaned up at the end:
    `/trades` (one user with 100 trades) and `/sell` (a new trade row per request, another
    user), in an order rotated each round. Ratio = endpoint req/s / bare-auth req/s of the
    same round; medians over rounds are printed (and, for reference, the ratio to
-   bare-cached: the `vs cch` column).
+   bare-cached: the `vs cch` column). Each run also reads the CPU the server under load
+   spent (its processes' user + system time, the main process and its workers), printed
+   per request (`cpu us`): at two workers, whether a request costs more or the workers
+   wait (for a lock, for the database) shows there.
 4. `/create` (a few sequential requests) against one Argon2id at the production
    parameters (`walletcore_chains.sealing.PRODUCTION_KDF`), as a multiple: each request
    right after one Argon2id in this process, the median of the pairs' ratios.
@@ -244,6 +247,23 @@ def _cleanup() -> None:
 def _on_signal(signum: int, _frame: Any) -> None:
     _cleanup()
     sys.exit(128 + signum)
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) spent so far by process `pid` and its live descendants."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 def spawn(cmd: list[str], env: dict[str, str], log: Path, cwd: Path | None = None) -> Any:
@@ -800,9 +820,15 @@ def bench_config(
                 if target == "trade":
                     bodies["trade"] = fresh_trade()
                 port, path, headers, body = real_port, f"/{target}", auth, bodies[target]
+            server = bare if port == bare_port else real
+            before = tree_cpu(server.pid)
             if args.loadgen == "wrk":
-                return run_wrk(port, path, headers, body, seconds, args.connections, workdir)
-            return run_python_loadgen(port, path, headers, body, seconds, args.connections)
+                result = run_wrk(port, path, headers, body, seconds, args.connections, workdir)
+            else:
+                result = run_python_loadgen(port, path, headers, body, seconds, args.connections)
+            served = result["rps"] * seconds
+            result["cpu_us"] = (tree_cpu(server.pid) - before) * 1e6 / max(served, 1.0)
+            return result
 
         endpoints = list(args.endpoints)
         targets = ["bare-auth", "bare-cached", "bare", *endpoints]
@@ -830,7 +856,7 @@ def bench_config(
         rows: dict[str, dict[str, Any]] = {}
         for target, runs in results.items():
             rows[target] = {
-                **{k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99", "ratio", "vs_cached")},
+                **{k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99", "ratio", "vs_cached", "cpu_us")},
                 "bad": sum(r["bad"] for r in runs),
                 "socket_errors": sum(r["socket_errors"] for r in runs),
                 "ratios": [round(r["ratio"], 3) for r in runs],
@@ -945,7 +971,8 @@ def print_tables(
     if fills:
         print("fill: " + ", ".join(f"{k} {v:.1f} s" for k, v in fills.items()))
     head = (f"{'db':6} {'w':>1} {'endpoint':11} {'bytes':>6} {'req/s':>8} {'p50 ms':>8} "
-            f"{'p99 ms':>8} {'ratio':>6} {'vs cch':>6} {'non2xx':>6}  per-round ratios")
+            f"{'p99 ms':>8} {'ratio':>6} {'vs cch':>6} {'non2xx':>6} {'cpu us':>7}  "
+            "per-round ratios")
     print(head)
     print("-" * len(head))
     for (kind, workers), config in configs.items():
@@ -956,7 +983,7 @@ def print_tables(
             print(
                 f"{label:6} {workers:>1} {name:11} {row['bytes']:6d} {row['rps']:8.0f} "
                 f"{row['p50']:8.2f} {row['p99']:8.2f} {row['ratio']:6.3f} "
-                f"{row['vs_cached']:6.3f} {bad:6.0f}  "
+                f"{row['vs_cached']:6.3f} {bad:6.0f} {row['cpu_us']:7.0f}  "
                 f"{row['ratios']}"
             )
         if config.get("trades_listed") is not None:
