@@ -1010,7 +1010,9 @@ def print_tables(
             f"| PG: {write['ratio']:.3f} ({write['service_rate']:.0f} vs {write['raw_rate']:.0f} /s; "
             f"{write['round_trips_per_pair']} round trips a pair vs {write['raw_round_trips']}; "
             f"the same statements by hand {write['same_ratio']:.3f} of raw, the service "
-            f"{write['service_vs_same']:.3f} of them) | >=0.5 |"
+            f"{write['service_vs_same']:.3f} of them; at 0.5 the service's process may spend "
+            f"about {write['client_budget_us_at_goal']} us of CPU a pair, it spends "
+            f"{write['cpu_us_per_pair']['service']['client_cpu_us']}) | >=0.5 |"
         )
     if create:
         cells = ", ".join(
