@@ -19,7 +19,16 @@ from typing import Any
 
 import httpx
 import pytest
-from first_hour_helpers import BIN, ROOT, clean_env, free_port, start_server, stop_server
+from first_hour_helpers import (
+    BIN,
+    ROOT,
+    clean_env,
+    free_port,
+    port_open,
+    start_server,
+    stop_server,
+    wait_for,
+)
 
 #: Where the session starts and where it ends in the README.
 START, END = "## A session with curl", "`X-Request-Id` is the idempotency key"
@@ -66,6 +75,10 @@ def test_the_readme_session_runs_as_written(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     server = start_server(port, home, log, dev_py=False)
     try:
+        # Started before the session runs, so a server that cannot start fails here with
+        # its log (the README's `until` line would wait for it until the timeout).
+        wait_for(lambda: port_open(port) or server.poll() is not None, 60, "the server")
+        assert server.poll() is None, log.read_text()
         script = "set -euo pipefail\n" + "\n".join(
             as_run_here(block, port) for block in readme_session()
         )
