@@ -28,10 +28,11 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -92,14 +93,37 @@ GROUP_COMMIT_MAX = 32
 
 class WriteQueue:
     """SQLite, one per event loop: the process's write units queue on `lock` (FIFO);
-    `batch` is the transaction open for them, `waiting` how many are queued."""
+    `batch` is the transaction open for them, `waiting` how many are queued. `jobs`:
+    write units handed over whole (`SqliteInline.submit`), run one after another by the
+    queue's runner while it holds the lock; `running`: that runner is alive."""
 
-    __slots__ = ("batch", "lock", "waiting")
+    __slots__ = ("batch", "jobs", "lock", "running", "waiting")
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.waiting = 0
         self.batch: _Batch | None = None
+        self.jobs: collections.deque[_Job] = collections.deque()
+        self.running = False
+
+    async def take(self) -> None:
+        """The lock, counted as waiting meanwhile (an open group stays open for it)."""
+        self.waiting += 1
+        try:
+            await self.lock.acquire()
+        finally:
+            self.waiting -= 1
+
+
+class _Job:
+    """A write unit handed over whole: `work(conn)` runs in its own savepoint of a group;
+    `ran` gets what it returned with the group it joined (or what it raised)."""
+
+    __slots__ = ("ran", "work")
+
+    def __init__(self, work: Callable[[Any], Awaitable[Any]], ran: asyncio.Future[Any]) -> None:
+        self.work = work
+        self.ran = ran
 
 
 class _Batch:
@@ -182,11 +206,7 @@ class SqliteInline:
             finally:
                 self._idle(conn)
             return
-        queue.waiting += 1
-        try:
-            await queue.lock.acquire()
-        finally:
-            queue.waiting -= 1
+        await queue.take()
         batch: _Batch | None = None
         joined = False
         try:
@@ -210,6 +230,93 @@ class SqliteInline:
             self._hand_on(queue, batch)
         if joined:  # durable once the transaction it joined commits (shared by all its units)
             await asyncio.shield(batch.done)
+
+    async def submit(self, queue: WriteQueue, work: Callable[[Any], Awaitable[Any]]) -> Any:
+        """A write unit handed over whole: `await work(conn)` on the unit's `InlineRaw`,
+        in a transaction of the process's writer; what it returned, once that is durable.
+
+        With the lock free and nobody queued it runs at once, as `transaction` runs a
+        unit. Else it is queued, and the queue's runner (one per queue, a unit itself on
+        the lock) runs every job queued, one after another in its own savepoint, in the
+        group open then, in one go: the write lock is not held across a loop turn per
+        unit (units gathered on the lock resume one turn each, and a turn runs whatever
+        else the loop had to do). A job that raises is undone alone (its savepoint); its
+        caller gets the error. A caller cancelled while its job waits leaves it unrun."""
+        if not (queue.lock.locked() or queue.waiting or queue.jobs):
+            async with self.transaction(True, queue) as inline:
+                return await work(InlineRaw(inline.sync))
+        job = _Job(work, asyncio.get_running_loop().create_future())
+        queue.jobs.append(job)
+        if not queue.running:
+            queue.running = True
+            self._spawn(self._run_jobs(queue))
+        result, batch = await job.ran
+        await asyncio.shield(batch.done)  # durable once its group commits
+        return result
+
+    async def _run_jobs(self, queue: WriteQueue) -> None:
+        """The queue's runner: while jobs are queued, takes the lock in turn (it counts as
+        waiting, so an open group waits for it), joins the group open or opens one, runs
+        the jobs (up to the group's bound) and hands on as a unit does."""
+        try:
+            while queue.jobs:
+                await queue.take()
+                batch: _Batch | None = None
+                try:
+                    if queue.jobs:
+                        batch = queue.batch or await self._open_batch(queue)
+                        await self._drain(queue, batch)
+                except Exception as exc:  # noqa: BLE001 - no group opened: they fail alike
+                    self._fail_jobs(queue, exc)
+                finally:
+                    self._hand_on(queue, batch)
+        except BaseException:
+            self._fail_jobs(queue, None)  # cancelled: the callers are, too
+            raise
+        finally:
+            queue.running = False
+
+    async def _drain(self, queue: WriteQueue, batch: _Batch) -> None:
+        """Run the queued jobs in `batch`, each in a savepoint, while the group lasts."""
+        while queue.jobs and queue.batch is batch and batch.members < GROUP_COMMIT_MAX:
+            job = queue.jobs.popleft()
+            if job.ran.done():  # its caller was cancelled while it waited
+                continue
+            try:
+                with storage_errors():
+                    savepoint = _Savepoint(batch.conn, batch.members)
+            except Exception as exc:  # noqa: BLE001 - the connection failed: the group's
+                job.ran.set_exception(exc)  # commit tells its units, the next group the rest
+                return
+            try:
+                with storage_errors():
+                    result = await job.work(InlineRaw(batch.conn))
+                    savepoint.commit()  # RELEASE: its statements stay in the transaction
+            except BaseException as exc:  # the job's own failure, for its caller
+                if not job.ran.done():
+                    if isinstance(exc, Exception):
+                        job.ran.set_exception(exc)
+                    else:  # the runner was cancelled while the job waited on something
+                        job.ran.cancel()
+                self._undo(queue, batch, savepoint)  # undone alone
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            batch.members += 1
+            if not job.ran.done():
+                job.ran.set_result((result, batch))
+
+    @staticmethod
+    def _fail_jobs(queue: WriteQueue, failure: BaseException | None) -> None:
+        """Every queued job fails with `failure` (cancelled when None)."""
+        while queue.jobs:
+            job = queue.jobs.popleft()
+            if job.ran.done():
+                continue
+            if failure is None:
+                job.ran.cancel()
+            else:
+                job.ran.set_exception(failure)
 
     async def _open_batch(self, queue: WriteQueue) -> _Batch:
         """BEGIN IMMEDIATE on the writer connection: a new group of units."""
@@ -488,6 +595,18 @@ class Database:
             await conn.commit()
         finally:
             await conn.close()
+
+    async def submit(self, work: Callable[[Any], Awaitable[Any]]) -> Any:
+        """One write unit handed over whole: `await work(conn)`, `conn` as `unit(write=True)`
+        yields it, committed after; what `work` returned. On SQLite it may run from the
+        write queue's runner, in a group's savepoint (`SqliteInline.submit`), so `work`
+        must only run statements on `conn`: it may run in another task than the caller's."""
+        bound = await self._ready()
+        if self.inline is not None:
+            assert bound.writers is not None
+            return await self.inline.submit(bound.writers, work)
+        async with self.unit(write=True) as conn:
+            return await work(conn)
 
     async def lease_connection(self) -> AsyncConnection:
         """A PostgreSQL connection for one nonce lease, from the leases' own pool; the

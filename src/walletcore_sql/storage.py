@@ -13,6 +13,8 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,7 +27,7 @@ from walletcore.secretfiles import ConfigurationError
 from walletcore_sql import rows
 from walletcore_sql.database import Database
 from walletcore_sql.engine import database_url, is_sqlite, redacted
-from walletcore_sql.stores import SqlUnit
+from walletcore_sql.stores import LazyWriter, SqlUnit, insert_all
 
 
 class SqlStorage(Storage, Lifecycle):
@@ -59,19 +61,38 @@ class SqlStorage(Storage, Lifecycle):
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[UnitOfWork]:
-        async with self.database.unit(write=True) as conn:
+        if not self.database.is_sqlite:
+            async with self.database.unit(write=True) as conn:
+                unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
+                yield unit
+                await unit.flush(last=True)
+            return
+        # SQLite: the transaction opens at the unit's first statement (`LazyWriter`); a
+        # unit that only deferred inserts (a quote and its entry) is handed over whole
+        # when it ends, and joins the group open then with no loop turn of its own.
+        async with contextlib.AsyncExitStack() as stack:
+            conn = LazyWriter(self.database, stack)
             unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
             yield unit
-            await unit.flush(last=True)
+            if conn.opened:
+                await unit.flush(last=True)
+            else:
+                pending = unit.take_pending()
+                if pending:
+                    await self.database.submit(functools.partial(insert_all, pending))
 
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
-        (atomic on its own); SQLite: the write unit (statements there cost no round trip)."""
-        async with self.database.unit(write=True) as conn:
+        (atomic on its own); SQLite: a write unit handed over whole (`Database.submit`:
+        its statements cost no round trip, and it joins the group open)."""
+
+        async def swap(conn: Any) -> bool:
             unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
             swapped = await unit.trades.swap(expected, trade, entry=entry, alone=True)
             await unit.flush(last=True)
             return swapped
+
+        return bool(await self.database.submit(swap))
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:

@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -274,10 +275,12 @@ def _build_upsert(database: Database, name: str) -> Any:
 class SqlUnit(UnitOfWork):
     """The stores over one connection in one transaction.
 
-    PostgreSQL write units defer the inserts that answer nothing (`trades.add`,
-    `audit.append`): they are sent together, as one statement, before the next statement
-    of the unit or when it ends (`flush`). A unit that wrote only those (a quote and its
-    entry) is then one autocommitted statement: no BEGIN, no COMMIT round trips.
+    Write units defer the inserts that answer nothing (`trades.add`, `audit.append`):
+    they are sent before the next statement of the unit or when it ends (`flush`). On
+    PostgreSQL together, as one statement: a unit that wrote only those (a quote and its
+    entry) is then one autocommitted statement, no BEGIN, no COMMIT round trips. On SQLite
+    one by one, and a unit that wrote only those is handed to the write queue whole when it
+    ends (`SqlStorage.write`).
     """
 
     def __init__(
@@ -293,7 +296,7 @@ class SqlUnit(UnitOfWork):
         self.trade_rows = trade_rows
         self.conn = conn
         self.writable = writable
-        self.deferring = writable and not database.is_sqlite
+        self.deferring = writable
         self._pending: list[tuple[Table, dict[str, Any]]] = []
         self.clients: ClientStore = SqlClients(self)
         self.wallets: WalletStore = SqlWallets(self)
@@ -314,6 +317,11 @@ class SqlUnit(UnitOfWork):
     def has_pending(self) -> bool:
         return bool(self._pending)
 
+    def take_pending(self) -> list[tuple[Table, dict[str, Any]]]:
+        """The deferred inserts, no longer the unit's to send (`insert_all` sends them)."""
+        pending, self._pending = self._pending, []
+        return pending
+
     async def run(self, statement: Any, params: dict[str, Any]) -> Any:
         """Execute one statement of the unit, after the inserts deferred before it."""
         if self._pending:
@@ -321,7 +329,7 @@ class SqlUnit(UnitOfWork):
         return await self.conn.execute(statement, params)
 
     async def insert(self, table: Table, values: dict[str, Any]) -> None:
-        """An insert that answers nothing: deferred on PostgreSQL, run now on SQLite."""
+        """An insert that answers nothing: deferred (class docstring)."""
         conn = self.writer()
         if self.deferring:
             self._pending.append((table, values))
@@ -329,16 +337,15 @@ class SqlUnit(UnitOfWork):
             await conn.execute(_INSERTS[table.name], values)
 
     async def flush(self, *, last: bool = False) -> None:
-        """Send the deferred inserts (PostgreSQL only), as one statement. `last` (the unit
-        ends cleanly): autocommitted when it is all the unit sent (`execute_alone`; a
-        single statement is atomic on its own)."""
+        """Send the deferred inserts: on PostgreSQL as one statement, which `last` (the
+        unit ends cleanly) autocommits when it is all the unit sent (`execute_alone`; a
+        single statement is atomic on its own); on SQLite one by one."""
         pending, self._pending = self._pending, []
         if not pending:
             return
-        statement, params = _combined(pending)
-        if statement is None:  # a table twice: one statement each, in order
-            for table, values in pending:
-                await self.conn.execute(_INSERTS[table.name], values)
+        statement, params = (None, {}) if self.database.is_sqlite else _combined(pending)
+        if statement is None:  # SQLite, or a table twice: one statement each, in order
+            await insert_all(pending, self.conn)
         elif last:
             await self.conn.execute_alone(statement, params)
         else:
@@ -358,6 +365,37 @@ class SqlUnit(UnitOfWork):
 _COMBINED: dict[
     tuple[tuple[str, tuple[str, ...]], ...], tuple[Any, list[list[tuple[str, str]]]]
 ] = {}
+
+
+async def insert_all(pending: list[tuple[Table, dict[str, Any]]], conn: Any) -> None:
+    """Deferred inserts (`SqlUnit.take_pending`) on `conn`, one statement each, in order."""
+    for table, values in pending:
+        await conn.execute(_INSERTS[table.name], values)
+
+
+class LazyWriter:
+    """SQLite: a write unit's connection that opens the unit's transaction
+    (`Database.unit(write=True)`, entered on `stack`) at its first statement; until then
+    the unit holds no lock (`SqlStorage.write`)."""
+
+    __slots__ = ("_conn", "_database", "_stack")
+
+    def __init__(self, database: Database, stack: contextlib.AsyncExitStack) -> None:
+        self._database = database
+        self._stack = stack
+        self._conn: Any = None
+
+    @property
+    def opened(self) -> bool:
+        return self._conn is not None
+
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = await self._stack.enter_async_context(
+                self._database.unit(write=True)
+            )
+        return await conn.execute(statement, parameters)
 
 
 def _combined(pending: list[tuple[Table, dict[str, Any]]]) -> tuple[Any, dict[str, Any]]:

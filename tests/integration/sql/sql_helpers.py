@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, text
 
 from walletcore.domain.assets import Fiat
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome
@@ -17,6 +24,7 @@ from walletcore.settings import Settings
 from walletcore.testing import FixedHoldings
 from walletcore_sandbox.prices import sandbox_unit_price
 from walletcore_sandbox.venue import SandboxVenue
+from walletcore_sql.engine import sqlite_url
 from walletcore_sql.storage import SqlStorage
 
 
@@ -82,3 +90,39 @@ def trading_service(
         Auditor(storage, clock),
         holdings=FixedHoldings(storage=storage),
     )
+
+
+# -- a SQLite storage with a table of marks (group commit and write-job tests) ----------
+@asynccontextmanager
+async def marks_storage(directory: Path) -> AsyncIterator[SqlStorage]:
+    """A migrated SQLite storage under `directory`, with a `marks (name)` table."""
+    opened = SqlStorage(sqlite_url(directory / "db" / "walletcore.db"), migrate=True)
+    await opened.start()
+    async with opened.database.transaction(write=True) as conn:
+        await conn.execute(text("CREATE TABLE marks (name TEXT PRIMARY KEY)"))
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
+def count_commits(storage: SqlStorage) -> list[int]:
+    """Counts the COMMITs on the SQLite writer's engine (in `[0]`)."""
+    assert storage.database.inline is not None
+    counted = [0]
+
+    def listener(*_: Any) -> None:
+        counted[0] += 1
+
+    event.listen(storage.database.inline.engine, "commit", listener)
+    return counted
+
+
+def sqlite_path(storage: SqlStorage) -> str:
+    return storage.database.url.split("///", 1)[1]
+
+
+def committed_marks(storage: SqlStorage) -> set[str]:
+    """The marks another connection (another process) sees on disk."""
+    with sqlite3.connect(sqlite_path(storage)) as other:
+        return {row[0] for row in other.execute("SELECT name FROM marks")}

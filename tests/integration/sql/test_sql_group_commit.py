@@ -6,49 +6,23 @@ committed."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sql_helpers import committed_marks, count_commits, marks_storage
+from sqlalchemy import text
 
 from walletcore.domain.errors import StorageUnavailable
 from walletcore_sql import database as database_module
-from walletcore_sql.engine import sqlite_url
 from walletcore_sql.storage import SqlStorage
 
 
 @pytest.fixture
 async def storage(tmp_path: Path) -> AsyncIterator[SqlStorage]:
-    opened = SqlStorage(sqlite_url(tmp_path / "db" / "walletcore.db"), migrate=True)
-    await opened.start()
-    async with opened.database.transaction(write=True) as conn:
-        await conn.execute(text("CREATE TABLE marks (name TEXT PRIMARY KEY)"))
-    try:
+    async with marks_storage(tmp_path) as opened:
         yield opened
-    finally:
-        await opened.aclose()
-
-
-def _commits(storage: SqlStorage) -> list[int]:
-    """Counts the COMMITs on the writer's engine."""
-    assert storage.database.inline is not None
-    counted = [0]
-
-    def listener(*_: Any) -> None:
-        counted[0] += 1
-
-    event.listen(storage.database.inline.engine, "commit", listener)
-    return counted
-
-
-def _committed_names(storage: SqlStorage) -> set[str]:
-    """What another connection (another process) sees on disk."""
-    path = storage.database.url.split("///", 1)[1]
-    with sqlite3.connect(path) as other:
-        return {row[0] for row in other.execute("SELECT name FROM marks")}
 
 
 async def _mark(storage: SqlStorage, name: str, *, fail: bool = False) -> set[str]:
@@ -57,15 +31,15 @@ async def _mark(storage: SqlStorage, name: str, *, fail: bool = False) -> set[st
         await asyncio.sleep(0)  # others queue meanwhile
         if fail:
             raise ValueError(f"{name} fails")
-    return _committed_names(storage)  # on exit the unit's row is on disk
+    return committed_marks(storage)  # on exit the unit's row is on disk
 
 
 async def test_units_queued_together_share_one_commit_and_each_is_durable_on_return(
     storage: SqlStorage,
 ) -> None:
-    commits = _commits(storage)
+    commits = count_commits(storage)
     seen = await asyncio.gather(*(_mark(storage, f"u{i}") for i in range(40)))
-    assert _committed_names(storage) == {f"u{i}" for i in range(40)}
+    assert committed_marks(storage) == {f"u{i}" for i in range(40)}
     for i, names in enumerate(seen):
         assert f"u{i}" in names  # durable by the time its unit returned
     # 40 units, at most 32 to a transaction, queued while the first ran: 2 to a few commits
@@ -73,14 +47,14 @@ async def test_units_queued_together_share_one_commit_and_each_is_durable_on_ret
 
 
 async def test_a_failing_unit_is_undone_alone_in_its_group(storage: SqlStorage) -> None:
-    commits = _commits(storage)
+    commits = count_commits(storage)
     outcomes = await asyncio.gather(
         *(_mark(storage, f"u{i}", fail=i in (0, 5, 9)) for i in range(12)),
         return_exceptions=True,
     )
     failed = {i for i, o in enumerate(outcomes) if isinstance(o, ValueError)}
     assert failed == {0, 5, 9}
-    assert _committed_names(storage) == {f"u{i}" for i in range(12)} - {"u0", "u5", "u9"}
+    assert committed_marks(storage) == {f"u{i}" for i in range(12)} - {"u0", "u5", "u9"}
     assert commits[0] < 12  # still grouped
 
 
@@ -103,7 +77,7 @@ async def test_a_unit_the_database_refuses_midway_is_undone_whole(storage: SqlSt
     )
     assert not isinstance(outcomes[0], BaseException) and not isinstance(outcomes[2], BaseException)
     assert isinstance(outcomes[1], Exception), outcomes
-    assert _committed_names(storage) == {"taken", "first", "after"}
+    assert committed_marks(storage) == {"taken", "first", "after"}
 
 
 async def test_a_failed_commit_fails_every_unit_of_the_group(
@@ -119,9 +93,9 @@ async def test_a_failed_commit_fails_every_unit_of_the_group(
     assert all(isinstance(o, StorageUnavailable) for o in outcomes), outcomes
     monkeypatch.undo()
     # nothing was written, and the next unit works on a clean connection
-    assert _committed_names(storage) == set()
+    assert committed_marks(storage) == set()
     assert "after" in await _mark(storage, "after")
-    assert _committed_names(storage) == {"after"}
+    assert committed_marks(storage) == {"after"}
 
 
 async def test_a_queued_unit_cancelled_does_not_strand_the_group(storage: SqlStorage) -> None:
@@ -140,7 +114,7 @@ async def test_a_queued_unit_cancelled_does_not_strand_the_group(storage: SqlSto
     await asyncio.sleep(0)  # `slow` leaves its transaction open for `queued` ...
     queued.cancel()  # ... which never comes
     await asyncio.wait_for(first, 5)  # committed all the same (the group's closer)
-    assert "slow" in _committed_names(storage)
+    assert "slow" in committed_marks(storage)
     assert "later" in await asyncio.wait_for(_mark(storage, "later"), 5)
 
 
