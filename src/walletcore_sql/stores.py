@@ -296,7 +296,6 @@ class SqlUnit(UnitOfWork):
         self.trade_rows = trade_rows
         self.conn = conn
         self.writable = writable
-        self.deferring = writable
         self._pending: list[tuple[Table, dict[str, Any]]] = []
         self.clients: ClientStore = SqlClients(self)
         self.wallets: WalletStore = SqlWallets(self)
@@ -330,11 +329,8 @@ class SqlUnit(UnitOfWork):
 
     async def insert(self, table: Table, values: dict[str, Any]) -> None:
         """An insert that answers nothing: deferred (class docstring)."""
-        conn = self.writer()
-        if self.deferring:
-            self._pending.append((table, values))
-        else:
-            await conn.execute(_INSERTS[table.name], values)
+        self.writer()
+        self._pending.append((table, values))
 
     async def flush(self, *, last: bool = False) -> None:
         """Send the deferred inserts: on PostgreSQL as one statement, which `last` (the
@@ -343,8 +339,11 @@ class SqlUnit(UnitOfWork):
         pending, self._pending = self._pending, []
         if not pending:
             return
-        statement, params = (None, {}) if self.database.is_sqlite else _combined(pending)
-        if statement is None:  # SQLite, or a table twice: one statement each, in order
+        if self.database.is_sqlite:
+            await insert_all(pending, self.conn)
+            return
+        statement, params = _combined(pending)
+        if statement is None:  # a table twice: one statement each, in order
             await insert_all(pending, self.conn)
         elif last:
             await self.conn.execute_alone(statement, params)
