@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -174,6 +175,12 @@ def _asyncpg_failure(exc: BaseException, driver: Any) -> tuple[BaseException, bo
 #: Seconds a pooled connection may sit idle before asyncpg closes it (another is opened on
 #: demand): idle ones never outlive a firewall's or pgbouncer's timeout.
 IDLE_SECONDS = 300.0
+#: Seconds a connection given back stays with the units (`DriverPool`, "kept") before it
+#: goes back to asyncpg's pool, whose idle clock then starts.
+KEPT_SECONDS = 1.0
+#: Seconds a connection may stay out of asyncpg's pool, going from unit to unit, before it
+#: goes back through it (asyncpg's checks at a return: its `max_queries`, an expiry).
+LEASE_SECONDS = 10.0
 
 
 class _Adapted:
@@ -199,14 +206,46 @@ class DriverPool:
 
     Sized by `size` (`WALLETCORE_DB_POOL_SIZE`): connections open on demand up to it and
     close after `IDLE_SECONDS` idle; past it a unit waits up to `timeout` seconds, then
-    503. Connected as SQLAlchemy's engine connects (the URL's arguments by its dialect, the
+    503.
+
+    A connection given back settled is kept for the next unit (`_kept`, newest first)
+    rather than returned to asyncpg's pool at once: asyncpg's checkout and return (its
+    queue, a task to shield the return, a timer for the idle clock, the proxy) were about
+    240 Python calls each, the largest single cost of a quote + approve (three checkouts;
+    docs/performance.md, item 30). Kept connections are still checked out of asyncpg's
+    pool, so its bound holds. Rules:
+    - a unit takes the newest kept connection that is open, with no await; else it waits
+      for asyncpg's pool as before (counted in `_waiting`);
+    - a connection is handed back to asyncpg's pool, not kept, while a unit waits there
+      (so the waiter gets it), when the pool closes, and once it has been out of asyncpg's
+      pool `LEASE_SECONDS` (its checks at a return then run: `max_queries`, an expiry);
+    - a kept connection unused for `KEPT_SECONDS` goes back to asyncpg's pool (one timer
+      while any is kept), whose idle clock then closes it after `IDLE_SECONDS`;
+    - `drop` and `aclose` hand every kept connection back first (an expiry then replaces
+      them; a close closes them), and a connection out of asyncpg's pool since before a
+      `drop` goes back through it when given back (it is replaced there), never kept.
+
+    Connected as SQLAlchemy's engine connects (the URL's arguments by its dialect, the
     engine's `server_settings`, its JSON codecs), so the compiled statements and their
     processors see what they saw through it. A unit that finds its session dropped expires
     every pooled connection (each is replaced at its next checkout), as SQLAlchemy
     invalidated its pool on a disconnect.
     """
 
-    __slots__ = ("_options", "_pool", "dialect", "engine", "size", "timeout")
+    __slots__ = (
+        "_dropped_at",
+        "_handing",
+        "_kept",
+        "_leased",
+        "_options",
+        "_pool",
+        "_trim",
+        "_waiting",
+        "dialect",
+        "engine",
+        "size",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -230,6 +269,15 @@ class DriverPool:
             options["server_settings"] = {**options.get("server_settings", {}), **server_settings}
         self._options = options
         self._pool: Any = None
+        #: connections given back, ready for the next unit: (connection, kept at), the
+        #: oldest first (a unit takes the last)
+        self._kept: list[tuple[Any, float]] = []
+        #: id of each connection out of asyncpg's pool -> when it left it
+        self._leased: dict[int, float] = {}
+        self._waiting = 0  # units waiting for asyncpg's pool
+        self._trim: asyncio.TimerHandle | None = None
+        self._handing: set[asyncio.Task[None]] = set()  # returns in flight (`_return`)
+        self._dropped_at = float("-inf")  # the last `drop`
 
     def __repr__(self) -> str:  # never the URL's password
         return f"DriverPool(size={self.size}, timeout={self.timeout})"
@@ -260,12 +308,24 @@ class DriverPool:
     async def acquire(self) -> Any:
         """A pooled connection (asyncpg's proxy of it); 503 when none comes in time or the
         server cannot be reached."""
+        kept = self._kept
+        while kept:
+            connection, _ = kept.pop()
+            if _open(connection):
+                return connection
+            self._return(connection)  # closed while kept: asyncpg replaces it
         try:
             pool = await self._opened()
-            async with asyncio.timeout(self.timeout):
-                return await pool.acquire()
+            self._waiting += 1
+            try:
+                async with asyncio.timeout(self.timeout):
+                    connection = await pool.acquire()
+            finally:
+                self._waiting -= 1
         except Exception as exc:  # refused, reset, too many connections, no slot in time
             raise StorageUnavailable() from exc
+        self._leased[id(connection)] = time.monotonic()
+        return connection
 
     async def release(self, connection: Any) -> None:
         """Back to the pool: only a settled connection is kept; any other is closed first
@@ -273,17 +333,79 @@ class DriverPool:
         pool = self._pool
         if pool is None or not _settled(connection):
             _terminate(connection)
+        elif not self._waiting and not pool.is_closing():
+            now = time.monotonic()
+            leased_at = self._leased.get(id(connection), self._dropped_at)
+            if leased_at > self._dropped_at and now - leased_at < LEASE_SECONDS:
+                self._keep(connection, now)
+                return
+        await self._hand_back(connection)
+
+    def _keep(self, connection: Any, now: float) -> None:
+        self._kept.append((connection, now))
+        if self._trim is None:
+            self._trim = asyncio.get_running_loop().call_later(KEPT_SECONDS, self._trim_kept)
+
+    def _trim_kept(self) -> None:
+        """Hand back the connections kept `KEPT_SECONDS` unused (the oldest first in
+        `_kept`); the timer runs again while any is kept."""
+        self._trim = None
+        kept = self._kept
+        due = time.monotonic() - KEPT_SECONDS
+        stale = 0
+        while stale < len(kept) and kept[stale][1] <= due:
+            stale += 1
+        for connection, _ in kept[:stale]:
+            self._return(connection)
+        del kept[:stale]
+        if kept:
+            wait = kept[0][1] + KEPT_SECONDS - time.monotonic()
+            self._trim = asyncio.get_running_loop().call_later(max(wait, 0.0), self._trim_kept)
+
+    async def _hand_back(self, connection: Any) -> None:
+        """Back to asyncpg's pool (closed first when not settled)."""
+        self._leased.pop(id(connection), None)
+        pool = self._pool
+        if pool is None or not _settled(connection):
+            _terminate(connection)
         if pool is not None:  # also while it closes: its close waits for this
             await pool.release(connection)
 
+    def _return(self, connection: Any) -> None:
+        """`_hand_back` in a task of its own: a caller cancelled meanwhile leaves no
+        connection out of asyncpg's pool, and a failure (a connection already broken)
+        is nobody's to answer."""
+        task = asyncio.get_running_loop().create_task(self._hand_back_quietly(connection))
+        self._handing.add(task)
+        task.add_done_callback(self._handing.discard)
+
+    async def _hand_back_quietly(self, connection: Any) -> None:
+        with contextlib.suppress(Exception):
+            await self._hand_back(connection)
+
+    async def _hand_back_kept(self) -> None:
+        """Every kept connection back to asyncpg's pool; returns once they (and the
+        trim's) are back. Cancelling the caller stops none of them."""
+        if self._trim is not None:
+            self._trim.cancel()
+            self._trim = None
+        kept, self._kept = self._kept, []
+        for connection, _ in kept:
+            self._return(connection)
+        if self._handing:
+            await asyncio.wait(set(self._handing))
+
     async def drop(self, connection: Any) -> None:
         """A connection whose session may be broken: closed, and every other pooled one
-        replaced at its next checkout."""
+        (the kept ones too) replaced at its next checkout."""
         pool = self._pool
         _terminate(connection)
+        self._leased.pop(id(connection), None)
+        self._dropped_at = time.monotonic()  # those out now go back through asyncpg's pool
         if pool is not None:
             await pool.expire_connections()
             await pool.release(connection)
+            await self._hand_back_kept()  # expired: asyncpg closes them as they come back
 
     async def aclose(self, wait: float = 10.0) -> None:
         """Close the pool: its connections once given back, or after `wait` seconds
@@ -293,16 +415,23 @@ class DriverPool:
         if pool is None or pool.is_closing():
             return
         try:
-            await asyncio.wait_for(pool.close(), wait)
+            await asyncio.wait_for(self._close(pool), wait)
         except (TimeoutError, Exception):  # noqa: BLE001 - closed either way
             with contextlib.suppress(Exception):
                 pool.terminate()
+
+    async def _close(self, pool: Any) -> None:
+        await self._hand_back_kept()
+        await pool.close()
 
     def forget(self) -> None:
         """Made on another event loop (most likely closed by now): its connections cannot
         close from this one. Left to the garbage collector; one still held is closed when
         given back."""
         self._pool = None
+        self._kept.clear()
+        self._leased.clear()
+        self._trim = None  # on that loop: it never runs again
 
 
 class PgReader:

@@ -386,3 +386,173 @@ async def test_a_unit_running_while_the_storage_closes_ends_cleanly(pg_database:
         assert await _session_ended(watcher, pid)
     finally:
         await watcher.aclose()
+
+
+# -- connections kept for the next unit (`DriverPool`: `_kept`) --------------------------------
+def _units_pool(storage: SqlStorage) -> direct.DriverPool:
+    bound = storage.database._bound  # the pool the units draw on
+    assert bound is not None and bound.units is not None
+    return bound.units
+
+
+def _pg_storage(pg_database: Db, *, size: int, timeout: float) -> SqlStorage:
+    return SqlStorage(
+        pg_database.url,
+        migrate=True,
+        schema=pg_database.schema,
+        pool_size=size,
+        max_overflow=0,
+        pool_timeout=timeout,
+    )
+
+
+async def test_a_connection_given_back_is_kept_and_the_next_unit_skips_asyncpgs_pool(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    async with storage.read() as unit:
+        assert await unit.clients.get(client_id) is not None
+        first = unit.conn.driver  # type: ignore[attr-defined]
+    assert [kept for kept, _ in pool._kept] == [first]
+    checkouts = 0
+    asyncpg_pool = type(pool._pool)  # asyncpg's own
+    acquire = asyncpg_pool.acquire
+
+    def counted(self: object, *args: object, **kwargs: object) -> object:
+        nonlocal checkouts
+        checkouts += 1
+        return acquire(self, *args, **kwargs)
+
+    monkeypatch.setattr(asyncpg_pool, "acquire", counted)
+    for _ in range(5):
+        async with storage.read() as unit:
+            assert await unit.clients.get(client_id) is not None
+            assert unit.conn.driver is first  # type: ignore[attr-defined]
+        async with storage.write() as unit:  # its statement is sent at its end
+            await unit.trades.add(_completed(client_id, uid, 0))
+        assert [kept for kept, _ in pool._kept] == [first]
+    assert checkouts == 0
+    async with contextlib.AsyncExitStack() as stack:  # two at once: the second is asyncpg's
+        held = [await stack.enter_async_context(storage.read()) for _ in range(2)]
+        for unit in held:
+            assert await unit.clients.get(client_id) is not None
+    assert checkouts == 1 and len(pool._kept) == 2
+
+
+async def test_a_unit_waiting_for_the_last_connection_gets_it_when_given_back(
+    pg_database: Db,
+) -> None:
+    """With every connection out, a connection given back goes to the unit waiting in
+    asyncpg's pool, never to the kept list (where the waiter would not see it)."""
+    storage = _pg_storage(pg_database, size=1, timeout=10)
+    try:
+        await storage.start()
+        client_id, _ = await _client_and_user(storage)
+        pool = _units_pool(storage)
+        waiter: asyncio.Task[float] | None = None
+
+        async def wait_for_a_connection() -> float:
+            async with storage.read() as unit:
+                assert await unit.clients.get(client_id) is not None
+                return asyncio.get_running_loop().time()
+
+        async with storage.read() as holder:
+            assert await holder.clients.get(client_id) is not None
+            waiter = asyncio.create_task(wait_for_a_connection())
+            await asyncio.sleep(0.1)
+            assert not waiter.done() and pool._waiting == 1
+            given_back = asyncio.get_running_loop().time()
+        served = await asyncio.wait_for(waiter, 5)
+        assert served - given_back < 0.5  # not at the trim (1 s), nor the 10 s timeout
+        assert pool._waiting == 0 and len(pool._kept) == 1
+    finally:
+        await storage.aclose()
+
+
+async def test_a_kept_connection_unused_goes_back_to_asyncpgs_pool(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `KEPT_SECONDS` unused it is asyncpg's again, whose idle clock closes it."""
+    monkeypatch.setattr(direct, "KEPT_SECONDS", 0.05)
+    client_id, _ = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    pids = await _pids(storage, client_id, 3)
+    assert len(pool._kept) == 3
+    for _ in range(50):
+        if not pool._kept and pool._pool.get_idle_size() == 3:
+            break
+        await asyncio.sleep(0.02)
+    assert not pool._kept and pool._trim is None
+    assert pool._pool.get_idle_size() == 3 and not pool._leased
+    assert await _pids(storage, client_id, 3) == pids  # the same sessions, from asyncpg
+
+
+async def test_a_connection_out_past_its_lease_goes_back_through_asyncpgs_pool(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client_id, _ = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    monkeypatch.setattr(direct, "LEASE_SECONDS", 0.0)
+    async with storage.read() as unit:
+        assert await unit.clients.get(client_id) is not None
+    assert not pool._kept and not pool._leased
+    assert pool._pool.get_idle_size() == 1
+
+
+async def test_a_kept_connection_the_server_closed_is_replaced_not_a_503(
+    storage: SqlStorage,
+) -> None:
+    client_id, _ = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    (pid,) = await _pids(storage, client_id, 1)
+    ((kept, _),) = pool._kept
+    async with storage.database.transaction(write=True) as other:
+        await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    for _ in range(100):  # the client sees its socket closed (asyncpg detaches the proxy)
+        if not direct._open(kept):
+            break
+        await asyncio.sleep(0.02)
+    assert not direct._open(kept)
+    async with storage.read() as unit:
+        assert await unit.clients.get(client_id) is not None
+        assert unit.conn.driver.get_server_pid() != pid  # type: ignore[attr-defined]
+
+
+async def test_a_connection_out_during_a_dropped_session_is_replaced_not_kept(
+    storage: SqlStorage,
+) -> None:
+    """A unit that finds its session dropped expires every connection: one another unit
+    held meanwhile goes back through asyncpg's pool when given back, which replaces it."""
+    client_id, _ = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    async with storage.read() as holder:
+        assert await holder.clients.get(client_id) is not None
+        held = holder.conn.driver.get_server_pid()  # type: ignore[attr-defined]
+        async with storage.read() as unit:
+            assert await unit.clients.get(client_id) is not None
+            pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
+            async with storage.database.transaction(write=True) as other:
+                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            with pytest.raises(StorageUnavailable):
+                await unit.clients.get(client_id)
+    assert not pool._kept
+    assert held not in await _pids(storage, client_id, 2)
+
+
+async def test_closing_hands_back_the_kept_connections_at_once(pg_database: Db) -> None:
+    storage = pg_database.storage(migrate=True)
+    await storage.start()
+    client_id, _ = await _client_and_user(storage)
+    pids = await _pids(storage, client_id, 3)
+    assert len(_units_pool(storage)._kept) == 3
+    started = asyncio.get_running_loop().time()
+    await storage.aclose()
+    # at once: not at the trim of the kept ones (1 s), nor the close's 10 s bound
+    assert asyncio.get_running_loop().time() - started < 0.5
+    watcher = pg_database.storage()
+    try:
+        for pid in pids:
+            assert await _session_ended(watcher, pid)
+    finally:
+        await watcher.aclose()
