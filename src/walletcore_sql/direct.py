@@ -431,7 +431,9 @@ class DriverPool:
         self._pool = None
         self._kept.clear()
         self._leased.clear()
-        self._trim = None  # on that loop: it never runs again
+        if self._trim is not None:  # that loop's timer: it must not touch this loop's list
+            self._trim.cancel()
+            self._trim = None
 
 
 class PgReader:

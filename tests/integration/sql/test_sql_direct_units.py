@@ -540,6 +540,25 @@ async def test_a_connection_out_during_a_dropped_session_is_replaced_not_kept(
     assert held not in await _pids(storage, client_id, 2)
 
 
+def test_a_connection_kept_on_one_event_loop_is_never_handed_to_another(
+    pg_database: Db,
+) -> None:
+    """A CLI runs one `asyncio.run` per command on the same storage: the second loop's
+    units open their own connections; what the first loop kept is left to it."""
+    storage = pg_database.storage(migrate=True)
+
+    async def command() -> int:
+        client_id, _ = await _client_and_user(storage)
+        (pid,) = await _pids(storage, client_id, 1)
+        assert len(_units_pool(storage)._kept) == 1
+        return pid
+
+    first = asyncio.run(command())
+    second = asyncio.run(command())
+    asyncio.run(storage.aclose())
+    assert first != second
+
+
 async def test_closing_hands_back_the_kept_connections_at_once(pg_database: Db) -> None:
     storage = pg_database.storage(migrate=True)
     await storage.start()
