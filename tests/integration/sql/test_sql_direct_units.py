@@ -21,6 +21,7 @@ from walletcore.domain.errors import StorageError, StorageUnavailable
 from walletcore.domain.ids import new_id
 from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.ports import UnitOfWork
 from walletcore.testing import autocommit
 from walletcore_sql import direct
 from walletcore_sql.storage import SqlStorage
@@ -53,6 +54,16 @@ async def _client_and_user(storage: SqlStorage) -> tuple[str, str]:
         ),
     )
     return client.client_id, uid
+
+
+async def _end_its_session(storage: SqlStorage, unit: UnitOfWork, client_id: str) -> None:
+    """The server ends the session `unit` holds; the unit's next statement answers 503."""
+    pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
+    async with storage.database.transaction(write=True) as other:
+        await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    with pytest.raises(StorageUnavailable) as caught:
+        await unit.clients.get(client_id)
+    assert caught.value.status == 503 and caught.value.message
 
 
 def _completed(client_id: str, user_id: str, minutes: int) -> Trade:
@@ -161,12 +172,7 @@ async def test_a_connection_the_server_dropped_is_a_503_then_a_fresh_one(
     client_id, _ = await _client_and_user(storage)
     async with storage.read() as unit:
         await unit.clients.get(client_id)  # the reader now holds a pooled connection
-        pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
-        async with storage.database.transaction(write=True) as other:
-            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        with pytest.raises(StorageUnavailable) as caught:
-            await unit.clients.get(client_id)
-        assert caught.value.status == 503
+        await _end_its_session(storage, unit, client_id)
     for _ in range(3):  # the pool hands out working connections again
         async with storage.read() as unit:
             assert await unit.clients.get(client_id) is not None
@@ -356,11 +362,7 @@ async def test_a_dropped_session_replaces_every_connection_then_pooled(
     before = await _pids(storage, client_id, 3)
     async with storage.read() as unit:
         assert await unit.clients.get(client_id) is not None
-        pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
-        async with storage.database.transaction(write=True) as other:
-            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        with pytest.raises(StorageUnavailable):
-            await unit.clients.get(client_id)
+        await _end_its_session(storage, unit, client_id)
     after = await _pids(storage, client_id, 3)
     assert len(before) == 3 and len(after) == 3
     assert not before & after
@@ -531,11 +533,7 @@ async def test_a_connection_out_during_a_dropped_session_is_replaced_not_kept(
         held = holder.conn.driver.get_server_pid()  # type: ignore[attr-defined]
         async with storage.read() as unit:
             assert await unit.clients.get(client_id) is not None
-            pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
-            async with storage.database.transaction(write=True) as other:
-                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-            with pytest.raises(StorageUnavailable):
-                await unit.clients.get(client_id)
+            await _end_its_session(storage, unit, client_id)
     assert not pool._kept
     assert held not in await _pids(storage, client_id, 2)
 
