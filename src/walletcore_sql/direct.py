@@ -13,7 +13,8 @@ and drop the rest:
 - the parameters go through the same bind processors, the rows through the same result
   processors (picked, as SQLAlchemy picks them, by the column's type);
 - PostgreSQL (`PgReader`, `PgWriter`): the connection comes from (and goes back to)
-  asyncpg's own pool (`DriverPool`), connected as SQLAlchemy's engine connects, and
+  asyncpg's own pool (`DriverPool`, which keeps one given back for the next unit a
+  moment, docs/performance.md item 30), connected as SQLAlchemy's engine connects, and
   asyncpg's prepared-statement cache serves it. SQLAlchemy's pool ran its checkout and
   its return in a greenlet each (a 16 KiB Python stack mapped and unmapped each time)
   and through its pool events: about a sixth of a quote + approve's CPU in the process
