@@ -222,9 +222,9 @@ class DriverPool:
       pool `LEASE_SECONDS` (its checks at a return then run: `max_queries`, an expiry);
     - a kept connection unused for `KEPT_SECONDS` goes back to asyncpg's pool (one timer
       while any is kept), whose idle clock then closes it after `IDLE_SECONDS`;
-    - `drop` and `aclose` hand every kept connection back first (an expiry then replaces
-      them; a close closes them), and a connection out of asyncpg's pool since before a
-      `drop` goes back through it when given back (it is replaced there), never kept.
+    - `drop` and `aclose` hand every kept connection back (an expiry then replaces them;
+      a close closes them), and a connection out of asyncpg's pool since before a `drop`
+      (no lease in `_leased`) goes back through it when given back, never kept.
 
     Connected as SQLAlchemy's engine connects (the URL's arguments by its dialect, the
     engine's `server_settings`, its JSON codecs), so the compiled statements and their
@@ -234,7 +234,6 @@ class DriverPool:
     """
 
     __slots__ = (
-        "_dropped_at",
         "_handing",
         "_kept",
         "_leased",
@@ -273,12 +272,12 @@ class DriverPool:
         #: connections given back, ready for the next unit: (connection, kept at), the
         #: oldest first (a unit takes the last)
         self._kept: list[tuple[Any, float]] = []
-        #: id of each connection out of asyncpg's pool -> when it left it
+        #: id of each connection out of asyncpg's pool -> when it left it (none for those
+        #: out since the last `drop`: they go back through asyncpg's pool, never kept)
         self._leased: dict[int, float] = {}
         self._waiting = 0  # units waiting for asyncpg's pool
         self._trim: asyncio.TimerHandle | None = None
         self._handing: set[asyncio.Task[None]] = set()  # returns in flight (`_return`)
-        self._dropped_at = float("-inf")  # the last `drop`
 
     def __repr__(self) -> str:  # never the URL's password
         return f"DriverPool(size={self.size}, timeout={self.timeout})"
@@ -331,16 +330,13 @@ class DriverPool:
     async def release(self, connection: Any) -> None:
         """Back to the pool: only a settled connection is kept; any other is closed first
         (a transaction or a statement left open on it is never inherited)."""
-        pool = self._pool
-        if pool is None or not _settled(connection):
-            _terminate(connection)
-        elif not self._waiting and not pool.is_closing():
+        pool, leased_at = self._pool, self._leased.get(id(connection))
+        if pool is not None and leased_at is not None and not self._waiting:
             now = time.monotonic()
-            leased_at = self._leased.get(id(connection), self._dropped_at)
-            if leased_at > self._dropped_at and now - leased_at < LEASE_SECONDS:
+            if now - leased_at < LEASE_SECONDS and not pool.is_closing() and _settled(connection):
                 self._keep(connection, now)
                 return
-        await self._hand_back(connection)
+        await self._hand_back(connection)  # closed first when not settled
 
     def _keep(self, connection: Any, now: float) -> None:
         self._kept.append((connection, now))
@@ -384,29 +380,25 @@ class DriverPool:
         with contextlib.suppress(Exception):
             await self._hand_back(connection)
 
-    async def _hand_back_kept(self) -> None:
-        """Every kept connection back to asyncpg's pool; returns once they (and the
-        trim's) are back. Cancelling the caller stops none of them."""
+    def _return_kept(self) -> None:
+        """Every kept connection on its way back to asyncpg's pool (`_return`)."""
         if self._trim is not None:
             self._trim.cancel()
             self._trim = None
         kept, self._kept = self._kept, []
         for connection, _ in kept:
             self._return(connection)
-        if self._handing:
-            await asyncio.wait(set(self._handing))
 
     async def drop(self, connection: Any) -> None:
         """A connection whose session may be broken: closed, and every other pooled one
         (the kept ones too) replaced at its next checkout."""
         pool = self._pool
         _terminate(connection)
-        self._leased.pop(id(connection), None)
-        self._dropped_at = time.monotonic()  # those out now go back through asyncpg's pool
+        self._leased.clear()  # those out now go back through asyncpg's pool when given back
         if pool is not None:
             await pool.expire_connections()
+            self._return_kept()  # expired: asyncpg closes them as they come back
             await pool.release(connection)
-            await self._hand_back_kept()  # expired: asyncpg closes them as they come back
 
     async def aclose(self, wait: float = 10.0) -> None:
         """Close the pool: its connections once given back, or after `wait` seconds
@@ -422,7 +414,9 @@ class DriverPool:
                 pool.terminate()
 
     async def _close(self, pool: Any) -> None:
-        await self._hand_back_kept()
+        self._return_kept()
+        if self._handing:  # back before the close waits for them
+            await asyncio.wait(set(self._handing))
         await pool.close()
 
     def forget(self) -> None:

@@ -305,17 +305,21 @@ async def _pids(storage: SqlStorage, client_id: str, units: int) -> set[int]:
         return {unit.conn.driver.get_server_pid() for unit in held}  # type: ignore[attr-defined]
 
 
-async def test_the_units_pool_is_bounded_and_a_unit_past_it_waits_then_answers_503(
-    pg_database: Db,
-) -> None:
-    storage = SqlStorage(
+def _pg_storage(pg_database: Db, *, size: int, timeout: float) -> SqlStorage:
+    return SqlStorage(
         pg_database.url,
         migrate=True,
         schema=pg_database.schema,
-        pool_size=1,
+        pool_size=size,
         max_overflow=0,
-        pool_timeout=0.3,
+        pool_timeout=timeout,
     )
+
+
+async def test_the_units_pool_is_bounded_and_a_unit_past_it_waits_then_answers_503(
+    pg_database: Db,
+) -> None:
+    storage = _pg_storage(pg_database, size=1, timeout=0.3)
     try:
         await storage.start()
         client_id, uid = await _client_and_user(storage)
@@ -395,17 +399,6 @@ def _units_pool(storage: SqlStorage) -> direct.DriverPool:
     bound = storage.database._bound  # the pool the units draw on
     assert bound is not None and bound.units is not None
     return bound.units
-
-
-def _pg_storage(pg_database: Db, *, size: int, timeout: float) -> SqlStorage:
-    return SqlStorage(
-        pg_database.url,
-        migrate=True,
-        schema=pg_database.schema,
-        pool_size=size,
-        max_overflow=0,
-        pool_timeout=timeout,
-    )
 
 
 async def test_a_connection_given_back_is_kept_and_the_next_unit_skips_asyncpgs_pool(
