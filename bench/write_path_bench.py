@@ -255,11 +255,14 @@ def trade_like(trade_id: str, client_id: str, user_id: str, now: datetime) -> tu
     )
 
 
-async def count_pairs(counters: Counters, pairs: int, step: Any) -> tuple[dict[str, float], int]:
+async def count_pairs(
+    counters: Counters, pairs: int, step: Any, top: int = 0
+) -> tuple[dict[str, float], int]:
     """`pairs` sequential runs of `step(0)`: the counters (socket writes to PostgreSQL,
     SQLAlchemy's events) and the Python function calls (cProfile's count, calls into C
     included) per run. Calls are what the interpreter does per pair whatever the machine:
-    a figure that needs no second run to compare."""
+    a figure that needs no second run to compare. With `top`, the functions called most
+    are printed, with their calls per pair (where the calls go)."""
     import cProfile
     import pstats
 
@@ -271,7 +274,14 @@ async def count_pairs(counters: Counters, pairs: int, step: Any) -> tuple[dict[s
             await step(0)
     finally:
         profile.disable()
-    calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+    stats = pstats.Stats(profile)
+    calls = stats.total_calls  # type: ignore[attr-defined]
+    if top:
+        table = stats.stats  # type: ignore[attr-defined]
+        ranked = sorted(table.items(), key=lambda item: item[1][1], reverse=True)
+        for (file, line, function), (_, ncalls, *_) in ranked[:top]:
+            where = f"{Path(file).name}:{line}" if line else file
+            say(f"    {ncalls / pairs:6.1f}  {function}  ({where})")
     return {k: v / pairs for k, v in counters.snapshot().items()}, round(calls / pairs)
 
 
@@ -509,7 +519,11 @@ async def main(
             await service_step(0)  # warm: statements prepared, the wallet's address known
             await same_step(0)
             await raw_step(0)
-            per_pair, service_calls = await count_pairs(counters, args.pairs, service_step)
+            if args.calls_top:
+                say(f"the service's most called functions, calls per pair (top {args.calls_top}):")
+            per_pair, service_calls = await count_pairs(
+                counters, args.pairs, service_step, args.calls_top
+            )
             raw_per, raw_calls = await count_pairs(counters, args.pairs, raw_step)
             _, same_calls = await count_pairs(counters, args.pairs, same_step)
             counted = {
@@ -620,6 +634,13 @@ def parse_args() -> argparse.Namespace:
         choices=("uvloop", "asyncio"),
         default="uvloop",
         help="the event loop of the timed rounds (the server's: uvloop)",
+    )
+    parser.add_argument(
+        "--calls-top",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the N functions the service calls most per pair (cProfile)",
     )
     parser.add_argument(
         "--service-only",

@@ -35,6 +35,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Table
@@ -499,6 +500,59 @@ class _Bound:
     lease_engine: AsyncEngine | None = None
 
 
+class Unit:
+    """`Database.unit`: a class, not an `asynccontextmanager` generator, since every use
+    case enters one or more (the generator's frames, its loop hooks and its weak set were
+    about nine Python calls a unit; docs/performance.md, item 31)."""
+
+    __slots__ = ("_conn", "_database", "_inline", "_write")
+
+    def __init__(self, database: Database, write: bool) -> None:
+        self._database = database
+        self._write = write
+        self._conn: PgReader | None = None
+        self._inline: Any = None  # SQLite: the transaction's context manager, entered
+
+    async def __aenter__(self) -> Any:
+        database = self._database
+        bound = await database._ready()
+        if database.inline is not None:
+            assert bound.writers is not None
+            transaction = database.inline.transaction(self._write, bound.writers)
+            inline = await transaction.__aenter__()
+            self._inline = transaction
+            try:
+                return InlineRaw(inline.sync)
+            except BaseException as exc:  # the transaction never outlives a failed entry
+                self._inline = None
+                await transaction.__aexit__(type(exc), exc, exc.__traceback__)
+                raise
+        assert bound.units is not None
+        conn = self._conn = (PgWriter if self._write else PgReader)(bound.units)
+        return conn
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Never swallows the unit's exception (nor does the SQLite transaction)."""
+        if self._inline is not None:
+            transaction, self._inline = self._inline, None
+            await transaction.__aexit__(kind, exc, traceback)
+            return
+        conn, self._conn = self._conn, None
+        assert conn is not None
+        try:
+            if exc is None:
+                await conn.commit()
+            else:
+                await conn.rollback()
+        finally:
+            await conn.close()
+
+
 class Database:
     def __init__(
         self, url: str, *, migrate: bool, schema: str | None = None, **engine_options: Any
@@ -571,30 +625,14 @@ class Database:
                 async with conn.begin():  # sent with the first statement (the adapter's)
                     yield conn
 
-    @asynccontextmanager
-    async def unit(self, *, write: bool) -> AsyncIterator[Any]:
+    def unit(self, *, write: bool) -> Unit:
         """The connection of a unit of the stores (`SqlStorage.read`/`.write`), straight on
-        the driver (`walletcore_sql.direct`): on PostgreSQL a `PgReader` (each read one
-        autocommitted statement) or a `PgWriter` (BEGIN at the first statement or never,
-        COMMIT at the end, ROLLBACK when it raises); on SQLite `InlineRaw` inside the
-        unit's transaction (`SqliteInline.transaction`)."""
-        bound = await self._ready()
-        if self.inline is not None:
-            assert bound.writers is not None
-            async with self.inline.transaction(write, bound.writers) as inline:
-                yield InlineRaw(inline.sync)
-            return
-        assert bound.units is not None
-        conn = (PgWriter if write else PgReader)(bound.units)
-        try:
-            try:
-                yield conn
-            except BaseException:
-                await conn.rollback()
-                raise
-            await conn.commit()
-        finally:
-            await conn.close()
+        the driver (`walletcore_sql.direct`): `async with database.unit(write=...) as conn`.
+        On PostgreSQL a `PgReader` (each read one autocommitted statement) or a `PgWriter`
+        (BEGIN at the first statement or never, COMMIT at the end, ROLLBACK when it
+        raises); on SQLite `InlineRaw` inside the unit's transaction
+        (`SqliteInline.transaction`)."""
+        return Unit(self, write)
 
     async def submit(self, work: Callable[[Any], Awaitable[Any]]) -> Any:
         """One write unit handed over whole: `await work(conn)`, `conn` as `unit(write=True)`
@@ -605,7 +643,7 @@ class Database:
         if self.inline is not None:
             assert bound.writers is not None
             return await self.inline.submit(bound.writers, work)
-        async with self.unit(write=True) as conn:
+        async with Unit(self, True) as conn:
             return await work(conn)
 
     async def lease_connection(self) -> AsyncConnection:

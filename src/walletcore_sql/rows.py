@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -134,11 +133,17 @@ TRADE_MOVE_COLUMNS = (
 
 
 def trade_move_values(trade: Trade) -> dict[str, Any]:
-    """The columns of `TRADE_MOVE_COLUMNS` for `trade` (a part of `trade_values`)."""
+    """The columns of `TRADE_MOVE_COLUMNS` for `trade` (a part of `trade_values`), in one
+    literal (each move's statement binds them)."""
+    approved, executed = trade.approved, trade.executed
     return {
         "status": trade.status.value,
-        **_figures_values("approved", trade.approved),
-        **_figures_values("executed", trade.executed),
+        "approved_crypto_amount": None if approved is None else approved.crypto_amount,
+        "approved_fiat_amount": None if approved is None else approved.fiat_amount,
+        "approved_price": None if approved is None else approved.price,
+        "executed_crypto_amount": None if executed is None else executed.crypto_amount,
+        "executed_fiat_amount": None if executed is None else executed.fiat_amount,
+        "executed_price": None if executed is None else executed.price,
         "reference": trade.reference,
         "failure_reason": trade.failure_reason,
         "approved_at": trade.approved_at,
@@ -234,14 +239,6 @@ class TradeRows:
         if len(known_trades) > self._size:
             del known_trades[next(iter(known_trades))]
         return trade
-
-
-def _figures_values(prefix: str, figures: Figures | None) -> dict[str, Decimal | None]:
-    return {
-        f"{prefix}_crypto_amount": None if figures is None else figures.crypto_amount,
-        f"{prefix}_fiat_amount": None if figures is None else figures.fiat_amount,
-        f"{prefix}_price": None if figures is None else figures.price,
-    }
 
 
 def _figures_from(prefix: str, row: Row) -> Figures | None:

@@ -101,6 +101,8 @@ _AUDIT_COLUMNS = (
     "target",
     "detail",
 )
+#: The bind of each moved column in `_TRADE_SWAP_AUDITED` (a dict lookup per column).
+_SWAP_SET_NAMES = {name: f"s_{name}" for name in rows.TRADE_MOVE_COLUMNS}
 _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
     list(_AUDIT_COLUMNS),
     select(
@@ -111,8 +113,8 @@ _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
     ).select_from(
         _TRADE_SWAP.values(
             {
-                name: bindparam(f"s_{name}", type_=trades.c[name].type)
-                for name in rows.TRADE_MOVE_COLUMNS
+                name: bindparam(bind, type_=trades.c[name].type)
+                for name, bind in _SWAP_SET_NAMES.items()
             }
         )
         .returning(trades.c.trade_id)
@@ -551,18 +553,18 @@ class SqlTrades(TradeStore):
         self._unit.writer()
         # what a move can change, and nothing else: the quote's own columns stay as stored
         values = rows.trade_move_values(trade)
-        values["b_trade_id"] = trade.trade_id
-        values["b_expected"] = expected.value
         if entry is None or self._unit.database.is_sqlite:
+            values["b_trade_id"] = trade.trade_id
+            values["b_expected"] = expected.value
             swapped = (await self._unit.run(_TRADE_SWAP, values)).rowcount == 1
             if swapped and entry is not None:
                 await self._unit.audit.append(entry)
             return bool(swapped)
         # PostgreSQL: the compare-and-set and its entry in one statement; the entry's
         # INSERT selects from the UPDATE's row, so it adds a row only when that matched.
-        params = {
-            (key if key.startswith("b_") else f"s_{key}"): value for key, value in values.items()
-        }
+        params = {_SWAP_SET_NAMES[key]: value for key, value in values.items()}
+        params["b_trade_id"] = trade.trade_id
+        params["b_expected"] = expected.value
         for key, value in rows.audit_values(entry).items():
             params[f"a_{key}"] = value
         if alone and not self._unit.has_pending():  # PostgreSQL: a PgWriter

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 from typing import Any
 
 from walletcore.domain.errors import InvalidRequest
@@ -12,8 +12,11 @@ _ID_RE = re.compile(r"\A[0-9a-f]{24}\Z")
 
 
 def new_id() -> str:
-    """A fresh 24-hex id (96 random bits)."""
-    return secrets.token_hex(12)
+    """A fresh 24-hex id (96 random bits from the OS's CSPRNG).
+
+    `secrets.token_hex(12)` is this same `os.urandom(12).hex()` behind three Python calls;
+    every quote and every audit entry makes one (docs/performance.md, item 31)."""
+    return os.urandom(12).hex()
 
 
 def is_id(value: Any) -> bool:

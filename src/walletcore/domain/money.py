@@ -63,10 +63,14 @@ def truncate(value: Decimal, places: int) -> Decimal:
 
 def keep_places(value: Decimal) -> Decimal:
     """`value` cut (never rounded) to `KEPT_PLACES`, toward zero; unchanged (the same
-    object) when it has no more places than that."""
-    if value.as_tuple().exponent >= -KEPT_PLACES:  # type: ignore[operator]
-        return value
-    return value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_KEEP)
+    object) when the cut changes nothing of its value. `ValueError` for a non-finite one.
+
+    One quantize and a comparison: reading the exponent (`as_tuple()`) built a named
+    tuple, three calls, on each of the dozen amounts of a quote + approve."""
+    if not value.is_finite():
+        raise ValueError("only a finite value has places to keep")
+    cut = value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_KEEP)
+    return value if cut == value else cut
 
 
 def format_amount(value: Decimal) -> str:
