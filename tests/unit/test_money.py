@@ -253,13 +253,16 @@ def test_format_amount_matches_the_localcontext_form_it_replaced() -> None:
 @example(Decimal("1.0000000000000000000"), False)  # 19 places, all zeros: the same value
 @example(Decimal("0.0000000000000000009"), True)
 @example(Decimal("1E+30"), False)
+@example(Decimal("1E+95"), False)  # wider than the cut's context: no places, kept as it is
+@example(Decimal("9" * 96 + ".5"), False)
+@example(Decimal("9" * 90 + "." + "1" * 20), True)  # too wide to cut, with places to cut
 def test_keep_places_cuts_toward_zero_as_the_exponent_form_it_replaced(
     value: Decimal, negative: bool
 ) -> None:
     """Issue 14, item 31: one quantize and a comparison instead of reading the exponent
     (`as_tuple()`). The same value as before, toward zero, never rounded; the very object
     whenever the cut changes nothing of the value."""
-    from decimal import ROUND_DOWN, Context
+    from decimal import ROUND_DOWN, Context, InvalidOperation
 
     if negative:
         value = -value
@@ -269,8 +272,14 @@ def test_keep_places_cuts_toward_zero_as_the_exponent_form_it_replaced(
             return v
         return v.quantize(Decimal(1).scaleb(-KEPT_PLACES), ROUND_DOWN, Context(prec=100))
 
+    try:
+        former = old(value)
+    except InvalidOperation:  # too wide to cut, with places to cut: refused as before
+        with pytest.raises(InvalidOperation):
+            keep_places(value)
+        return
     kept = keep_places(value)
-    assert kept == old(value)
+    assert kept == former
     assert abs(kept) <= abs(value)
     assert kept.as_tuple().exponent >= -KEPT_PLACES or kept is value  # type: ignore[operator]
     if kept == value:

@@ -6,7 +6,7 @@ Money is `Decimal` end to end; floats appear only in the `/prices` map.
 from __future__ import annotations
 
 import re
-from decimal import ROUND_DOWN, Context, Decimal, localcontext
+from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from walletcore.domain.errors import InvalidRequest
@@ -69,7 +69,12 @@ def keep_places(value: Decimal) -> Decimal:
     tuple, three calls, on each of the dozen amounts of a quote + approve."""
     if not value.is_finite():
         raise ValueError("only a finite value has places to keep")
-    cut = value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_KEEP)
+    try:
+        cut = value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_KEEP)
+    except InvalidOperation:  # wider than `_KEEP` once cut: kept as it is if it has no places
+        if value.as_tuple().exponent >= -KEPT_PLACES:  # type: ignore[operator]
+            return value
+        raise
     return value if cut == value else cut
 
 
