@@ -26,8 +26,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from types import TracebackType
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import DomainError
@@ -101,6 +100,39 @@ class AuditNote:
         return any(e.action == self.action and e.outcome == outcome for e in self._carried)
 
 
+class Recording:
+    """`Auditor.record`: the note of one use case, and the request's own entry when it
+    ends (module rules). A class, not an `asynccontextmanager` generator: every use case
+    enters one (docs/performance.md, item 31). It never swallows the use case's error."""
+
+    __slots__ = ("_auditor", "_mutating", "note")
+
+    def __init__(self, auditor: Auditor, note: AuditNote, mutating: bool) -> None:
+        self._auditor = auditor
+        self._mutating = mutating
+        self.note = note
+
+    async def __aenter__(self) -> AuditNote:
+        return self.note
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        note = self.note
+        if exc is None:
+            if not note.changed:
+                await self._auditor._own(note, REPLAY if self._mutating else OK, None)
+        elif isinstance(exc, DomainError):
+            outcome = str(exc.status)
+            if not note.recorded(outcome):
+                await self._auditor._own(note, outcome, exc.message)
+        else:  # anything else, a cancellation too: the request failed as a 500
+            await self._auditor._own(note, "500", "internal error")
+
+
 class Auditor:
     def __init__(self, storage: Storage, clock: Clock) -> None:
         self._storage = storage
@@ -129,8 +161,7 @@ class Auditor:
             detail=detail,
         )
 
-    @asynccontextmanager
-    async def record(
+    def record(
         self,
         action: str,
         request_id: str,
@@ -139,23 +170,14 @@ class Auditor:
         user_id: str | None = None,
         target: str | None = None,
         mutating: bool = True,
-    ) -> AsyncIterator[AuditNote]:
-        """Around one use case: writes the request's own entry when it changed nothing
-        (see the module rules). `mutating=False`: the action never changes stored state,
-        so its success is `ok`, not `replay`."""
-        note = AuditNote(self, action, request_id, client_id, user_id, target)
-        try:
-            yield note
-        except DomainError as exc:
-            outcome = str(exc.status)
-            if not note.recorded(outcome):
-                await self._own(note, outcome, exc.message)
-            raise
-        except BaseException:
-            await self._own(note, "500", "internal error")
-            raise
-        if not note.changed:
-            await self._own(note, REPLAY if mutating else OK, None)
+    ) -> Recording:
+        """Around one use case (`async with auditor.record(...) as note`): writes the
+        request's own entry when it changed nothing (see the module rules).
+        `mutating=False`: the action never changes stored state, so its success is `ok`,
+        not `replay`."""
+        return Recording(
+            self, AuditNote(self, action, request_id, client_id, user_id, target), mutating
+        )
 
     async def event(
         self,
