@@ -35,7 +35,6 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Table
@@ -531,12 +530,7 @@ class Unit:
         conn = self._conn = (PgWriter if self._write else PgReader)(bound.units)
         return conn
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
         """Never swallows the unit's exception (nor does the SQLite transaction)."""
         if self._inline is not None:
             transaction, self._inline = self._inline, None

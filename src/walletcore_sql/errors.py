@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from types import TracebackType
 
 from sqlalchemy import exc as sa_exc
 
@@ -54,12 +53,7 @@ class storage_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
         if exc is None:
             return
         if isinstance(exc, sa_exc.DBAPIError):

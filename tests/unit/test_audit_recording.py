@@ -58,18 +58,6 @@ async def test_success_without_a_change_is_a_replay_or_ok(
     assert (found[0].user_id, found[0].target) == (USER, "t")
 
 
-async def test_a_refusal_is_written_with_its_status_and_raised_as_it_was(
-    storage: InMemoryStorage, auditor: Auditor
-) -> None:
-    refusal = NotFound("Trade not found")
-    with pytest.raises(NotFound) as caught:
-        async with auditor.record("trade.approve", "r1", CLIENT):
-            raise refusal
-    assert caught.value is refusal
-    [entry] = await entries(storage)
-    assert (entry.outcome, entry.detail) == ("404", "Trade not found")
-
-
 async def test_an_outcome_a_carried_entry_recorded_is_not_written_twice(
     storage: InMemoryStorage, auditor: Auditor
 ) -> None:
@@ -85,16 +73,24 @@ async def test_an_outcome_a_carried_entry_recorded_is_not_written_twice(
     ]
 
 
-@pytest.mark.parametrize("error", [RuntimeError("boom: a secret 0xdeadbeef"), KeyError("k")])
-async def test_an_unexpected_error_is_a_500_with_no_detail_of_its_own(
-    storage: InMemoryStorage, auditor: Auditor, error: Exception
+@pytest.mark.parametrize(
+    ("error", "outcome", "detail"),
+    [
+        (NotFound("Trade not found"), "404", "Trade not found"),  # a refusal: its status
+        (RuntimeError("boom: a secret 0xdeadbeef"), "500", "internal error"),  # never its text
+        (KeyError("k"), "500", "internal error"),
+    ],
+    ids=["refusal", "unexpected", "key-error"],
+)
+async def test_a_failed_use_case_is_written_with_its_status_and_raised_as_it_was(
+    storage: InMemoryStorage, auditor: Auditor, error: Exception, outcome: str, detail: str
 ) -> None:
     with pytest.raises(type(error)) as caught:
         async with auditor.record("trade.sell", "r1", CLIENT):
             raise error
     assert caught.value is error
     [entry] = await entries(storage)
-    assert (entry.outcome, entry.detail) == ("500", "internal error")
+    assert (entry.outcome, entry.detail) == (outcome, detail)
 
 
 async def test_a_cancelled_use_case_is_written_as_a_500_and_stays_cancelled(

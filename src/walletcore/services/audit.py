@@ -26,7 +26,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-from types import TracebackType
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import DomainError
@@ -115,12 +114,7 @@ class Recording:
     async def __aenter__(self) -> AuditNote:
         return self.note
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
         note = self.note
         if exc is None:
             if not note.changed:
