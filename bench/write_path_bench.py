@@ -46,8 +46,9 @@ it, docs/performance.md):
   uvloop`, by a counting pass of its own first (another throwaway database);
 - Python calls per pair: the function calls cProfile counts (calls into C included) over
   the same sequential pairs, for the service, the hand-written statements and raw. The
-  count hardly depends on the machine: a change to the write path can be compared without
-  a second, noisy timed run.
+  count hardly depends on the machine (it moves by a few per cent with how many loop
+  turns a pair takes): a change to the write path can be compared without a second, noisy
+  timed run. `--calls-top N` prints the N functions the service calls most, per pair.
 
 `--service-only` times the service alone (no ratios): a run to attach a profiler to.
 
