@@ -11,11 +11,9 @@ from hypothesis import strategies as st
 
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.money import (
-    KEPT_PLACES,
     format_amount,
     format_balance,
     from_base_units,
-    keep_places,
     parse_amount,
     to_base_units,
     truncate,
@@ -247,46 +245,3 @@ def test_format_amount_matches_the_localcontext_form_it_replaced() -> None:
         value = Decimal(digits).scaleb(-rng.randrange(0, 24))
         assert format_amount(value) == old(value)
         assert format_amount(-value) == old(-value)
-
-
-@given(decimals_with_places(max_places=30, max_int_digits=40), st.booleans())
-@example(Decimal("1.0000000000000000000"), False)  # 19 places, all zeros: the same value
-@example(Decimal("0.0000000000000000009"), True)
-@example(Decimal("1E+30"), False)
-@example(Decimal("1E+95"), False)  # wider than the cut's context: no places, kept as it is
-@example(Decimal("9" * 96 + ".5"), False)
-@example(Decimal("9" * 90 + "." + "1" * 20), True)  # too wide to cut, with places to cut
-def test_keep_places_cuts_toward_zero_as_the_exponent_form_it_replaced(
-    value: Decimal, negative: bool
-) -> None:
-    """Issue 14, item 31: one quantize and a comparison instead of reading the exponent
-    (`as_tuple()`). The same value as before, toward zero, never rounded; the very object
-    whenever the cut changes nothing of the value."""
-    from decimal import ROUND_DOWN, Context, InvalidOperation
-
-    if negative:
-        value = -value
-
-    def old(v: Decimal) -> Decimal:
-        if v.as_tuple().exponent >= -KEPT_PLACES:  # type: ignore[operator]
-            return v
-        return v.quantize(Decimal(1).scaleb(-KEPT_PLACES), ROUND_DOWN, Context(prec=100))
-
-    try:
-        former = old(value)
-    except InvalidOperation:  # too wide to cut, with places to cut: refused as before
-        with pytest.raises(InvalidOperation):
-            keep_places(value)
-        return
-    kept = keep_places(value)
-    assert kept == former
-    assert abs(kept) <= abs(value)
-    assert kept.as_tuple().exponent >= -KEPT_PLACES or kept is value  # type: ignore[operator]
-    if kept == value:
-        assert kept is value
-
-
-@pytest.mark.parametrize("value", ["NaN", "sNaN", "Infinity", "-Infinity"])
-def test_keep_places_refuses_non_finite(value: str) -> None:
-    with pytest.raises(ValueError, match="finite"):
-        keep_places(Decimal(value))

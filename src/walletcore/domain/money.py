@@ -6,7 +6,7 @@ Money is `Decimal` end to end; floats appear only in the `/prices` map.
 from __future__ import annotations
 
 import re
-from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_DOWN, Context, Decimal, localcontext
 from typing import Any
 
 from walletcore.domain.errors import InvalidRequest
@@ -63,19 +63,10 @@ def truncate(value: Decimal, places: int) -> Decimal:
 
 def keep_places(value: Decimal) -> Decimal:
     """`value` cut (never rounded) to `KEPT_PLACES`, toward zero; unchanged (the same
-    object) when the cut changes nothing of its value. `ValueError` for a non-finite one.
-
-    One quantize and a comparison: reading the exponent (`as_tuple()`) built a named
-    tuple, three calls, on each of the dozen amounts of a quote + approve."""
-    if not value.is_finite():
-        raise ValueError("only a finite value has places to keep")
-    try:
-        cut = value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_KEEP)
-    except InvalidOperation:  # wider than `_KEEP` once cut: kept as it is if it has no places
-        if value.as_tuple().exponent >= -KEPT_PLACES:  # type: ignore[operator]
-            return value
-        raise
-    return value if cut == value else cut
+    object) when it has no more places than that."""
+    if value.as_tuple().exponent >= -KEPT_PLACES:  # type: ignore[operator]
+        return value
+    return value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_KEEP)
 
 
 def format_amount(value: Decimal) -> str:
