@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, localcontext
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import DateTime, Numeric, String
 from sqlalchemy.engine import Dialect
@@ -17,6 +17,8 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from walletcore.domain.money import KEPT_PLACES, keep_places
 from walletcore.domain.times import utc
+
+T = TypeVar("T")
 
 #: Places kept after the point: the most any asset has (ETH, BNB, POL...), the domain's own.
 MONEY_SCALE = KEPT_PLACES
@@ -67,72 +69,12 @@ def _trimmed_money_pg(element: trimmed_money, compiler: SQLCompiler, **kw: Any) 
     return f"trim_scale({compiler.process(element.clauses, **kw)})"
 
 
-class Money(TypeDecorator[Decimal]):
-    """NUMERIC(78, 18) on PostgreSQL; exact decimal text on SQLite.
-
-    SQLite has no decimal type: a NUMERIC column there may turn a value into a float, so
-    money is kept as its decimal string (TEXT affinity) and parsed back exactly.
-    """
-
-    impl = Numeric(MONEY_PRECISION, MONEY_SCALE, asdecimal=True)
-    cache_ok = True
-
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(String(MONEY_TEXT_LENGTH))
-        return dialect.type_descriptor(Numeric(MONEY_PRECISION, MONEY_SCALE, asdecimal=True))
-
-    def column_expression(self, colexpr: ColumnElement[Any]) -> ColumnElement[Any]:
-        return trimmed_money(colexpr, type_=self)
-
-    def process_bind_param(self, value: Decimal | None, dialect: Dialect) -> Any:
-        return _money_bind(dialect)(value)
-
-    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
-        """`process_bind_param`'s rule as the one function of the dialect, then the inner
-        type's processor if it has one (as `TypeDecorator.bind_processor` composes them):
-        one Python call per value fewer, two for a null (docs/performance.md, item 31)."""
-        return _composed(_money_bind(dialect), self.impl_instance.bind_processor(dialect))
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
-        if value is None:
-            return None
-        if isinstance(value, Decimal):  # PostgreSQL, trimmed by the server
-            return value
-        if isinstance(value, str):  # SQLite: the exact text written
-            return Decimal(value)
-        raise TypeError(f"a money column returned a {type(value).__name__}")  # a float: refuse
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """TIMESTAMP WITH TIME ZONE on PostgreSQL; UTC text on SQLite. Reads are aware UTC."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
-        return _utc_bind(dialect)(value)
-
-    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
-        """As `Money.bind_processor`: the rule of the dialect, then the inner type's."""
-        return _composed(_utc_bind(dialect), self.impl_instance.bind_processor(dialect))
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is UTC:  # asyncpg's timestamptz
-            return value
-        if value.tzinfo is None:  # SQLite's text, written as UTC
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
-
-
 # -- the bind rules, one function per dialect ----------------------------------------------
 def _money_exact(value: Decimal | None) -> Decimal | None:
     """PostgreSQL: the amount cut to the column's places (NUMERIC would round the rest)."""
     if value is None:
         return None
-    if value.__class__ is not Decimal and not isinstance(value, Decimal):
+    if not isinstance(value, Decimal):
         raise TypeError(f"money must be a Decimal, not {type(value).__name__}")
     return cut_money(value)
 
@@ -157,21 +99,74 @@ def _utc_naive(value: datetime | None) -> datetime | None:
     return utc(value).replace(tzinfo=None)
 
 
-def _money_bind(dialect: Dialect) -> Callable[[Any], Any]:
-    return _money_text if dialect.name == "sqlite" else _money_exact
+class _BoundByRule(TypeDecorator[T]):
+    """A column type that binds a value with one function per database (`_rules`:
+    PostgreSQL's, SQLite's), composed with the inner type's processor as
+    `TypeDecorator.bind_processor` composes them: one Python call per value fewer, two for
+    a null (docs/performance.md, item 31). `process_bind_param` applies the same rule for
+    SQLAlchemy's other uses."""
+
+    #: (PostgreSQL's rule, SQLite's rule)
+    _rules: tuple[Callable[[Any], Any], Callable[[Any], Any]]
+
+    def _rule(self, dialect: Dialect) -> Callable[[Any], Any]:
+        return self._rules[dialect.name == "sqlite"]
+
+    def process_bind_param(self, value: T | None, dialect: Dialect) -> Any:
+        return self._rule(dialect)(value)
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        rule, inner = self._rule(dialect), self.impl_instance.bind_processor(dialect)
+        if inner is None:
+            return rule
+
+        def process(value: Any) -> Any:
+            return inner(rule(value))
+
+        return process
 
 
-def _utc_bind(dialect: Dialect) -> Callable[[Any], Any]:
-    return _utc_naive if dialect.name == "sqlite" else _utc_aware
+class Money(_BoundByRule[Decimal]):
+    """NUMERIC(78, 18) on PostgreSQL; exact decimal text on SQLite.
+
+    SQLite has no decimal type: a NUMERIC column there may turn a value into a float, so
+    money is kept as its decimal string (TEXT affinity) and parsed back exactly.
+    """
+
+    impl = Numeric(MONEY_PRECISION, MONEY_SCALE, asdecimal=True)
+    cache_ok = True
+    _rules = (_money_exact, _money_text)
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(MONEY_TEXT_LENGTH))
+        return dialect.type_descriptor(Numeric(MONEY_PRECISION, MONEY_SCALE, asdecimal=True))
+
+    def column_expression(self, colexpr: ColumnElement[Any]) -> ColumnElement[Any]:
+        return trimmed_money(colexpr, type_=self)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        if isinstance(value, Decimal):  # PostgreSQL, trimmed by the server
+            return value
+        if isinstance(value, str):  # SQLite: the exact text written
+            return Decimal(value)
+        raise TypeError(f"a money column returned a {type(value).__name__}")  # a float: refuse
 
 
-def _composed(
-    rule: Callable[[Any], Any], inner: Callable[[Any], Any] | None
-) -> Callable[[Any], Any]:
-    if inner is None:
-        return rule
+class UTCDateTime(_BoundByRule[datetime]):
+    """TIMESTAMP WITH TIME ZONE on PostgreSQL; UTC text on SQLite. Reads are aware UTC."""
 
-    def process(value: Any) -> Any:
-        return inner(rule(value))
+    impl = DateTime(timezone=True)
+    cache_ok = True
+    _rules = (_utc_aware, _utc_naive)
 
-    return process
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is UTC:  # asyncpg's timestamptz
+            return value
+        if value.tzinfo is None:  # SQLite's text, written as UTC
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
