@@ -200,8 +200,14 @@ def bare_app_factory() -> Any:
         return CONST_BODY
 
     app = Litestar([bare, bare_auth, bare_cached], openapi_config=None, logging_config=None)
-    gc.collect()
-    gc.freeze()
+    try:  # the collector as the service's workers have it, when this checkout has that
+        from walletcore_litestar.operations import OperationsSettings
+        from walletcore_litestar.server import tune_collector
+    except ImportError:
+        gc.collect()
+        gc.freeze()
+    else:
+        tune_collector(OperationsSettings().gc_young_threshold)
     return app
 
 

@@ -50,6 +50,12 @@ it, docs/performance.md):
   turns a pair takes): a change to the write path can be compared without a second, noisy
   timed run. `--calls-top N` prints the N functions the service calls most, per pair.
 
+The timed rounds run with the collector a server worker has (`walletcore_litestar.server.
+tune_collector`: what was built before frozen out of its passes, the youngest generation
+collected after `WALLETCORE_GC_YOUNG_THRESHOLD` allocations), shared by the three
+workloads; `--python-gc` keeps Python's own settings (item 32 measures one against the
+other).
+
 `--service-only` times the service alone (no ratios): a run to attach a profiler to.
 
 Not a test: figures depend on the machine. With --json the last stdout line is the result
@@ -61,6 +67,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -472,6 +479,16 @@ async def main(
             await run_for(1.0, args.concurrency, service_step)
             await run_for(1.0, args.concurrency, raw_step)
             await run_for(1.0, args.concurrency, same_step)
+            if not args.python_gc:
+                # the collector as a server worker has it (all three workloads share it)
+                from walletcore_litestar.operations import OperationsSettings
+                from walletcore_litestar.server import tune_collector
+
+                tune_collector(OperationsSettings().gc_young_threshold)
+            say(
+                f"collector: thresholds {gc.get_threshold()}, {gc.get_freeze_count()} objects "
+                f"frozen ({'Python' if args.python_gc else 'a server worker'}'s settings)"
+            )
             steps = {"service": service_step, "raw": raw_step, "same": same_step}
             for round_no in range(args.rounds):
                 order = ["service", "raw", "same"]
@@ -642,6 +659,12 @@ def parse_args() -> argparse.Namespace:
         default=0,
         metavar="N",
         help="print the N functions the service calls most per pair (cProfile)",
+    )
+    parser.add_argument(
+        "--python-gc",
+        action="store_true",
+        help="time with Python's own collector settings, not a server worker's "
+        "(`walletcore_litestar.server.tune_collector`)",
     )
     parser.add_argument(
         "--service-only",

@@ -13,6 +13,11 @@ READY_PATH = "/health/ready"
 METRICS_PATH = "/metrics"
 #: The GET endpoints outside the spec's POST API (and outside its OpenAPI document).
 OPERATIONS_PATHS = (LIVE_PATH, READY_PATH, METRICS_PATH)
+#: A server worker's collector passes over its youngest objects after this many (net)
+#: allocations, not Python's 700: each pass then finds more of them already freed, and a
+#: request's objects are scanned fewer times while it waits on the database
+#: (docs/performance.md, item 32).
+YOUNG_THRESHOLD = 10_000
 
 
 class OperationsSettings(BaseSettings):
@@ -26,3 +31,8 @@ class OperationsSettings(BaseSettings):
     metrics_token: SecretStr | None = Field(default=None, min_length=16)
     #: `WALLETCORE_HEALTH_TIMEOUT_SECONDS`: how long each readiness check may take.
     health_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
+    #: `WALLETCORE_GC_YOUNG_THRESHOLD`: container objects allocated (net) between two
+    #: passes of the collector over the youngest generation, in a `walletcore serve` worker
+    #: (`walletcore_litestar.server.tune_collector`); Python's own is 700. `0` leaves
+    #: Python's setting alone. Never disables the collector.
+    gc_young_threshold: int = Field(default=YOUNG_THRESHOLD, ge=0, le=1_000_000)

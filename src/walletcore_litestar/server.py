@@ -194,12 +194,22 @@ def app_factory() -> Litestar:
     dump_stacks_on_sigusr1()
     app = create_app()
     services_of(app).warm_up()
-    # Everything built so far (app, OpenAPI document, imported chain libraries) lives as
-    # long as the worker: keep it out of the collector's full passes, whose pauses
-    # otherwise show in p99.
+    tune_collector(OperationsSettings().gc_young_threshold)
+    return app
+
+
+def tune_collector(young_threshold: int) -> None:
+    """The collector of a process that serves: what was built so far (the app, its OpenAPI
+    document, the imported chain libraries) lives as long as the process, so it is kept
+    out of the collector's passes (`gc.freeze`: a full pass over it was a pause of 30 to
+    50 ms that showed in p99); and the youngest generation is collected after
+    `young_threshold` allocations (0: Python's own setting). docs/performance.md, item 32.
+    """
     gc.collect()
     gc.freeze()
-    return app
+    if young_threshold > 0:
+        _, middle, old = gc.get_threshold()
+        gc.set_threshold(young_threshold, middle, old)
 
 
 def run(
