@@ -12,7 +12,11 @@ is fine for a sandbox). A change may wait for the lock, so it runs in a worker t
 the calling thread (the event loop's) on a read-only connection of that thread, with no
 busy timeout; the rare read the database makes busy (a WAL recovery) goes to the worker
 thread instead. A thread hop per balance read cost a sell up to a GIL switch interval (5 ms)
-under load (docs/performance.md).
+under load (docs/performance.md). A reader connection serves an address's shares (what a
+balance is summed from) again while the ledger is unchanged since it read them: `PRAGMA
+data_version` moves with every commit of any other connection, in any process, and is read
+before each balance (`_Seen`; docs/performance.md, item 32). The balance itself is summed
+each time, at the clock's instant, so a credit confirms on time.
 
 Rules:
 - A transaction is accepted only with a valid signature of its sender, and of its fee payer
@@ -100,6 +104,11 @@ _SHARES = (
     "WHERE chain = ?1 AND sender = ?2 AND asset_id = ?3 "
     "UNION ALL SELECT 2, fee_units, NULL FROM txs WHERE ?4 AND chain = ?1 AND fee_payer = ?2"
 )
+#: The reader connection's count of the commits it has seen from other connections.
+_DATA_VERSION = "PRAGMA data_version"
+#: Addresses' shares a reader connection keeps while the ledger is unchanged (all are
+#: dropped at the next change; past this many, at the next new address).
+SHARES_SEEN = 4096
 #: ?1 chain, ?2 address: a row when it took part in any transaction.
 _KNOWS = (
     "SELECT 1 FROM txs WHERE chain = ?1 AND recipient = ?2 "
@@ -203,6 +212,8 @@ class SandboxLedger:
         #: the read-only connection of each thread that reads inline, once the file exists
         self._readers = threading.local()
         self._opened_readers: list[sqlite3.Connection] = []
+        #: reader connection -> the shares it read while the ledger is unchanged
+        self._seen: dict[sqlite3.Connection, _Seen] = {}
         self._prepared = False
 
     def __repr__(self) -> str:
@@ -215,13 +226,19 @@ class SandboxLedger:
     async def balance(self, chain: Chain, address: str, asset_id: int) -> int:
         """What `address` can spend: confirmed credits, minus every debit and fee paid."""
         now = self.now()
-        return await self._read(lambda conn: _balance(conn, chain, address, asset_id, now))
+        seen = self._seen
+        return await self._read(
+            lambda conn: _balance(conn, seen.get(conn), chain, address, asset_id, now)
+        )
 
     async def known_balance(self, chain: Chain, address: str, asset_id: int) -> int | None:
         """`balance`, or None when `address` took part in no transaction on `chain` (what
         `knows` answers), in one read."""
         now = self.now()
-        return await self._read(lambda conn: _known_balance(conn, chain, address, asset_id, now))
+        seen = self._seen
+        return await self._read(
+            lambda conn: _known_balance(conn, seen.get(conn), chain, address, asset_id, now)
+        )
 
     async def knows(self, chain: Chain, address: str) -> bool:
         """Whether `address` took part in any transaction on `chain` (an indexer knows it)."""
@@ -275,7 +292,7 @@ class SandboxLedger:
                     return False
                 now = self.now()
                 for (address, asset_id), units in needs.items():
-                    if _balance(conn, tx.chain, address, asset_id, now) < units:
+                    if _balance(conn, None, tx.chain, address, asset_id, now) < units:
                         raise InsufficientFunds(
                             "Insufficient balance at broadcast: the network refused the "
                             "transfer; nothing was sent"
@@ -295,7 +312,7 @@ class SandboxLedger:
                 now = self.now()
                 tx = LedgerTx(tx_hash, chain, asset_id, None, address, units, 0, None, now, now)
                 _insert(conn, tx)
-                return _balance(conn, chain, address, asset_id, now)
+                return _balance(conn, None, chain, address, asset_id, now)
 
         return await self._run(change)
 
@@ -332,6 +349,7 @@ class SandboxLedger:
         conn.execute("PRAGMA query_only = 1")
         with self._lock:
             self._opened_readers.append(conn)
+            self._seen[conn] = _Seen()
         return conn
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -370,6 +388,7 @@ class SandboxLedger:
             if conn is not None:
                 conn.close()
             readers, self._opened_readers = self._opened_readers, []
+            self._seen = {}
             for reader in readers:
                 reader.close()
             self._readers = threading.local()
@@ -414,18 +433,70 @@ def _insert(conn: sqlite3.Connection, tx: LedgerTx) -> None:
     conn.execute(_INSERT, tx.values())
 
 
+class _Seen:
+    """The shares a reader connection read, served again while the ledger is unchanged.
+
+    `PRAGMA data_version` changes when any other connection (of this process or another)
+    has committed since the connection's last read, and never for the connection's own
+    changes: a reader has none (`query_only`). It is read before the shares, so shares
+    read after a commit that came in between are kept under the version before it, and
+    dropped at the next read. Only reader connections have one: the writer, whose reads
+    check a spend under the write lock, always reads the rows.
+    """
+
+    __slots__ = ("shares", "version")
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+        self.shares: dict[tuple[Chain, str, int], tuple[tuple[int, str, str | None], ...]] = {}
+
+    def shares_of(
+        self, conn: sqlite3.Connection, chain: Chain, address: str, asset_id: int
+    ) -> tuple[tuple[int, str, str | None], ...]:
+        version = conn.execute(_DATA_VERSION).fetchone()[0]
+        shares = self.shares
+        if version != self.version:
+            shares.clear()
+            self.version = version
+        key = (chain, address, asset_id)
+        found = shares.get(key)
+        if found is None:
+            if len(shares) >= SHARES_SEEN:
+                shares.clear()
+            found = shares[key] = tuple(_shares(conn, chain, address, asset_id))
+        return found
+
+
+def _shares_through(
+    conn: sqlite3.Connection, seen: _Seen | None, chain: Chain, address: str, asset_id: int
+) -> Iterable[tuple[int, str, str | None]]:
+    if seen is None:
+        return _shares(conn, chain, address, asset_id)
+    return seen.shares_of(conn, chain, address, asset_id)
+
+
 def _balance(
-    conn: sqlite3.Connection, chain: Chain, address: str, asset_id: int, now: datetime
+    conn: sqlite3.Connection,
+    seen: _Seen | None,
+    chain: Chain,
+    address: str,
+    asset_id: int,
+    now: datetime,
 ) -> int:
-    return _total(_shares(conn, chain, address, asset_id), now)
+    return _total(_shares_through(conn, seen, chain, address, asset_id), now)
 
 
 def _known_balance(
-    conn: sqlite3.Connection, chain: Chain, address: str, asset_id: int, now: datetime
+    conn: sqlite3.Connection,
+    seen: _Seen | None,
+    chain: Chain,
+    address: str,
+    asset_id: int,
+    now: datetime,
 ) -> int | None:
     """`_balance`, or None when the address took part in no transaction on `chain`: it has
     shares of this asset, or else `_KNOWS` tells (the rare case: none of this asset)."""
-    shares = _shares(conn, chain, address, asset_id)
+    shares = _shares_through(conn, seen, chain, address, asset_id)
     if not shares and conn.execute(_KNOWS, (chain.value, address)).fetchone() is None:
         return None
     return _total(shares, now)
