@@ -40,7 +40,7 @@ import asyncio
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -104,6 +104,10 @@ _SHARES = (
     "WHERE chain = ?1 AND sender = ?2 AND asset_id = ?3 "
     "UNION ALL SELECT 2, fee_units, NULL FROM txs WHERE ?4 AND chain = ?1 AND fee_payer = ?2"
 )
+#: (chain, address, asset id): an address's holding of one asset, whose shares are read.
+Holding = tuple[Chain, str, int]
+#: One row of `_SHARES`: (role, units as text, confirm_at as text or None).
+Share = tuple[int, str, str | None]
 #: The reader connection's count of the commits it has seen from other connections.
 _DATA_VERSION = "PRAGMA data_version"
 #: Addresses' shares a reader connection keeps while the ledger is unchanged (all are
@@ -228,7 +232,7 @@ class SandboxLedger:
         now = self.now()
         seen = self._seen
         return await self._read(
-            lambda conn: _balance(conn, seen.get(conn), chain, address, asset_id, now)
+            lambda conn: _balance(conn, seen.get(conn), (chain, address, asset_id), now)
         )
 
     async def known_balance(self, chain: Chain, address: str, asset_id: int) -> int | None:
@@ -237,7 +241,7 @@ class SandboxLedger:
         now = self.now()
         seen = self._seen
         return await self._read(
-            lambda conn: _known_balance(conn, seen.get(conn), chain, address, asset_id, now)
+            lambda conn: _known_balance(conn, seen.get(conn), (chain, address, asset_id), now)
         )
 
     async def knows(self, chain: Chain, address: str) -> bool:
@@ -292,7 +296,7 @@ class SandboxLedger:
                     return False
                 now = self.now()
                 for (address, asset_id), units in needs.items():
-                    if _balance(conn, None, tx.chain, address, asset_id, now) < units:
+                    if _balance(conn, None, (tx.chain, address, asset_id), now) < units:
                         raise InsufficientFunds(
                             "Insufficient balance at broadcast: the network refused the "
                             "transfer; nothing was sent"
@@ -312,7 +316,7 @@ class SandboxLedger:
                 now = self.now()
                 tx = LedgerTx(tx_hash, chain, asset_id, None, address, units, 0, None, now, now)
                 _insert(conn, tx)
-                return _balance(conn, None, chain, address, asset_id, now)
+                return _balance(conn, None, (chain, address, asset_id), now)
 
         return await self._run(change)
 
@@ -448,69 +452,52 @@ class _Seen:
 
     def __init__(self) -> None:
         self.version: int | None = None
-        self.shares: dict[tuple[Chain, str, int], tuple[tuple[int, str, str | None], ...]] = {}
+        self.shares: dict[Holding, tuple[Share, ...]] = {}
 
-    def shares_of(
-        self, conn: sqlite3.Connection, chain: Chain, address: str, asset_id: int
-    ) -> tuple[tuple[int, str, str | None], ...]:
+    def shares_of(self, conn: sqlite3.Connection, holding: Holding) -> tuple[Share, ...]:
         version = conn.execute(_DATA_VERSION).fetchone()[0]
         shares = self.shares
         if version != self.version:
             shares.clear()
             self.version = version
-        key = (chain, address, asset_id)
-        found = shares.get(key)
+        found = shares.get(holding)
         if found is None:
             if len(shares) >= SHARES_SEEN:
                 shares.clear()
-            found = shares[key] = tuple(_shares(conn, chain, address, asset_id))
+            found = shares[holding] = tuple(_shares(conn, holding))
         return found
 
 
 def _shares_through(
-    conn: sqlite3.Connection, seen: _Seen | None, chain: Chain, address: str, asset_id: int
-) -> Iterable[tuple[int, str, str | None]]:
-    if seen is None:
-        return _shares(conn, chain, address, asset_id)
-    return seen.shares_of(conn, chain, address, asset_id)
+    conn: sqlite3.Connection, seen: _Seen | None, holding: Holding
+) -> Sequence[Share]:
+    return _shares(conn, holding) if seen is None else seen.shares_of(conn, holding)
 
 
-def _balance(
-    conn: sqlite3.Connection,
-    seen: _Seen | None,
-    chain: Chain,
-    address: str,
-    asset_id: int,
-    now: datetime,
-) -> int:
-    return _total(_shares_through(conn, seen, chain, address, asset_id), now)
+def _balance(conn: sqlite3.Connection, seen: _Seen | None, holding: Holding, now: datetime) -> int:
+    return _total(_shares_through(conn, seen, holding), now)
 
 
 def _known_balance(
-    conn: sqlite3.Connection,
-    seen: _Seen | None,
-    chain: Chain,
-    address: str,
-    asset_id: int,
-    now: datetime,
+    conn: sqlite3.Connection, seen: _Seen | None, holding: Holding, now: datetime
 ) -> int | None:
     """`_balance`, or None when the address took part in no transaction on `chain`: it has
     shares of this asset, or else `_KNOWS` tells (the rare case: none of this asset)."""
-    shares = _shares_through(conn, seen, chain, address, asset_id)
+    shares = _shares_through(conn, seen, holding)
+    chain, address, _ = holding
     if not shares and conn.execute(_KNOWS, (chain.value, address)).fetchone() is None:
         return None
     return _total(shares, now)
 
 
-def _shares(
-    conn: sqlite3.Connection, chain: Chain, address: str, asset_id: int
-) -> list[tuple[int, str, str | None]]:
-    """The address's shares in `asset_id` on `chain` (`_SHARES`)."""
+def _shares(conn: sqlite3.Connection, holding: Holding) -> list[Share]:
+    """The address's shares in the asset on the chain (`_SHARES`)."""
+    chain, address, asset_id = holding
     native = int(asset_id == native_asset(chain).id)
     return conn.execute(_SHARES, (chain.value, address, asset_id, native)).fetchall()
 
 
-def _total(shares: Iterable[tuple[int, str, str | None]], now: datetime) -> int:
+def _total(shares: Iterable[Share], now: datetime) -> int:
     """Confirmed credits, minus every debit and every fee paid."""
     total = 0
     for role, units, confirm_at in shares:

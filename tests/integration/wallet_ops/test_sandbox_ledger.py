@@ -265,6 +265,6 @@ def test_a_balance_is_every_role_of_every_transaction_counted_once(
                 )
                 for asset in (2, 3, 6):
                     want = _folded_balance(rows, chain, address, asset, now)
-                    assert module._balance(db, None, chain, address, asset, now) == want
-                    known = module._known_balance(db, None, chain, address, asset, now)
+                    assert module._balance(db, None, (chain, address, asset), now) == want
+                    known = module._known_balance(db, None, (chain, address, asset), now)
                     assert known == (want if took_part else None)
