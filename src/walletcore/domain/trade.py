@@ -344,8 +344,8 @@ class Trade:
     ) -> Trade:
         """This trade moved to `status`, with the `MOVED_FIELDS` given changed and every
         other field its own: what `dataclasses.replace` makes, built directly (replace
-        looks up and reads every field by name: twice the cost, three times a sell and
-        its approval; docs/performance.md, item 32)."""
+        looks up and reads every field by name: twice the cost, twice a sell and its
+        approval; docs/performance.md, item 32)."""
         return Trade(
             self.trade_id,
             self.client_id,
