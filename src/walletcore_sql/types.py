@@ -28,17 +28,6 @@ MONEY_PRECISION = 78
 MONEY_TEXT_LENGTH = MONEY_PRECISION + 2
 
 
-def cut_money(value: Decimal) -> Decimal:
-    """Cut (never round) to 18 places, toward zero: what the column keeps.
-
-    Amounts of assets and fiats never have more places; a derived fiat amount or a price
-    may, and cutting it here changes no wire value (those are cut to 6 places anyway).
-    """
-    if not value.is_finite():
-        raise ValueError("a money column holds finite values only")
-    return keep_places(value)  # the domain's own cut: MONEY_SCALE is KEPT_PLACES
-
-
 def trim_money(value: Decimal) -> Decimal:
     """Without trailing zeros after the point (and never in exponent form when printed)."""
     with localcontext() as ctx:
@@ -71,12 +60,16 @@ def _trimmed_money_pg(element: trimmed_money, compiler: SQLCompiler, **kw: Any) 
 
 # -- the bind rules, one function per dialect ----------------------------------------------
 def _money_exact(value: Decimal | None) -> Decimal | None:
-    """PostgreSQL: the amount cut to the column's places (NUMERIC would round the rest)."""
+    """PostgreSQL: the amount cut (never rounded) to the column's places, toward zero
+    (NUMERIC would round the rest): the domain's own cut, `keep_places` (MONEY_SCALE is
+    KEPT_PLACES), which refuses a value that is not finite. Amounts of assets and fiats
+    never have more places; a derived fiat amount or a price may, and cutting it here
+    changes no wire value (those are cut to 6 places anyway)."""
     if value is None:
         return None
     if not isinstance(value, Decimal):
         raise TypeError(f"money must be a Decimal, not {type(value).__name__}")
-    return cut_money(value)
+    return keep_places(value)
 
 
 def _money_text(value: Decimal | None) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import pytest
 from hypothesis import example, given
@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.money import (
+    KEPT_PLACES,
     format_amount,
     format_balance,
     from_base_units,
+    keep_places,
     parse_amount,
     to_base_units,
     truncate,
@@ -245,3 +247,34 @@ def test_format_amount_matches_the_localcontext_form_it_replaced() -> None:
         value = Decimal(digits).scaleb(-rng.randrange(0, 24))
         assert format_amount(value) == old(value)
         assert format_amount(-value) == old(-value)
+
+
+# -- keep_places: the places every store keeps -----------------------------------------------
+@given(decimals_with_places(max_places=30, max_int_digits=40), st.booleans())
+@example(Decimal("1.0000000000000000000"), False)  # 19 places, all zeros: cut to 18 too
+@example(Decimal("0.0000000000000000009"), True)
+@example(Decimal("-0E-30"), False)
+@example(Decimal("1E+30"), False)
+def test_keep_places_cuts_toward_zero_to_18_places(value: Decimal, negative: bool) -> None:
+    """Never rounded, toward zero; the very object when it has no more places, else
+    exactly 18 of them (the form a store writes and a message may show)."""
+    if negative:
+        value = -value
+    kept = keep_places(value)
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if exponent >= -KEPT_PLACES:
+        assert kept is value
+    else:
+        assert kept.as_tuple().exponent == -KEPT_PLACES
+        with localcontext() as wide:
+            wide.prec = 100
+            assert abs(kept) <= abs(value) < abs(kept) + Decimal(1).scaleb(-KEPT_PLACES)
+        assert kept.is_signed() == value.is_signed() or kept == 0
+        assert str(kept) == str(value)[: len(str(kept))] or kept == 0
+
+
+@pytest.mark.parametrize("value", ["NaN", "sNaN", "Infinity", "-Infinity"])
+def test_keep_places_refuses_non_finite(value: str) -> None:
+    with pytest.raises(ValueError, match="finite"):
+        keep_places(Decimal(value))

@@ -63,8 +63,12 @@ def truncate(value: Decimal, places: int) -> Decimal:
 
 def keep_places(value: Decimal) -> Decimal:
     """`value` cut (never rounded) to `KEPT_PLACES`, toward zero; unchanged (the same
-    object) when it has no more places than that."""
-    if value.as_tuple().exponent >= -KEPT_PLACES:  # type: ignore[operator]
+    object) when it has no more places than that, else with exactly that many (zeros
+    past them are cut too). `ValueError` for a value that is not finite."""
+    exponent = value.as_tuple().exponent
+    if isinstance(exponent, str):  # "n", "N", "F": a Decimal, but NaN, sNaN or Infinity
+        raise ValueError("only a finite value has places to keep")  # noqa: TRY004
+    if exponent >= -KEPT_PLACES:
         return value
     return value.quantize(_KEPT_QUANTUM, rounding=ROUND_DOWN, context=_KEEP)
 
