@@ -215,8 +215,8 @@ class SandboxLedger:
         self._conn: sqlite3.Connection | None = None
         #: the read-only connection of each thread that reads inline, once the file exists
         self._readers = threading.local()
-        self._opened_readers: list[sqlite3.Connection] = []
-        #: reader connection -> the shares it read while the ledger is unchanged
+        #: every reader connection opened (closed by `aclose`) -> the shares it read while
+        #: the ledger is unchanged
         self._seen: dict[sqlite3.Connection, _Seen] = {}
         self._prepared = False
 
@@ -352,7 +352,6 @@ class SandboxLedger:
         conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA query_only = 1")
         with self._lock:
-            self._opened_readers.append(conn)
             self._seen[conn] = _Seen()
         return conn
 
@@ -391,8 +390,7 @@ class SandboxLedger:
             conn, self._conn = self._conn, None
             if conn is not None:
                 conn.close()
-            readers, self._opened_readers = self._opened_readers, []
-            self._seen = {}
+            readers, self._seen = self._seen, {}
             for reader in readers:
                 reader.close()
             self._readers = threading.local()

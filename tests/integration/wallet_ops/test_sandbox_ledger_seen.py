@@ -27,7 +27,7 @@ class Statements:
 
     def __init__(self, ledger: SandboxLedger) -> None:
         self.shares = 0
-        for conn in ledger._opened_readers:
+        for conn in ledger._seen:
             conn.set_trace_callback(self.traced)
 
     def traced(self, sql: str) -> None:
