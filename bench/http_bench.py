@@ -114,8 +114,6 @@ CONST_BODY = {
 
 # -- the bare app (imported by the granian workers: `http_bench:bare_app_factory`) -----------
 def bare_app_factory() -> Any:
-    import gc
-
     import jwt
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from litestar import Litestar, Request, post
@@ -200,7 +198,17 @@ def bare_app_factory() -> Any:
         return CONST_BODY
 
     app = Litestar([bare, bare_auth, bare_cached], openapi_config=None, logging_config=None)
-    try:  # the collector as the service's workers have it, when this checkout has that
+    workers_collector()
+    return app
+
+
+def workers_collector() -> None:
+    """This process's collector as the service's server workers have it
+    (`walletcore_litestar.server.tune_collector`); in a checkout before item 32, whose
+    workers only froze what they had built, that."""
+    import gc
+
+    try:
         from walletcore_litestar.operations import OperationsSettings
         from walletcore_litestar.server import tune_collector
     except ImportError:
@@ -208,7 +216,6 @@ def bare_app_factory() -> Any:
         gc.freeze()
     else:
         tune_collector(OperationsSettings().gc_young_threshold)
-    return app
 
 
 def serve_bare(port: int, workers: int) -> None:

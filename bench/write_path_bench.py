@@ -87,6 +87,7 @@ from http_bench import (
     pg_create_database,
     pg_drop_database,
     pg_urls,
+    workers_collector,
 )
 
 
@@ -479,16 +480,8 @@ async def main(
             await run_for(1.0, args.concurrency, service_step)
             await run_for(1.0, args.concurrency, raw_step)
             await run_for(1.0, args.concurrency, same_step)
-            if not args.python_gc:
-                # the collector as a server worker has it (all three workloads share it)
-                try:
-                    from walletcore_litestar.operations import OperationsSettings
-                    from walletcore_litestar.server import tune_collector
-                except ImportError:  # a checkout before item 32: its workers froze only
-                    gc.collect()
-                    gc.freeze()
-                else:
-                    tune_collector(OperationsSettings().gc_young_threshold)
+            if not args.python_gc:  # all three workloads share it
+                workers_collector()
             say(
                 f"collector: thresholds {gc.get_threshold()}, {gc.get_freeze_count()} objects "
                 f"frozen ({'Python' if args.python_gc else 'a server worker'}'s settings)"
