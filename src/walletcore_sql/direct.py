@@ -105,17 +105,22 @@ def _plan(
     statement: Any, dialect: Any, parameters: Mapping[str, Any] | None = None
 ) -> _Plan | None:
     """The plan of `statement`; an INSERT or UPDATE is compiled, as SQLAlchemy compiles
-    it, for the columns its parameters name (a column left out keeps its default)."""
+    it, for the columns its parameters name (a column left out keeps its default).
+
+    Keyed by the names in the order the caller wrote them, not sorted: a store builds each
+    statement's parameters in one literal, so one order per call site (a second order
+    would only compile the same plan once more). Sorting a quote's 32 names was half of
+    the lookup: 1.7 -> 0.75 us, alone. The compilation itself takes them sorted."""
     if isinstance(parameters, Sequence):  # executemany: each set names the same columns
         parameters = parameters[0] if parameters else None
-    columns = tuple(sorted(parameters)) if parameters and statement.is_dml else ()
+    columns = tuple(parameters) if parameters and statement.is_dml else ()
     key = (id(statement), id(dialect), columns)
     try:
         return _PLANS[key]
     except KeyError:
         pass
     if columns:
-        compiled = statement.compile(dialect=dialect, column_keys=list(columns))
+        compiled = statement.compile(dialect=dialect, column_keys=sorted(columns))
     else:
         compiled = statement.compile(dialect=dialect)
     sendable = (

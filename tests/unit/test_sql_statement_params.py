@@ -1,0 +1,127 @@
+"""The parameters of the write path's two PostgreSQL statements, built in one step each
+(`walletcore_sql.stores`): the audited compare-and-set (`_audited_swap_params`) and the
+quote with its entry as one statement (`_combined`). Each must bind exactly what its
+statement names, with the values the stores' own row dicts hold: a name missing would
+be filled in as NULL, not refused."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
+
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.trade import TradeStatus
+from walletcore_sql import direct, rows, stores
+from walletcore_sql.tables import audit_log, trades
+
+from .test_trade_rows import row
+
+NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+DIALECT = asyncpg_dialect()
+
+
+def entry(detail: str | None = "open -> executing") -> AuditEntry:
+    return AuditEntry(
+        at=NOW,
+        client_id="c" * 24,
+        action="trade.approve",
+        request_id="r" * 24,
+        outcome="ok",
+        user_id="u" * 24,
+        target="a" * 24,
+        detail=detail,
+    )
+
+
+def bind_names(statement: Any, parameters: dict[str, Any]) -> set[str]:
+    plan = direct._plan(statement, DIALECT, parameters)
+    assert plan is not None
+    return {name for name, _ in plan.binds}
+
+
+def renamed(values: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return {f"{prefix}{key}": value for key, value in values.items()}
+
+
+@pytest.mark.parametrize("status", [s.value for s in TradeStatus])
+@pytest.mark.parametrize("detail", ["open -> executing", None])
+def test_the_audited_swap_binds_the_move_the_row_and_the_entry(
+    status: str, detail: str | None
+) -> None:
+    trade = rows.trade_from(row(status=status, failure_reason="no" if status == "failed" else None))
+    params = stores._audited_swap_params(TradeStatus.OPEN, trade, entry(detail))
+    # the same values as the move's and the entry's own row dicts, renamed
+    assert params == {
+        **renamed(rows.trade_move_values(trade), "s_"),
+        "b_trade_id": trade.trade_id,
+        "b_expected": "open",
+        **renamed(rows.audit_values(entry(detail)), "a_"),
+    }
+    assert set(params) == bind_names(stores._TRADE_SWAP_AUDITED, params)
+
+
+def test_the_audited_swap_binds_every_column_a_move_changes() -> None:
+    params = stores._audited_swap_params(TradeStatus.OPEN, rows.trade_from(row()), entry())
+    moved = {key.removeprefix("s_") for key in params if key.startswith("s_")}
+    assert moved == set(rows.TRADE_MOVE_COLUMNS)
+
+
+def test_a_quote_and_its_entry_bind_each_insert_s_values() -> None:
+    trade = rows.trade_from(row(status="open"))
+    quote, note = rows.trade_values(trade), rows.audit_values(entry())
+    statement, params = stores._combined([(trades, quote), (audit_log, note)])
+    assert params == {**renamed(quote, "p0_"), **renamed(note, "p1_")}
+    assert set(params) == bind_names(statement, params)
+    # the statement is built once per shape
+    again, _ = stores._combined([(trades, dict(quote)), (audit_log, dict(note))])
+    assert again is statement
+
+
+@given(st.permutations(sorted(rows.audit_values(entry()))))
+def test_the_values_go_to_their_binds_in_any_order_of_their_names(order: list[str]) -> None:
+    """A shape is keyed by the names in order: any order binds each value to its column."""
+    trade = rows.trade_from(row(status="open"))
+    quote = rows.trade_values(trade)
+    note = {key: rows.audit_values(entry())[key] for key in order}
+    note["detail"] = f"detail {order}"
+    statement, params = stores._combined([(trades, quote), (audit_log, note)])
+    assert params == {**renamed(quote, "p0_"), **renamed(note, "p1_")}
+    plan = direct._plan(statement, DIALECT, params)
+    assert plan is not None
+    sent = dict(zip([name for name, _ in plan.binds], plan.arguments(params), strict=True))
+    assert sent["p1_detail"] == f"detail {order}"
+    assert sent["p0_quote_crypto_amount"] == Decimal("0.01")
+    assert sent["p0_quote_expires_at"] == trade.quote.expires_at
+
+
+def test_a_table_that_comes_twice_is_not_combined() -> None:
+    note = rows.audit_values(entry())
+    assert stores._combined([(audit_log, note), (audit_log, dict(note))]) == (None, {})
+    # the second time from the shapes already seen
+    assert stores._combined([(audit_log, note), (audit_log, dict(note))]) == (None, {})
+
+
+def test_one_insert_is_the_table_s_own() -> None:
+    note = rows.audit_values(entry())
+    statement, params = stores._combined([(audit_log, note)])
+    assert statement is stores._INSERTS["audit_log"] and params is note
+
+
+def test_a_plan_is_the_same_sql_whatever_the_order_of_its_names() -> None:
+    note = rows.audit_values(entry())
+    backwards = dict(reversed(list(note.items())))
+    statement = stores._INSERTS["audit_log"]
+    plan, other = (
+        direct._plan(statement, DIALECT, note),
+        direct._plan(statement, DIALECT, backwards),
+    )
+    assert plan is not None and other is not None
+    assert plan.sql == other.sql
+    assert plan.arguments(note) == other.arguments(backwards)
+    assert direct._plan(statement, DIALECT, dict(note)) is plan  # cached per order
