@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal, localcontext
+from decimal import Decimal, Inexact, Rounded, localcontext
 
 import pytest
 from hypothesis import example, given
@@ -223,6 +223,20 @@ def test_to_base_units_is_exact_beyond_28_digits() -> None:
     """Ten billion of an 18-decimal token is 29 digits of wei: not one may be rounded away."""
     amount = parse_amount("12345678901.123456789012345678", 18)
     assert to_base_units(amount, 18) == 12345678901_123456789012345678
+
+
+@given(amount_strings(), st.integers(min_value=1, max_value=10))
+def test_parse_amount_keeps_every_digit_whatever_the_context(
+    case: tuple[str, int], precision: int
+) -> None:
+    """The string constructor is exact in any context: a caller's narrow precision (or
+    traps) never rounds an amount as it is parsed."""
+    text, decimals = case
+    with localcontext() as narrow:
+        narrow.prec = precision
+        narrow.traps[Inexact] = narrow.traps[Rounded] = True
+        amount = parse_amount(text, decimals)
+    assert format(amount, "f") == text
 
 
 def test_format_amount_matches_the_localcontext_form_it_replaced() -> None:

@@ -46,9 +46,9 @@ def parse_amount(value: Any, decimals: int, field: str = "amount") -> Decimal:
     frac = match.group("frac") or ""
     if len(frac.rstrip("0")) > decimals:
         raise InvalidRequest(f"{field} has more than {decimals} decimal places")
-    with localcontext() as ctx:
-        ctx.prec = MAX_AMOUNT_CHARS + 10
-        amount = Decimal(value)
+    # Exact in any context: the constructor keeps every digit of a string (the context's
+    # precision applies to arithmetic, not here), so no `localcontext()` (1.4 -> 0.15 us).
+    amount = Decimal(value)
     if amount == 0:
         raise InvalidRequest(f"{field} must be greater than zero")
     return amount
