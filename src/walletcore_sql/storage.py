@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from walletcore.domain.audit import AuditEntry
@@ -25,9 +25,9 @@ from walletcore.ports.runtime import Lifecycle
 from walletcore.ports.storage import Storage, UnitOfWork
 from walletcore.secretfiles import ConfigurationError
 from walletcore_sql import rows
-from walletcore_sql.database import Database
+from walletcore_sql.database import Database, Unit
 from walletcore_sql.engine import database_url, is_sqlite, redacted
-from walletcore_sql.stores import LazyWriter, SqlUnit, insert_all
+from walletcore_sql.stores import LazyWriter, SqlUnit, insert_all, swap_alone
 
 
 class SqlStorage(Storage, Lifecycle):
@@ -59,14 +59,13 @@ class SqlStorage(Storage, Lifecycle):
         async with self.database.transaction() as conn:
             await conn.execute(text("SELECT 1"))
 
+    def write(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        if self.database.inline is None:
+            return _PgWrite(self)
+        return self._sqlite_write()
+
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[UnitOfWork]:
-        if not self.database.is_sqlite:
-            async with self.database.unit(write=True) as conn:
-                unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
-                yield unit
-                await unit.flush(last=True)
-            return
+    async def _sqlite_write(self) -> AsyncIterator[UnitOfWork]:
         # SQLite: the transaction opens at the unit's first statement (`LazyWriter`); a
         # unit that only deferred inserts (a quote and its entry) is handed over whole
         # when it ends, and joins the group open then with no loop turn of its own.
@@ -83,12 +82,16 @@ class SqlStorage(Storage, Lifecycle):
 
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
-        (atomic on its own); SQLite: a write unit handed over whole (`Database.submit`:
-        its statements cost no round trip, and it joins the group open)."""
+        (atomic on its own; `stores.swap_alone`); SQLite: a write unit handed over whole
+        (`Database.submit`: its statements cost no round trip, and it joins the group
+        open)."""
+        if self.database.inline is None:
+            async with self.database.unit(write=True) as conn:
+                return await swap_alone(conn, expected, trade, entry)
 
         async def swap(conn: Any) -> bool:
             unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
-            swapped = await unit.trades.swap(expected, trade, entry=entry, alone=True)
+            swapped = await unit.trades.swap(expected, trade, entry=entry)
             await unit.flush(last=True)
             return swapped
 
@@ -98,6 +101,40 @@ class SqlStorage(Storage, Lifecycle):
     async def read(self) -> AsyncIterator[UnitOfWork]:
         async with self.database.unit(write=False) as conn:
             yield SqlUnit(self.database, conn, writable=False, trade_rows=self.trade_rows)
+
+
+class _PgWrite:
+    """`SqlStorage.write()` on PostgreSQL: the stores' unit on a `Database.unit`, its
+    deferred inserts sent when it ends cleanly (autocommitted when they are all it sent).
+    A class, not an `asynccontextmanager` generator, as `Database.unit` is: a quote
+    enters one (docs/performance.md, item 33). An error in the block, or in the last
+    flush, rolls the unit back and is raised as it was."""
+
+    __slots__ = ("_storage", "_unit", "_work")
+
+    def __init__(self, storage: SqlStorage) -> None:
+        self._storage = storage
+        self._unit: SqlUnit | None = None
+        self._work: Unit | None = None
+
+    async def __aenter__(self) -> UnitOfWork:
+        storage = self._storage
+        work = self._work = storage.database.unit(write=True)
+        conn = await work.__aenter__()
+        self._unit = SqlUnit(storage.database, conn, writable=True, trade_rows=storage.trade_rows)
+        return self._unit
+
+    async def __aexit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        work, unit = self._work, self._unit
+        self._work = self._unit = None
+        assert work is not None and unit is not None
+        if exc is None:
+            try:
+                await unit.flush(last=True)
+            except BaseException as failed:
+                await work.__aexit__(type(failed), failed, failed.__traceback__)
+                raise
+        await work.__aexit__(kind, exc, traceback)
 
 
 def build(*, settings: Any, clock: Any = None, **_: Any) -> SqlStorage:

@@ -584,10 +584,7 @@ class SqlTrades(TradeStore):
         trade: Trade,
         *,
         entry: AuditEntry | None = None,
-        alone: bool = False,
     ) -> bool:
-        """`alone` (from `SqlStorage.swap_trade` only): the unit holds nothing else, so on
-        PostgreSQL the one statement runs autocommitted, with no BEGIN and COMMIT."""
         self._unit.writer()
         if entry is None or self._unit.database.is_sqlite:
             # what a move can change, and nothing else: the quote's own columns stay as stored
@@ -600,11 +597,9 @@ class SqlTrades(TradeStore):
             return bool(swapped)
         # PostgreSQL: the compare-and-set and its entry in one statement; the entry's
         # INSERT selects from the UPDATE's row, so it adds a row only when that matched.
-        params = _audited_swap_params(expected, trade, entry)
-        if alone and not self._unit.has_pending():  # PostgreSQL: a PgWriter
-            result = await self._unit.conn.execute_alone(_TRADE_SWAP_AUDITED, params)
-        else:
-            result = await self._unit.run(_TRADE_SWAP_AUDITED, params)
+        result = await self._unit.run(
+            _TRADE_SWAP_AUDITED, _audited_swap_params(expected, trade, entry)
+        )
         return bool(result.rowcount == 1)
 
     async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:
@@ -614,6 +609,15 @@ class SqlTrades(TradeStore):
     async def in_flight(self, limit: int) -> list[Trade]:
         found = await self._unit.all(_TRADE_IN_FLIGHT, {"b_limit": max(limit, 0)})
         return [self._unit.trade_rows(r) for r in found]
+
+
+async def swap_alone(conn: Any, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
+    """PostgreSQL (`SqlStorage.swap_trade`): `SqlTrades.swap` with its entry as the only
+    statement of a write unit on `conn` (a `PgWriter`), so autocommitted: no BEGIN and
+    no COMMIT round trips, and no unit of stores built around one statement."""
+    params = _audited_swap_params(expected, trade, entry)
+    result = await conn.execute_alone(_TRADE_SWAP_AUDITED, params)
+    return bool(result.rowcount == 1)
 
 
 class SqlSends(SendStore):
