@@ -220,6 +220,27 @@ async def test_a_write_unit_that_raises_leaves_nothing(storage: SqlStorage) -> N
     assert not await _left_in_transaction(storage, pid)
 
 
+async def test_a_write_unit_whose_last_insert_fails_leaves_nothing(storage: SqlStorage) -> None:
+    """The inserts a unit deferred go out as it ends: when they fail (here a trade of a
+    user nobody stored), what it sent before is rolled back too, the error is the
+    port's, and the connection does not go back inside its transaction."""
+    client_id, uid = await _client_and_user(storage)
+    first, orphan = _completed(client_id, uid, 0), _completed(client_id, new_id(), 1)
+    with pytest.raises(StorageError):
+        async with storage.write() as unit:
+            await unit.trades.add(first)
+            await unit.clients.get(client_id)  # BEGIN and the first insert are sent
+            pid = unit.conn.driver.get_server_pid()  # type: ignore[attr-defined]
+            await unit.trades.add(orphan)  # deferred: sent when the block ends
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, first.trade_id) is None
+    assert not await _left_in_transaction(storage, pid)
+    async with storage.write() as unit:  # the pool still serves units
+        await unit.trades.add(first)
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, first.trade_id) == first
+
+
 async def test_a_unit_of_one_statement_takes_no_transaction(storage: SqlStorage) -> None:
     client_id, uid = await _client_and_user(storage)
     trade = _completed(client_id, uid, 0)
