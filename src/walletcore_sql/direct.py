@@ -63,7 +63,7 @@ class _Plan:
     """One statement compiled for asyncpg: its SQL, how to order and process its
     parameters, and (after its first run) how to process each column of its rows."""
 
-    __slots__ = ("binds", "compiled", "keys", "processors", "sql", "statement")
+    __slots__ = ("binds", "compiled", "keys", "processors", "returns_rows", "sql", "statement")
 
     def __init__(self, statement: Any, compiled: Any) -> None:
         self.statement = statement  # held: the cache key is its id
@@ -74,6 +74,7 @@ class _Plan:
             (name, processors.get(name)) for name in (compiled.positiontup or ())
         ]
         self.keys: tuple[str, ...] = tuple(c.keyname for c in compiled._result_columns)
+        self.returns_rows = bool(self.keys)
         self.processors: list[Processor] | None = None
 
     def arguments(self, parameters: Mapping[str, Any]) -> list[Any]:
@@ -88,10 +89,6 @@ class _Plan:
                 given[name] if process is None else process(given[name])
                 for name, process in self.binds
             ]
-
-    @property
-    def returns_rows(self) -> bool:
-        return bool(self.keys)
 
     def learn_columns(self, dialect: Any, type_oids: Sequence[int | None]) -> None:
         columns = self.compiled._result_columns
@@ -310,15 +307,23 @@ class DriverPool:
             await pool
         return pool
 
-    async def acquire(self) -> Any:
-        """A pooled connection (asyncpg's proxy of it); 503 when none comes in time or the
-        server cannot be reached."""
+    def take_kept(self) -> Any:
+        """The newest kept connection that is open (asyncpg's proxy of it), with no await;
+        None when none is kept (`acquire` then waits for asyncpg's pool)."""
         kept = self._kept
         while kept:
             connection, _ = kept.pop()
-            if _open(connection):
+            if _open(_raw(connection)):
                 return connection
             self._return(connection)  # closed while kept: asyncpg replaces it
+        return None
+
+    async def acquire(self) -> Any:
+        """A pooled connection (asyncpg's proxy of it); 503 when none comes in time or the
+        server cannot be reached."""
+        connection = self.take_kept()
+        if connection is not None:
+            return connection
         try:
             pool = await self._opened()
             self._waiting += 1
@@ -335,13 +340,24 @@ class DriverPool:
     async def release(self, connection: Any) -> None:
         """Back to the pool: only a settled connection is kept; any other is closed first
         (a transaction or a statement left open on it is never inherited)."""
+        if not self.keep_settled(connection):
+            await self._hand_back(connection)  # closed first when not settled
+
+    def keep_settled(self, connection: Any) -> bool:
+        """`release`'s own case, with no await: keep `connection` for the next unit when
+        it is settled, leased recently and nobody waits for asyncpg's pool; False when it
+        must go back through asyncpg's pool (`release` does that)."""
         pool, leased_at = self._pool, self._leased.get(id(connection))
         if pool is not None and leased_at is not None and not self._waiting:
             now = time.monotonic()
-            if now - leased_at < LEASE_SECONDS and not pool.is_closing() and _settled(connection):
+            if (
+                now - leased_at < LEASE_SECONDS
+                and not pool.is_closing()
+                and _settled(_raw(connection))
+            ):
                 self._keep(connection, now)
-                return
-        await self._hand_back(connection)  # closed first when not settled
+                return True
+        return False
 
     def _keep(self, connection: Any, now: float) -> None:
         self._kept.append((connection, now))
@@ -440,11 +456,12 @@ class PgReader:
     """A PostgreSQL read unit's connection (module rules): `await execute(statement,
     params)` like an `AsyncConnection` in autocommit mode."""
 
-    __slots__ = ("_driver", "_fallback", "_pool")
+    __slots__ = ("_driver", "_fallback", "_pool", "_raw")
 
     def __init__(self, pool: DriverPool) -> None:
         self._pool = pool
-        self._driver: Any = None  # the pooled asyncpg connection, on first use
+        self._driver: Any = None  # the pooled asyncpg connection (its proxy), on first use
+        self._raw: Any = None  # the connection behind that proxy (`_raw`): what is called
         self._fallback: AsyncConnection | None = None
 
     @property
@@ -463,42 +480,59 @@ class PgReader:
         return await self._run(plan, parameters)
 
     async def _connection(self) -> Any:
-        if self._driver is None:
-            self._driver = await self._pool.acquire()
-        return self._driver
+        """The connection the unit's statements are sent on (`_raw` of the pooled one)."""
+        raw = self._raw
+        if raw is None:
+            driver = self._pool.take_kept() or await self._pool.acquire()
+            self._driver, raw = driver, _raw(driver)
+            self._raw = raw
+        return raw
 
     async def _guarded(
         self, driver: Any, operation: Callable[..., Awaitable[Any]], *arguments: Any
     ) -> Any:
-        """`await operation(*arguments)`; a driver error as the port's error (the
-        connection dropped from the pool when it may be broken). Called inside: a
-        connection whose session closed raises at the call itself."""
+        """`await operation(*arguments)`; a driver error as the port's error (`_failure`).
+        Called inside: a connection whose session closed raises at the call itself."""
         try:
             return await operation(*arguments)
         except Exception as exc:
-            failure, broken = _asyncpg_failure(exc, driver)
-            if broken:
-                await self._invalidate()
-            raise failure from exc
+            raise await self._failure(exc, driver) from exc
+
+    async def _failure(self, exc: Exception, driver: Any) -> BaseException:
+        """The port's error for a driver error on `driver`; the connection dropped from the
+        pool first when it may be broken."""
+        failure, broken = _asyncpg_failure(exc, driver)
+        if broken:
+            await self._invalidate()
+        return failure
 
     async def _run(self, plan: _Plan, parameters: Any) -> RawResult:
-        driver = await self._connection()
+        raw = self._raw
+        if raw is None:
+            raw = await self._connection()
         if isinstance(parameters, Sequence):  # executemany (an upsert per row): no rows back
             if plan.returns_rows:
                 raise RuntimeError("executemany of a statement that returns rows")
             batch = [plan.arguments(one) for one in parameters]
-            await self._guarded(driver, driver.executemany, plan.sql, batch)
+            await self._guarded(raw, raw.executemany, plan.sql, batch)
             return RawResult([], -1)
         arguments = plan.arguments(parameters or {})
-        if not plan.returns_rows:
-            status = await self._guarded(driver, driver.execute, plan.sql, *arguments)
-            return RawResult([], _rowcount(status))
-        if plan.processors is None:
-            prepared = await self._guarded(driver, driver.prepare, plan.sql)
-            plan.learn_columns(self._pool.dialect, [a.type.oid for a in prepared.get_attributes()])
-            records = await self._guarded(driver, prepared.fetch, *arguments)
-        else:
-            records = await self._guarded(driver, driver.fetch, plan.sql, *arguments)
+        # The statement itself is awaited here, not through `_guarded`: one coroutine
+        # fewer on every statement of every unit.
+        try:
+            if not plan.returns_rows:
+                status = await raw.execute(plan.sql, *arguments)
+                return RawResult([], _rowcount(status))
+            if plan.processors is None:
+                prepared = await raw.prepare(plan.sql)
+                plan.learn_columns(
+                    self._pool.dialect, [a.type.oid for a in prepared.get_attributes()]
+                )
+                records = await prepared.fetch(*arguments)
+            else:
+                records = await raw.fetch(plan.sql, *arguments)
+        except Exception as exc:
+            raise await self._failure(exc, raw) from exc
         return _result(plan, records)
 
     async def commit(self) -> None:
@@ -515,16 +549,16 @@ class PgReader:
             return await self._fallback.execute(statement, parameters)
 
     async def _invalidate(self) -> None:
-        driver, self._driver = self._driver, None
+        driver, self._driver, self._raw = self._driver, None, None
         if driver is not None:
             with contextlib.suppress(Exception):
                 await self._pool.drop(driver)
 
     async def close(self) -> None:
-        driver, self._driver = self._driver, None
+        driver, self._driver, self._raw = self._driver, None, None
         fallback, self._fallback = self._fallback, None
         try:
-            if driver is not None:
+            if driver is not None and not self._pool.keep_settled(driver):
                 with storage_errors():
                     await self._pool.release(driver)
         finally:
@@ -551,8 +585,8 @@ class PgWriter(PgReader):
             raise RuntimeError("a unit's statement alone was sent: nothing may follow it")
         plan = self._plan_of(statement, parameters)
         if self._transaction is None:
-            driver = await self._connection()
-            self._transaction = await self._guarded(driver, _begin, driver)
+            raw = await self._connection()
+            self._transaction = await self._guarded(raw, _begin, raw)
         return await self._run(plan, parameters)
 
     async def execute_alone(
@@ -574,20 +608,20 @@ class PgWriter(PgReader):
     async def commit(self) -> None:
         transaction, self._transaction = self._transaction, None
         if transaction is not None:
-            driver = self._driver
-            if driver is None:  # dropped after a broken statement
+            raw = self._raw
+            if raw is None:  # dropped after a broken statement
                 raise StorageUnavailable()
-            await self._guarded(driver, transaction.commit)
+            await self._guarded(raw, transaction.commit)
 
     async def rollback(self) -> None:
         transaction, self._transaction = self._transaction, None
-        driver = self._driver
-        if transaction is not None and driver is not None:
+        raw = self._raw
+        if transaction is not None and raw is not None:
             # A failed ROLLBACK never hides what made the unit roll back (an error, a
             # cancellation): the connection, still in its transaction or broken, is
             # dropped by `close`, never reused.
             with contextlib.suppress(StorageError, StorageUnavailable):
-                await self._guarded(driver, transaction.rollback)
+                await self._guarded(raw, transaction.rollback)
 
 
 def _result(plan: _Plan, records: Sequence[Sequence[Any]]) -> RawResult:
@@ -664,6 +698,17 @@ def _open(driver: Any) -> bool:
         return not driver.is_closed()
     except Exception:  # noqa: BLE001 - closed, and detached from the proxy by the pool
         return False
+
+
+def _raw(connection: Any) -> Any:
+    """The asyncpg `Connection` behind the pool's proxy `connection`, whose methods a unit
+    calls directly: through the proxy, each call is a Python wrapper that checks the proxy
+    is still attached, then looks the method up (about 15 a sell + approve). The proxy is
+    what goes back to the pool (which detaches it then), and a unit calls nothing after
+    giving it back. When the proxy is detached already (or holds its connection under
+    another name), the proxy itself: its calls then raise as before."""
+    con = getattr(connection, "_con", None)
+    return connection if con is None else con
 
 
 def _terminate(driver: Any) -> None:
