@@ -514,7 +514,7 @@ class Unit:
 
     async def __aenter__(self) -> Any:
         database = self._database
-        bound = await database._ready()
+        bound = database._ready_now() or await database._ready()
         if database.inline is not None:
             assert bound.writers is not None
             transaction = database.inline.transaction(self._write, bound.writers)
@@ -659,6 +659,14 @@ class Database:
     def insert(self, table: Table) -> Any:
         """The dialect's INSERT, which has `on_conflict_do_nothing` / `_do_update`."""
         return (sqlite.insert if self.is_sqlite else postgresql.insert)(table)
+
+    def _ready_now(self) -> _Bound | None:
+        """What `_ready` returns when it has nothing to do (bound on this loop, prepared),
+        with no await; else None. A unit's way in: every unit starts with it."""
+        bound = self._bound
+        if bound is None or not self._prepared or bound.loop is not asyncio.get_running_loop():
+            return None
+        return bound
 
     async def _ready(self) -> _Bound:
         loop = asyncio.get_running_loop()
