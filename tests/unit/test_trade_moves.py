@@ -155,3 +155,42 @@ def test_every_transition_as_replace_made_it(
     approved = replace(trade, status=S.APPROVED)
     assert same(approved.expire(now), replace(approved, status=S.EXPIRED, completed_at=now))
     assert same(open_.cancel(now), replace(open_, status=S.CANCELLED, completed_at=now))
+
+
+# -- Figures.kept: the places every store keeps, nothing built when nothing is cut ---------
+long_amounts = st.decimals(
+    min_value=Decimal("0.000001"), max_value=Decimal(10**9), places=24, allow_nan=False
+)
+long_figures = st.builds(Figures, st.none() | long_amounts, st.none() | long_amounts, long_amounts)
+
+
+@given(long_figures)
+def test_kept_figures_are_cut_to_the_stores_places_and_the_same_when_nothing_is_cut(
+    given_figures: Figures,
+) -> None:
+    from walletcore.domain.money import keep_places
+
+    kept = given_figures.kept()
+    crypto, fiat = given_figures.crypto_amount, given_figures.fiat_amount
+    assert kept.crypto_amount == (None if crypto is None else keep_places(crypto))
+    assert kept.fiat_amount == (None if fiat is None else keep_places(fiat))
+    assert kept.price == keep_places(given_figures.price)
+    unchanged = all(
+        value is None or keep_places(value) is value
+        for value in (crypto, fiat, given_figures.price)
+    )
+    assert (kept is given_figures) == unchanged
+    assert kept.kept() is kept  # what is kept has nothing more to cut
+
+
+@given(long_figures, texts, st.sampled_from([Fill, Accepted]))
+def test_a_venues_outcome_is_kept_as_it_is_unless_its_figures_are_cut(
+    given_figures: Figures, reference: str | None, kind: type[Fill | Accepted]
+) -> None:
+    from walletcore.services.trading import _kept
+
+    outcome = kind(given_figures, reference)
+    kept = _kept(outcome)
+    assert kept == replace(outcome, figures=given_figures.kept())  # what `replace` made
+    assert type(kept) is kind
+    assert (kept is outcome) == (given_figures.kept() is given_figures)

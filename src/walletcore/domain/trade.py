@@ -97,13 +97,16 @@ class Figures:
 
     def kept(self) -> Figures:
         """These figures to the places every store keeps (`keep_places`): a trade built
-        from them is, value for value, the trade a store gives back."""
-        crypto, fiat = self.crypto_amount, self.fiat_amount
-        return Figures(
-            None if crypto is None else keep_places(crypto),
-            None if fiat is None else keep_places(fiat),
-            keep_places(self.price),
-        )
+        from them is, value for value, the trade a store gives back. These very figures
+        when none has more places (the usual case: then nothing is built, and a venue's
+        outcome that holds them is kept as it is)."""
+        crypto, fiat, price = self.crypto_amount, self.fiat_amount, self.price
+        kept_crypto = None if crypto is None else keep_places(crypto)
+        kept_fiat = None if fiat is None else keep_places(fiat)
+        kept_price = keep_places(price)
+        if kept_crypto is crypto and kept_fiat is fiat and kept_price is price:
+            return self
+        return Figures(kept_crypto, kept_fiat, kept_price)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ import logging
 from collections import OrderedDict
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from walletcore.domain.assets import FIAT_DECIMALS, Asset, parse_fiat
 from walletcore.domain.audit import AuditEntry
@@ -87,6 +87,8 @@ log = logging.getLogger("walletcore.trading")
 
 #: How often a compare-and-set that lost a race is re-read and re-decided.
 _MAX_RACE_RETRIES = 3
+#: a venue's outcome with figures: a fill or an acceptance (`_kept`)
+_OutcomeT = TypeVar("_OutcomeT", Fill, Accepted)
 #: How many expiries this process remembers, for readers that read the quote `open` just
 #: before it was stored as expired (a terminal status: what is remembered stays true).
 _EXPIRED_REMEMBERED = 4096
@@ -301,11 +303,9 @@ class TradingService:
     ) -> Trade:
         now = self._clock.now()
         if isinstance(outcome, Fill):
-            outcome = replace(outcome, figures=outcome.figures.kept())
-            return await self._move(caller, trade, trade.settle(outcome, now))
+            return await self._move(caller, trade, trade.settle(_kept(outcome), now))
         if isinstance(outcome, Accepted) and trade.status is TradeStatus.EXECUTING:
-            outcome = replace(outcome, figures=outcome.figures.kept())
-            return await self._move(caller, trade, trade.accept(outcome))
+            return await self._move(caller, trade, trade.accept(_kept(outcome)))
         if isinstance(outcome, Rejected):
             return await self._move(caller, trade, trade.fail(outcome.reason, now))
         return trade
@@ -501,6 +501,13 @@ class TradingService:
         if price <= 0:
             raise PriceUnavailable()
         return price
+
+
+def _kept(outcome: _OutcomeT) -> _OutcomeT:
+    """A venue's fill or acceptance with its figures to the places every store keeps
+    (`Figures.kept`); the very outcome when they have no more (no `replace`)."""
+    kept = outcome.figures.kept()
+    return outcome if kept is outcome.figures else replace(outcome, figures=kept)
 
 
 async def _require_user(unit: UnitOfWork, caller: Caller, user_id: str) -> None:
