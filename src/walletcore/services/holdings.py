@@ -57,19 +57,19 @@ class WalletHoldings(Holdings):
         self._addresses: dict[tuple[str, str, Chain], str] = {}
 
     async def units(self, client_id: str, user_id: str, asset: Asset) -> int:
-        address = await self._address(client_id, user_id, asset.chain)
-        if address is None:
-            return 0
+        address = self._addresses.get((client_id, user_id, asset.chain))
+        if address is None:  # not remembered (or none on that chain): read the wallet
+            address = await self._read_address(client_id, user_id, asset.chain)
+            if address is None:
+                return 0
         try:
             return await self._gateways[asset.chain].balance(address, asset)
         except AddressUnknown:
             return 0
 
-    async def _address(self, client_id: str, user_id: str, chain: Chain) -> str | None:
+    async def _read_address(self, client_id: str, user_id: str, chain: Chain) -> str | None:
+        """The wallet's address on `chain` (None: it has none there), remembered once read."""
         key = (client_id, user_id, chain)
-        known = self._addresses.get(key)
-        if known is not None:
-            return known
         async with self._storage.read() as unit:  # one read: a user is stored with its wallet
             wallet = await unit.wallets.get(client_id, WalletOwner.USER, user_id)
         if wallet is None:  # no such user, or another client's
