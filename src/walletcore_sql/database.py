@@ -32,7 +32,7 @@ import collections
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +43,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from walletcore_sql.direct import DriverPool, InlineRaw, PgReader, PgWriter
+from walletcore_sql.direct import DriverPool, InlineRaw, PgReader, PgWriter, RawResult
 from walletcore_sql.engine import (
     PG_POOL_OVERFLOW,
     PG_POOL_SIZE,
@@ -627,6 +627,23 @@ class Database:
         raises); on SQLite `InlineRaw` inside the unit's transaction
         (`SqliteInline.transaction`)."""
         return Unit(self, write)
+
+    async def run_alone(self, statement: Any, parameters: Mapping[str, Any]) -> RawResult:
+        """PostgreSQL: a write unit of one statement, autocommitted (atomic on its own):
+        `PgWriter.execute_alone` on a pooled connection, given back after. What
+        `async with unit(write=True) as conn: await conn.execute_alone(...)` does, without
+        the unit's own steps around it (its entry and exit, a COMMIT with nothing to
+        commit): every move of a trade is one (`SqlStorage.swap_trade`)."""
+        if self.inline is not None:
+            raise RuntimeError("run_alone is PostgreSQL's: SQLite's units go through submit")
+        bound = self._ready_now() or await self._ready()
+        assert bound.units is not None
+        writer = PgWriter(bound.units)
+        try:
+            result: RawResult = await writer.execute_alone(statement, parameters)
+        finally:
+            await writer.close()
+        return result
 
     async def submit(self, work: Callable[[Any], Awaitable[Any]]) -> Any:
         """One write unit handed over whole: `await work(conn)`, `conn` as `unit(write=True)`

@@ -86,8 +86,7 @@ class SqlStorage(Storage, Lifecycle):
         (`Database.submit`: its statements cost no round trip, and it joins the group
         open)."""
         if self.database.inline is None:
-            async with self.database.unit(write=True) as conn:
-                return await swap_alone(conn, expected, trade, entry)
+            return await swap_alone(self.database, expected, trade, entry)
 
         async def swap(conn: Any) -> bool:
             unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)

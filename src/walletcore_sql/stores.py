@@ -611,12 +611,14 @@ class SqlTrades(TradeStore):
         return [self._unit.trade_rows(r) for r in found]
 
 
-async def swap_alone(conn: Any, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
-    """PostgreSQL (`SqlStorage.swap_trade`): `SqlTrades.swap` with its entry as the only
-    statement of a write unit on `conn` (a `PgWriter`), so autocommitted: no BEGIN and
-    no COMMIT round trips, and no unit of stores built around one statement."""
+async def swap_alone(
+    database: Database, expected: TradeStatus, trade: Trade, entry: AuditEntry
+) -> bool:
+    """PostgreSQL (`SqlStorage.swap_trade`): `SqlTrades.swap` with its entry as a write
+    unit of that one statement (`Database.run_alone`), so autocommitted: no BEGIN and no
+    COMMIT round trips, and no unit of stores built around one statement."""
     params = _audited_swap_params(expected, trade, entry)
-    result = await conn.execute_alone(_TRADE_SWAP_AUDITED, params)
+    result = await database.run_alone(_TRADE_SWAP_AUDITED, params)
     return bool(result.rowcount == 1)
 
 
