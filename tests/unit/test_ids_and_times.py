@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from walletcore.domain import ids
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.ids import is_id, new_id, parse_id
 from walletcore.domain.times import format_datetime, format_optional_datetime, utc
@@ -20,6 +23,54 @@ def test_new_ids_are_24_lower_hex_and_distinct() -> None:
     ids = {new_id() for _ in range(1000)}
     assert len(ids) == 1000
     assert all(re.fullmatch(r"[0-9a-f]{24}", i) and is_id(i) for i in ids)
+
+
+def test_ids_are_drawn_in_batches_and_each_handed_out_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    draws: list[int] = []
+    real = os.urandom
+
+    def counted(size: int) -> bytes:
+        draws.append(size)
+        return real(size)
+
+    monkeypatch.setattr(ids.os, "urandom", counted)
+    ids._drawn.clear()
+    made = [new_id() for _ in range(3 * ids.ID_BATCH)]
+    assert draws == [12 * ids.ID_BATCH] * 3  # one system call per batch
+    assert len(set(made)) == len(made) and all(is_id(i) for i in made)
+
+
+def test_ids_made_by_many_threads_at_once_are_distinct() -> None:
+    ids._drawn.clear()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        made = list(pool.map(lambda _: [new_id() for _ in range(500)], range(8)))
+    flat = [i for batch in made for i in batch]
+    assert len(set(flat)) == len(flat) == 4000
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_never_hands_out_its_parents_next_ids() -> None:
+    """What the parent drew but has not handed out yet is not the child's: after a fork
+    each draws its own."""
+    ids._drawn.clear()
+    new_id()  # the parent has ID_BATCH - 1 drawn, not yet handed out
+    pending = set(ids._drawn)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, to the parent
+        try:
+            os.write(write, " ".join(new_id() for _ in range(ids.ID_BATCH)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = set(pipe.read().split())
+    os.waitpid(pid, 0)
+    assert len(child) == ids.ID_BATCH and all(is_id(i) for i in child)
+    assert not child & pending
+    assert set(ids._drawn) == pending  # the parent's are still its own
 
 
 def test_parse_id_normalises_upper_case() -> None:
