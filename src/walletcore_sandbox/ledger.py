@@ -106,8 +106,8 @@ _SHARES = (
 )
 #: (chain, address, asset id): an address's holding of one asset, whose shares are read.
 Holding = tuple[Chain, str, int]
-#: One row of `_SHARES`: (role, units as text, confirm_at as text or None).
-Share = tuple[int, str, str | None]
+#: One row of `_SHARES`, read: (role, units, when a credit confirms; None for a debit).
+Share = tuple[int, int, datetime | None]
 #: The reader connection's count of the commits it has seen from other connections.
 _DATA_VERSION = "PRAGMA data_version"
 #: Addresses' shares a reader connection keeps while the ledger is unchanged (all are
@@ -352,7 +352,7 @@ class SandboxLedger:
         conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA query_only = 1")
         with self._lock:
-            self._seen[conn] = _Seen()
+            self._seen[conn] = _Seen(conn)
         return conn
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -446,14 +446,16 @@ class _Seen:
     check a spend under the write lock, always reads the rows.
     """
 
-    __slots__ = ("shares", "version")
+    __slots__ = ("_versions", "shares", "version")
 
-    def __init__(self) -> None:
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self.version: int | None = None
         self.shares: dict[Holding, tuple[Share, ...]] = {}
+        #: the connection's cursor that reads the version, made once (not one per read)
+        self._versions = conn.cursor()
 
     def shares_of(self, conn: sqlite3.Connection, holding: Holding) -> tuple[Share, ...]:
-        version = conn.execute(_DATA_VERSION).fetchone()[0]
+        version = self._versions.execute(_DATA_VERSION).fetchone()[0]
         shares = self.shares
         if version != self.version:
             shares.clear()
@@ -489,10 +491,17 @@ def _known_balance(
 
 
 def _shares(conn: sqlite3.Connection, holding: Holding) -> list[Share]:
-    """The address's shares in the asset on the chain (`_SHARES`)."""
+    """The address's shares in the asset on the chain (`_SHARES`), read: units as integers,
+    a credit's confirmation as an instant (once per read of the rows, not per balance a
+    reader's kept shares serve)."""
     chain, address, asset_id = holding
     native = int(asset_id == native_asset(chain).id)
-    return conn.execute(_SHARES, (chain.value, address, asset_id, native)).fetchall()
+    return [
+        (role, int(units), None if confirm_at is None else datetime.fromisoformat(confirm_at))
+        for role, units, confirm_at in conn.execute(
+            _SHARES, (chain.value, address, asset_id, native)
+        )
+    ]
 
 
 def _total(shares: Iterable[Share], now: datetime) -> int:
@@ -500,10 +509,10 @@ def _total(shares: Iterable[Share], now: datetime) -> int:
     total = 0
     for role, units, confirm_at in shares:
         if role == 0:
-            if confirm_at is not None and now >= datetime.fromisoformat(confirm_at):
-                total += int(units)
+            if confirm_at is not None and now >= confirm_at:
+                total += units
         else:
-            total -= int(units)
+            total -= units
     return total
 
 
