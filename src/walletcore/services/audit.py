@@ -92,7 +92,11 @@ class AuditNote:
     @property
     def changed(self) -> bool:
         """This request's action carried an entry: it changed something."""
-        return any(e.action == self.action for e in self._carried)
+        action = self.action
+        for carried in self._carried:  # a loop, not `any` over a generator: every request
+            if carried.action == action:
+                return True
+        return False
 
     def recorded(self, outcome: str) -> bool:
         """A carried entry of this request's action has `outcome` already."""
