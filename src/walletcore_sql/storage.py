@@ -27,7 +27,7 @@ from walletcore.secretfiles import ConfigurationError
 from walletcore_sql import rows
 from walletcore_sql.database import Database, Unit
 from walletcore_sql.engine import database_url, is_sqlite, redacted
-from walletcore_sql.stores import LazyWriter, SqlUnit, insert_all, swap_alone
+from walletcore_sql.stores import LazyWriter, SqlUnit, audited_swap, insert_all
 
 
 class SqlStorage(Storage, Lifecycle):
@@ -82,11 +82,12 @@ class SqlStorage(Storage, Lifecycle):
 
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
-        (atomic on its own; `stores.swap_alone`); SQLite: a write unit handed over whole
+        (atomic on its own; `stores.audited_swap`); SQLite: a write unit handed over whole
         (`Database.submit`: its statements cost no round trip, and it joins the group
         open)."""
         if self.database.inline is None:
-            return await swap_alone(self.database, expected, trade, entry)
+            result = await self.database.run_alone(*audited_swap(expected, trade, entry))
+            return bool(result.rowcount == 1)
 
         async def swap(conn: Any) -> bool:
             unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)

@@ -611,15 +611,14 @@ class SqlTrades(TradeStore):
         return [self._unit.trade_rows(r) for r in found]
 
 
-async def swap_alone(
-    database: Database, expected: TradeStatus, trade: Trade, entry: AuditEntry
-) -> bool:
-    """PostgreSQL (`SqlStorage.swap_trade`): `SqlTrades.swap` with its entry as a write
-    unit of that one statement (`Database.run_alone`), so autocommitted: no BEGIN and no
-    COMMIT round trips, and no unit of stores built around one statement."""
-    params = _audited_swap_params(expected, trade, entry)
-    result = await database.run_alone(_TRADE_SWAP_AUDITED, params)
-    return bool(result.rowcount == 1)
+def audited_swap(
+    expected: TradeStatus, trade: Trade, entry: AuditEntry
+) -> tuple[Any, dict[str, Any]]:
+    """PostgreSQL (`SqlStorage.swap_trade`): the statement and parameters of `SqlTrades.swap`
+    with its entry, for a write unit of that one statement (`Database.run_alone`), so
+    autocommitted: no BEGIN and no COMMIT round trips, and no unit of stores built around
+    one statement. It matched a row when its result's `rowcount` is 1."""
+    return _TRADE_SWAP_AUDITED, _audited_swap_params(expected, trade, entry)
 
 
 class SqlSends(SendStore):
