@@ -415,6 +415,31 @@ async def test_a_unit_running_while_the_storage_closes_ends_cleanly(pg_database:
         await watcher.aclose()
 
 
+async def test_a_unit_calls_the_connection_behind_the_pools_proxy(storage: SqlStorage) -> None:
+    """The units call asyncpg's `Connection` itself (`direct._raw`), not its pool's proxy:
+    if an asyncpg release named the proxy's connection otherwise, this fails here rather
+    than every call quietly going through the proxy again. A proxy given back (detached)
+    is its own `_raw`, so a call on it still raises as asyncpg's pool makes it."""
+    import asyncpg
+
+    client_id, _ = await _client_and_user(storage)
+    async with storage.read() as unit:
+        assert await unit.clients.get(client_id) is not None
+        proxy = unit.conn.driver  # type: ignore[attr-defined]
+        raw = unit.conn._raw  # type: ignore[attr-defined]
+        assert isinstance(proxy, asyncpg.pool.PoolConnectionProxy)
+        assert type(raw) is asyncpg.Connection and direct._raw(proxy) is raw
+        assert raw.get_server_pid() == proxy.get_server_pid()
+    assert unit.conn._raw is None  # type: ignore[attr-defined]  # nothing kept past the unit
+    pool = _units_pool(storage)
+    while pool._kept:  # back to asyncpg's pool, which detaches the proxy
+        kept, _ = pool._kept.pop()
+        await pool._hand_back(kept)
+    assert direct._raw(proxy) is proxy
+    with pytest.raises(asyncpg.InterfaceError, match="released back to the pool"):
+        proxy.get_server_pid()
+
+
 # -- connections kept for the next unit (`DriverPool`: `_kept`) --------------------------------
 def _units_pool(storage: SqlStorage) -> direct.DriverPool:
     bound = storage.database._bound  # the pool the units draw on
