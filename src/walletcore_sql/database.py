@@ -539,12 +539,13 @@ class Unit:
         conn, self._conn = self._conn, None
         assert conn is not None
         try:
-            if exc is None:
-                await conn.commit()
-            else:
+            if exc is not None:
                 await conn.rollback()
+            elif self._write:  # a read unit has no transaction to end
+                await conn.commit()
         finally:
-            await conn.close()
+            if not conn.close_kept():  # its connection kept for the next unit, no await
+                await conn.close()
 
 
 class Database:
@@ -642,7 +643,8 @@ class Database:
         try:
             result: RawResult = await writer.execute_alone(statement, parameters)
         finally:
-            await writer.close()
+            if not writer.close_kept():
+                await writer.close()
         return result
 
     async def submit(self, work: Callable[[Any], Awaitable[Any]]) -> Any:

@@ -554,6 +554,19 @@ class PgReader:
             with contextlib.suppress(Exception):
                 await self._pool.drop(driver)
 
+    def close_kept(self) -> bool:
+        """`close`, when it has nothing to await: no SQLAlchemy connection to close, and
+        the pooled connection (if any) settled and kept for the next unit. False: `close`
+        must run (it gives the connection back, or closes it, as it must)."""
+        if self._fallback is not None:
+            return False
+        driver = self._driver
+        if driver is not None:
+            if not self._pool.keep_settled(driver):
+                return False
+            self._driver = self._raw = None
+        return True
+
     async def close(self) -> None:
         driver, self._driver, self._raw = self._driver, None, None
         fallback, self._fallback = self._fallback, None

@@ -364,8 +364,8 @@ class SqlUnit(UnitOfWork):
             await self.flush()
         return await self.conn.execute(statement, params)
 
-    async def insert(self, table: Table, values: dict[str, Any]) -> None:
-        """An insert that answers nothing: deferred (class docstring)."""
+    def defer(self, table: Table, values: dict[str, Any]) -> None:
+        """An insert that answers nothing: deferred (class docstring), with no await."""
         self.writer()
         self._pending.append((table, values))
 
@@ -550,7 +550,7 @@ class SqlTrades(TradeStore):
         self._unit = unit
 
     async def add(self, trade: Trade) -> None:
-        await self._unit.insert(trades, rows.trade_values(trade))
+        self._unit.defer(trades, rows.trade_values(trade))
 
     async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
         params = {"b_trade_id": trade_id, "b_client_id": client_id, "b_user_id": user_id}
@@ -742,7 +742,7 @@ class SqlAudit(AuditStore):
         self._unit = unit
 
     async def append(self, entry: AuditEntry) -> None:
-        await self._unit.insert(audit_log, rows.audit_values(entry))
+        self._unit.defer(audit_log, rows.audit_values(entry))
 
     async def newest(self, limit: int = 100) -> list[AuditEntry]:
         found = await self._unit.all(_AUDIT_NEWEST, {"b_limit": max(limit, 0)})
