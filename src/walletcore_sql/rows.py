@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import Enum
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from walletcore.domain.assets import Chain, FeePayer, Fiat
@@ -132,23 +133,28 @@ TRADE_MOVE_COLUMNS = (
 )
 
 
-def trade_move_values(trade: Trade) -> dict[str, Any]:
-    """The columns of `TRADE_MOVE_COLUMNS` for `trade` (a part of `trade_values`), in one
-    literal (each move's statement binds them)."""
+def trade_move_row(trade: Trade) -> tuple[Any, ...]:
+    """The values of `TRADE_MOVE_COLUMNS` for `trade`, in that order: what each move's
+    statement binds (`trade_move_values`; the audited move's binds, `stores`)."""
     approved, executed = trade.approved, trade.executed
-    return {
-        "status": trade.status.value,
-        "approved_crypto_amount": None if approved is None else approved.crypto_amount,
-        "approved_fiat_amount": None if approved is None else approved.fiat_amount,
-        "approved_price": None if approved is None else approved.price,
-        "executed_crypto_amount": None if executed is None else executed.crypto_amount,
-        "executed_fiat_amount": None if executed is None else executed.fiat_amount,
-        "executed_price": None if executed is None else executed.price,
-        "reference": trade.reference,
-        "failure_reason": trade.failure_reason,
-        "approved_at": trade.approved_at,
-        "completed_at": trade.completed_at,
-    }
+    return (
+        trade.status.value,
+        None if approved is None else approved.crypto_amount,
+        None if approved is None else approved.fiat_amount,
+        None if approved is None else approved.price,
+        None if executed is None else executed.crypto_amount,
+        None if executed is None else executed.fiat_amount,
+        None if executed is None else executed.price,
+        trade.reference,
+        trade.failure_reason,
+        trade.approved_at,
+        trade.completed_at,
+    )
+
+
+def trade_move_values(trade: Trade) -> dict[str, Any]:
+    """The columns of `TRADE_MOVE_COLUMNS` for `trade` (a part of `trade_values`)."""
+    return dict(zip(TRADE_MOVE_COLUMNS, trade_move_row(trade), strict=True))
 
 
 #: The enums of a trade row by stored value: a dict lookup, not an enum call per column
@@ -289,6 +295,24 @@ def send_from(row: Row) -> SendRecord:
 
 
 # audit ----------------------------------------------------------------------------------
+#: The columns of an audit entry a store writes, in `audit_row`'s order.
+AUDIT_COLUMNS = (
+    "at",
+    "client_id",
+    "action",
+    "request_id",
+    "outcome",
+    "user_id",
+    "target",
+    "detail",
+)
+
+
+#: The values of `AUDIT_COLUMNS` for an entry, in that order (an entry's fields have the
+#: columns' names): `audit_row(entry)`.
+audit_row: Callable[[AuditEntry], tuple[Any, ...]] = attrgetter(*AUDIT_COLUMNS)
+
+
 def audit_values(entry: AuditEntry) -> dict[str, Any]:
     return {
         "at": entry.at,

@@ -92,16 +92,7 @@ _TRADE_GET = select(trades).where(
 _TRADE_SWAP = update(trades).where(
     trades.c.trade_id == _b("trade_id"), trades.c.status == _b("expected")
 )
-_AUDIT_COLUMNS = (
-    "at",
-    "client_id",
-    "action",
-    "request_id",
-    "outcome",
-    "user_id",
-    "target",
-    "detail",
-)
+_AUDIT_COLUMNS = rows.AUDIT_COLUMNS
 #: The bind of each moved column in `_TRADE_SWAP_AUDITED` (a dict lookup per column).
 _SWAP_SET_NAMES = {name: f"s_{name}" for name in rows.TRADE_MOVE_COLUMNS}
 _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
@@ -124,36 +115,23 @@ _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
 )
 
 
+#: The binds of `_TRADE_SWAP_AUDITED`, in the order `_audited_swap_params` gives values.
+_AUDITED_SWAP_BINDS = (
+    *_SWAP_SET_NAMES.values(),
+    "b_trade_id",
+    "b_expected",
+    *(f"a_{name}" for name in _AUDIT_COLUMNS),
+)
+
+
 def _audited_swap_params(expected: TradeStatus, trade: Trade, entry: AuditEntry) -> dict[str, Any]:
     """The binds of `_TRADE_SWAP_AUDITED`: the columns a move can change
-    (`rows.trade_move_values`, as `s_<column>`), the row and the status it must still
-    have (`b_trade_id`, `b_expected`) and the entry (`rows.audit_values`, as `a_<column>`),
-    in one literal: building the two dicts and renaming their keys took 4.6 us, this 1.9
-    (alone)."""
-    approved, executed = trade.approved, trade.executed
-    return {
-        "s_status": trade.status.value,
-        "s_approved_crypto_amount": None if approved is None else approved.crypto_amount,
-        "s_approved_fiat_amount": None if approved is None else approved.fiat_amount,
-        "s_approved_price": None if approved is None else approved.price,
-        "s_executed_crypto_amount": None if executed is None else executed.crypto_amount,
-        "s_executed_fiat_amount": None if executed is None else executed.fiat_amount,
-        "s_executed_price": None if executed is None else executed.price,
-        "s_reference": trade.reference,
-        "s_failure_reason": trade.failure_reason,
-        "s_approved_at": trade.approved_at,
-        "s_completed_at": trade.completed_at,
-        "b_trade_id": trade.trade_id,
-        "b_expected": expected.value,
-        "a_at": entry.at,
-        "a_client_id": entry.client_id,
-        "a_action": entry.action,
-        "a_request_id": entry.request_id,
-        "a_outcome": entry.outcome,
-        "a_user_id": entry.user_id,
-        "a_target": entry.target,
-        "a_detail": entry.detail,
-    }
+    (`rows.trade_move_row`, as `s_<column>`), the row and the status it must still
+    have (`b_trade_id`, `b_expected`) and the entry (`rows.audit_row`, as `a_<column>`),
+    zipped in one call: building the two dicts and renaming their keys took 4.6 us, this
+    2.1 (alone)."""
+    values = (*rows.trade_move_row(trade), trade.trade_id, expected.value, *rows.audit_row(entry))
+    return dict(zip(_AUDITED_SWAP_BINDS, values, strict=True))
 
 
 _TRADE_LAPSED = select(trades).where(

@@ -129,3 +129,36 @@ def test_a_plan_is_the_same_sql_whatever_the_order_of_its_names(
     assert plan.sql == other.sql
     assert plan.arguments(note) == other.arguments(backwards)
     assert direct._plan(statement, DIALECT, dict(note)) is plan  # cached per order
+
+
+def test_a_moves_values_are_each_its_own_columns() -> None:
+    """`rows.trade_move_row` gives values by position: each lands under its own column
+    (every value here differs, so a swapped pair would show)."""
+    trade = rows.trade_from(
+        row(
+            status="completed",
+            approved_crypto_amount=Decimal("0.011"),
+            approved_fiat_amount=Decimal("601.1"),
+            approved_price=Decimal(60011),
+            executed_crypto_amount=Decimal("0.012"),
+            executed_fiat_amount=Decimal("601.2"),
+            executed_price=Decimal(60012),
+            failure_reason="reason",
+        )
+    )
+    assert trade.approved is not None and trade.executed is not None
+    assert rows.trade_move_values(trade) == {
+        "status": "completed",
+        "approved_crypto_amount": trade.approved.crypto_amount,
+        "approved_fiat_amount": trade.approved.fiat_amount,
+        "approved_price": trade.approved.price,
+        "executed_crypto_amount": trade.executed.crypto_amount,
+        "executed_fiat_amount": trade.executed.fiat_amount,
+        "executed_price": trade.executed.price,
+        "reference": trade.reference,
+        "failure_reason": "reason",
+        "approved_at": trade.approved_at,
+        "completed_at": trade.completed_at,
+    }
+    assert rows.audit_row(entry()) == tuple(rows.audit_values(entry()).values())
+    assert tuple(rows.audit_values(entry())) == rows.AUDIT_COLUMNS
