@@ -571,7 +571,7 @@ class PgReader:
         driver, self._driver, self._raw = self._driver, None, None
         fallback, self._fallback = self._fallback, None
         try:
-            if driver is not None and not self._pool.keep_settled(driver):
+            if driver is not None:
                 with storage_errors():
                     await self._pool.release(driver)
         finally:
