@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -129,13 +130,14 @@ class TradingService:
         self._quoted: OrderedDict[tuple[str, str, str], Trade] = OrderedDict()
 
     # -- quotes -------------------------------------------------------------------------
-    async def sell(self, caller: Caller, **body: Any) -> Trade:
-        """`/sell`: an open sell quote. Nothing is sold."""
-        return await self.quote(caller, Side.SELL, **body)
+    def sell(self, caller: Caller, **body: Any) -> Coroutine[Any, Any, Trade]:
+        """`/sell` (awaited): an open sell quote. Nothing is sold. The quote's own
+        coroutine, not one around it: one fewer for every await inside a quote."""
+        return self.quote(caller, Side.SELL, **body)
 
-    async def order(self, caller: Caller, **body: Any) -> Trade:
-        """`/order`: an open buy quote, the mirror of `/sell`. Nothing is bought."""
-        return await self.quote(caller, Side.BUY, **body)
+    def order(self, caller: Caller, **body: Any) -> Coroutine[Any, Any, Trade]:
+        """`/order` (awaited): an open buy quote, the mirror of `/sell`. Nothing is bought."""
+        return self.quote(caller, Side.BUY, **body)
 
     async def quote(
         self,
