@@ -237,12 +237,19 @@ class SandboxLedger:
 
     async def known_balance(self, chain: Chain, address: str, asset_id: int) -> int | None:
         """`balance`, or None when `address` took part in no transaction on `chain` (what
-        `knows` answers), in one read."""
+        `knows` answers), in one read: on this thread's reader with no await when it can
+        (every sell and its approval reads one), else as `_read` does."""
         now = self.now()
         seen = self._seen
-        return await self._read(
-            lambda conn: _known_balance(conn, seen.get(conn), (chain, address, asset_id), now)
-        )
+        holding = (chain, address, asset_id)
+        reader = getattr(self._readers, "conn", None) if self._prepared else None
+        if reader is not None:
+            try:
+                return _known_balance(reader, seen.get(reader), holding, now)
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+        return await self._read(lambda conn: _known_balance(conn, seen.get(conn), holding, now))
 
     async def knows(self, chain: Chain, address: str) -> bool:
         """Whether `address` took part in any transaction on `chain` (an indexer knows it)."""
@@ -344,7 +351,7 @@ class SandboxLedger:
         try:
             return work(reader)
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if not _busy(exc):
                 raise
             return await self._run(work)
 
@@ -466,6 +473,11 @@ class _Seen:
                 shares.clear()
             found = shares[holding] = tuple(_shares(conn, holding))
         return found
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """The database was locked or busy: the read goes to the worker thread (`_run`)."""
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _shares_through(
