@@ -541,7 +541,7 @@ class Unit:
         try:
             if exc is not None:
                 await conn.rollback()
-            elif self._write:  # a read unit has no transaction to end
+            elif conn.in_transaction:  # else nothing to end (a read, or one autocommitted)
                 await conn.commit()
         finally:
             if not conn.close_kept():  # its connection kept for the next unit, no await

@@ -535,6 +535,12 @@ class PgReader:
             raise await self._failure(exc, raw) from exc
         return _result(plan, records)
 
+    @property
+    def in_transaction(self) -> bool:
+        """A transaction is open on the unit's connection (`PgWriter`): `commit` or
+        `rollback` has one to end. A read unit never has one."""
+        return False
+
     async def commit(self) -> None:
         """A read unit takes no transaction: nothing to end (`PgWriter` has one)."""
 
@@ -611,6 +617,10 @@ class PgWriter(PgReader):
         plan = self._plan_of(statement, parameters)
         self._alone = True
         return await self._run(plan, parameters)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._transaction is not None
 
     def _plan_of(self, statement: Any, parameters: Mapping[str, Any] | None) -> _Plan:
         plan = _plan(statement, self._pool.dialect, parameters)
