@@ -314,16 +314,7 @@ audit_row: Callable[[AuditEntry], tuple[Any, ...]] = attrgetter(*AUDIT_COLUMNS)
 
 
 def audit_values(entry: AuditEntry) -> dict[str, Any]:
-    return {
-        "at": entry.at,
-        "client_id": entry.client_id,
-        "action": entry.action,
-        "request_id": entry.request_id,
-        "outcome": entry.outcome,
-        "user_id": entry.user_id,
-        "target": entry.target,
-        "detail": entry.detail,
-    }
+    return dict(zip(AUDIT_COLUMNS, audit_row(entry), strict=True))
 
 
 def audit_from(row: Row) -> AuditEntry:

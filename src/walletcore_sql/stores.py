@@ -92,15 +92,14 @@ _TRADE_GET = select(trades).where(
 _TRADE_SWAP = update(trades).where(
     trades.c.trade_id == _b("trade_id"), trades.c.status == _b("expected")
 )
-_AUDIT_COLUMNS = rows.AUDIT_COLUMNS
-#: The bind of each moved column in `_TRADE_SWAP_AUDITED` (a dict lookup per column).
+#: The bind of each moved column in `_TRADE_SWAP_AUDITED`.
 _SWAP_SET_NAMES = {name: f"s_{name}" for name in rows.TRADE_MOVE_COLUMNS}
 _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
-    list(_AUDIT_COLUMNS),
+    list(rows.AUDIT_COLUMNS),
     select(
         *[
             bindparam(f"a_{name}", type_=audit_log.c[name].type).label(name)
-            for name in _AUDIT_COLUMNS
+            for name in rows.AUDIT_COLUMNS
         ]
     ).select_from(
         _TRADE_SWAP.values(
@@ -115,23 +114,29 @@ _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
 )
 
 
-#: The binds of `_TRADE_SWAP_AUDITED`, in the order `_audited_swap_params` gives values.
+#: The binds of `_TRADE_SWAP_AUDITED`, in the order `audited_swap` gives their values.
 _AUDITED_SWAP_BINDS = (
     *_SWAP_SET_NAMES.values(),
     "b_trade_id",
     "b_expected",
-    *(f"a_{name}" for name in _AUDIT_COLUMNS),
+    *(f"a_{name}" for name in rows.AUDIT_COLUMNS),
 )
 
 
-def _audited_swap_params(expected: TradeStatus, trade: Trade, entry: AuditEntry) -> dict[str, Any]:
-    """The binds of `_TRADE_SWAP_AUDITED`: the columns a move can change
-    (`rows.trade_move_row`, as `s_<column>`), the row and the status it must still
-    have (`b_trade_id`, `b_expected`) and the entry (`rows.audit_row`, as `a_<column>`),
-    zipped in one call: building the two dicts and renaming their keys took 4.6 us, this
-    2.1 (alone)."""
+def audited_swap(
+    expected: TradeStatus, trade: Trade, entry: AuditEntry
+) -> tuple[Any, dict[str, Any]]:
+    """PostgreSQL: the compare-and-set `expected` -> `trade` with its entry, as one
+    statement and its parameters; it matched a row when its result's `rowcount` is 1.
+    `SqlTrades.swap` runs it in its unit; `SqlStorage.swap_trade` alone
+    (`Database.run_alone`: autocommitted, no unit of stores around it).
+
+    The binds: the columns a move can change (`rows.trade_move_row`, as `s_<column>`),
+    the row and the status it must still have (`b_trade_id`, `b_expected`) and the entry
+    (`rows.audit_row`, as `a_<column>`), zipped in one call: building the two dicts and
+    renaming their keys took 4.6 us, this 2.1 (alone)."""
     values = (*rows.trade_move_row(trade), trade.trade_id, expected.value, *rows.audit_row(entry))
-    return dict(zip(_AUDITED_SWAP_BINDS, values, strict=True))
+    return _TRADE_SWAP_AUDITED, dict(zip(_AUDITED_SWAP_BINDS, values, strict=True))
 
 
 _TRADE_LAPSED = select(trades).where(
@@ -327,9 +332,6 @@ class SqlUnit(UnitOfWork):
 
     def upsert(self, name: str) -> Any:
         return _upsert(self.database, name)
-
-    def has_pending(self) -> bool:
-        return bool(self._pending)
 
     def take_pending(self) -> list[tuple[Table, dict[str, Any]]]:
         """The deferred inserts, no longer the unit's to send (`insert_all` sends them)."""
@@ -575,9 +577,7 @@ class SqlTrades(TradeStore):
             return bool(swapped)
         # PostgreSQL: the compare-and-set and its entry in one statement; the entry's
         # INSERT selects from the UPDATE's row, so it adds a row only when that matched.
-        result = await self._unit.run(
-            _TRADE_SWAP_AUDITED, _audited_swap_params(expected, trade, entry)
-        )
+        result = await self._unit.run(*audited_swap(expected, trade, entry))
         return bool(result.rowcount == 1)
 
     async def lapsed(self, client_id: str, user_id: str, now: datetime) -> list[Trade]:
@@ -587,16 +587,6 @@ class SqlTrades(TradeStore):
     async def in_flight(self, limit: int) -> list[Trade]:
         found = await self._unit.all(_TRADE_IN_FLIGHT, {"b_limit": max(limit, 0)})
         return [self._unit.trade_rows(r) for r in found]
-
-
-def audited_swap(
-    expected: TradeStatus, trade: Trade, entry: AuditEntry
-) -> tuple[Any, dict[str, Any]]:
-    """PostgreSQL (`SqlStorage.swap_trade`): the statement and parameters of `SqlTrades.swap`
-    with its entry, for a write unit of that one statement (`Database.run_alone`), so
-    autocommitted: no BEGIN and no COMMIT round trips, and no unit of stores built around
-    one statement. It matched a row when its result's `rowcount` is 1."""
-    return _TRADE_SWAP_AUDITED, _audited_swap_params(expected, trade, entry)
 
 
 class SqlSends(SendStore):

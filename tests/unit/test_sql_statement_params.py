@@ -1,5 +1,5 @@
 """The parameters of the write path's two PostgreSQL statements, built in one step each
-(`walletcore_sql.stores`): the audited compare-and-set (`_audited_swap_params`) and the
+(`walletcore_sql.stores`): the audited compare-and-set (`audited_swap`) and the
 quote with its entry as one statement (`_combined`). Each must bind exactly what its
 statement names, with the values the stores' own row dicts hold: a name missing would
 be filled in as NULL, not refused."""
@@ -55,7 +55,7 @@ def test_the_audited_swap_binds_the_move_the_row_and_the_entry(
     status: str, detail: str | None
 ) -> None:
     trade = rows.trade_from(row(status=status, failure_reason="no" if status == "failed" else None))
-    params = stores._audited_swap_params(TradeStatus.OPEN, trade, entry(detail))
+    statement, params = stores.audited_swap(TradeStatus.OPEN, trade, entry(detail))
     # the same values as the move's and the entry's own row dicts, renamed
     assert params == {
         **renamed(rows.trade_move_values(trade), "s_"),
@@ -63,11 +63,12 @@ def test_the_audited_swap_binds_the_move_the_row_and_the_entry(
         "b_expected": "open",
         **renamed(rows.audit_values(entry(detail)), "a_"),
     }
-    assert set(params) == bind_names(stores._TRADE_SWAP_AUDITED, params)
+    assert statement is stores._TRADE_SWAP_AUDITED
+    assert set(params) == bind_names(statement, params)
 
 
 def test_the_audited_swap_binds_every_column_a_move_changes() -> None:
-    params = stores._audited_swap_params(TradeStatus.OPEN, rows.trade_from(row()), entry())
+    _, params = stores.audited_swap(TradeStatus.OPEN, rows.trade_from(row()), entry())
     moved = {key.removeprefix("s_") for key in params if key.startswith("s_")}
     assert moved == set(rows.TRADE_MOVE_COLUMNS)
 
