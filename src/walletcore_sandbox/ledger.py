@@ -242,14 +242,12 @@ class SandboxLedger:
         now = self.now()
         seen = self._seen
         holding = (chain, address, asset_id)
-        reader = getattr(self._readers, "conn", None) if self._prepared else None
-        if reader is not None:
-            try:
-                return _known_balance(reader, seen.get(reader), holding, now)
-            except sqlite3.OperationalError as exc:
-                if not _busy(exc):
-                    raise
-        return await self._read(lambda conn: _known_balance(conn, seen.get(conn), holding, now))
+
+        def work(conn: sqlite3.Connection) -> int | None:
+            return _known_balance(conn, seen.get(conn), holding, now)
+
+        found = self._read_now(work)
+        return await self._read(work) if found is _LATER else found  # type: ignore[return-value]
 
     async def knows(self, chain: Chain, address: str) -> bool:
         """Whether `address` took part in any transaction on `chain` (an indexer knows it)."""
@@ -345,6 +343,15 @@ class SandboxLedger:
         database is busy (never a wait on the event loop)."""
         if not self._prepared:
             await self._run(lambda conn: None)  # the file exists and has its layout
+        found = self._read_now(work)
+        return await self._run(work) if found is _LATER else found  # type: ignore[return-value]
+
+    def _read_now(self, work: Callable[[sqlite3.Connection], T]) -> T | object:
+        """`work` on this thread's read-only connection, with no await; `_LATER` when it
+        cannot run here (the file is not made yet, or the database is busy): `_read`
+        then runs it. A balance read on every sell and its approval calls this first."""
+        if not self._prepared:
+            return _LATER
         reader = getattr(self._readers, "conn", None)
         if reader is None:
             reader = self._readers.conn = self._open_reader()
@@ -353,7 +360,7 @@ class SandboxLedger:
         except sqlite3.OperationalError as exc:
             if not _busy(exc):
                 raise
-            return await self._run(work)
+            return _LATER
 
     def _open_reader(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
@@ -473,6 +480,10 @@ class _Seen:
                 shares.clear()
             found = shares[holding] = tuple(_shares(conn, holding))
         return found
+
+
+#: `SandboxLedger._read_now`'s answer when the work must run in the worker thread.
+_LATER = object()
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
