@@ -32,7 +32,7 @@ import collections
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +43,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from walletcore_sql.direct import DriverPool, InlineRaw, PgReader, PgWriter, RawResult
+from walletcore_sql.direct import (
+    DriverPool,
+    InlineRaw,
+    PgReader,
+    PgWriter,
+    Positional,
+    execute_alone,
+)
 from walletcore_sql.engine import (
     PG_POOL_OVERFLOW,
     PG_POOL_SIZE,
@@ -629,23 +636,17 @@ class Database:
         (`SqliteInline.transaction`)."""
         return Unit(self, write)
 
-    async def run_alone(self, statement: Any, parameters: Mapping[str, Any]) -> RawResult:
-        """PostgreSQL: a write unit of one statement, autocommitted (atomic on its own):
-        `PgWriter.execute_alone` on a pooled connection, given back after. What
-        `async with unit(write=True) as conn: await conn.execute_alone(...)` does, without
-        the unit's own steps around it (its entry and exit, a COMMIT with nothing to
-        commit): every move of a trade is one (`SqlStorage.swap_trade`)."""
+    async def run_alone(self, statement: Positional, values: Sequence[Any]) -> int:
+        """PostgreSQL: a write unit of one statement, autocommitted (atomic on its own),
+        its values in `statement.names` order; the rows it matched. What `async with
+        unit(write=True) as conn: await conn.execute_alone(...)` does, in one coroutine
+        (`direct.execute_alone`): every move of a trade, and a quote with its entry
+        (`SqlStorage.swap_trade`, `.add_trade`)."""
         if self.inline is not None:
             raise RuntimeError("run_alone is PostgreSQL's: SQLite's units go through submit")
         bound = self._ready_now() or await self._ready()
         assert bound.units is not None
-        writer = PgWriter(bound.units)
-        try:
-            result: RawResult = await writer.execute_alone(statement, parameters)
-        finally:
-            if not writer.close_kept():
-                await writer.close()
-        return result
+        return await execute_alone(bound.units, statement, values)
 
     async def submit(self, work: Callable[[Any], Awaitable[Any]]) -> Any:
         """One write unit handed over whole: `await work(conn)`, `conn` as `unit(write=True)`

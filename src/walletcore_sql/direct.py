@@ -131,6 +131,73 @@ def _plan(
     return plan
 
 
+class Positional:
+    """One of the stores' statements sent with its values in a fixed order (`names`, each
+    bind's name): its plan looked up once per dialect, with each bind's value index and
+    processor, so a call builds no dict of parameters and looks none up by name
+    (`execute_alone`; docs/performance.md, item 34)."""
+
+    __slots__ = ("_bound", "names", "statement")
+
+    def __init__(self, statement: Any, names: Sequence[str]) -> None:
+        self.statement = statement
+        self.names = tuple(names)
+        if len(set(self.names)) != len(self.names):
+            raise ValueError("a bind named twice")
+        #: id(dialect) -> (the dialect, held so the id is not reused; the plan; per bind in
+        #: the plan's order, the index of its value and its processor)
+        self._bound: dict[int, tuple[Any, _Plan, list[tuple[int, Processor]]]] = {}
+
+    def plan(self, dialect: Any) -> tuple[_Plan, list[tuple[int, Processor]]]:
+        known = self._bound.get(id(dialect))
+        if known is None:
+            plan = _plan(self.statement, dialect, dict.fromkeys(self.names))
+            if plan is None:
+                raise RuntimeError(f"not a statement the raw path can send: {self.statement}")
+            index = {name: n for n, name in enumerate(self.names)}
+            missing = [name for name, _ in plan.binds if name not in index]
+            if missing:
+                raise RuntimeError(f"binds with no value in the order given: {missing}")
+            order = [(index[name], process) for name, process in plan.binds]
+            known = self._bound[id(dialect)] = (dialect, plan, order)
+        return known[1], known[2]
+
+    def parameters(self, values: Sequence[Any]) -> dict[str, Any]:
+        """The values by bind name: the statement as a unit's `execute` takes it."""
+        return dict(zip(self.names, values, strict=True))
+
+
+async def execute_alone(pool: DriverPool, statement: Positional, values: Sequence[Any]) -> int:
+    """A write unit of one statement, autocommitted (atomic on its own), on a pooled
+    connection, its values in `statement.names` order; the rows it matched (the command
+    tag's count). What `PgWriter.execute_alone` does in a unit, in one coroutine: the
+    plan found by the dialect alone, the arguments in the plan's order with their
+    processors, and a connection that answered the statement kept as it is (it is open,
+    and outside a transaction: no BEGIN was sent), with no check of its state. A failure
+    or a cancellation goes the unit's way (`PgWriter`): the port's error, the connection
+    dropped when it may be broken, else given back (closed first when not settled)."""
+    plan, order = statement.plan(pool.dialect)
+    if len(values) != len(statement.names):
+        raise ValueError(f"{len(statement.names)} values expected, {len(values)} given")
+    arguments = [values[n] if process is None else process(values[n]) for n, process in order]
+    driver = pool.take_kept() or await pool.acquire()
+    raw = _raw(driver)
+    try:
+        status = await raw.execute(plan.sql, *arguments)
+    except BaseException as exc:  # noqa: BLE001 - raised again: a failure as the port's error
+        writer = PgWriter(pool)
+        writer._driver, writer._raw = driver, raw
+        try:
+            if isinstance(exc, Exception):
+                raise await writer._failure(exc, raw) from exc
+            raise
+        finally:
+            await writer.close()
+    if not pool.keep_answered(driver):
+        await pool.release(driver)
+    return _rowcount(status)
+
+
 class RawResult:
     """What the stores read of a result: `mappings().one_or_none()` / `.all()`, scalars."""
 
@@ -347,14 +414,15 @@ class DriverPool:
         """`release`'s own case, with no await: keep `connection` for the next unit when
         it is settled, leased recently and nobody waits for asyncpg's pool; False when it
         must go back through asyncpg's pool (`release` does that)."""
+        return _settled(_raw(connection)) and self.keep_answered(connection)
+
+    def keep_answered(self, connection: Any) -> bool:
+        """`keep_settled` for a connection known to be settled: it just answered an
+        autocommitted statement, with no await since (`execute_alone`)."""
         pool, leased_at = self._pool, self._leased.get(id(connection))
         if pool is not None and leased_at is not None and not self._waiting:
             now = time.monotonic()
-            if (
-                now - leased_at < LEASE_SECONDS
-                and not pool.is_closing()
-                and _settled(_raw(connection))
-            ):
+            if now - leased_at < LEASE_SECONDS and not pool.is_closing():
                 self._keep(connection, now)
                 return True
         return False

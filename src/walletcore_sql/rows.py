@@ -95,24 +95,49 @@ def wallet_from(row: Row) -> WalletRecord:
 
 
 # trades ---------------------------------------------------------------------------------
-def trade_values(trade: Trade) -> dict[str, Any]:
+#: The columns a quote writes once and a move never changes, in `trade_row`'s order (the
+#: moved ones, `TRADE_MOVE_COLUMNS`, follow them there).
+TRADE_QUOTE_COLUMNS = (
+    "trade_id",
+    "client_id",
+    "user_id",
+    "side",
+    "asset_id",
+    "symbol",
+    "fiat",
+    "fixed_leg",
+    "quote_crypto_amount",
+    "quote_fiat_amount",
+    "quote_price",
+    "quote_expires_at",
+    "created_at",
+)
+
+
+def trade_row(trade: Trade) -> tuple[Any, ...]:
+    """Every column of `trade`'s row, in `TRADE_COLUMNS` order: what a quote's insert
+    binds (`trade_values`; the audited insert's binds, `stores`)."""
     quote = trade.quote
-    return {
-        "trade_id": trade.trade_id,
-        "client_id": trade.client_id,
-        "user_id": trade.user_id,
-        "side": trade.side.value,
-        "asset_id": trade.asset_id,
-        "symbol": trade.symbol,
-        "fiat": trade.fiat.value,
-        "fixed_leg": trade.fixed_leg.value,
-        "quote_crypto_amount": quote.crypto_amount,
-        "quote_fiat_amount": quote.fiat_amount,
-        "quote_price": quote.price,
-        "quote_expires_at": quote.expires_at,
-        "created_at": trade.created_at,
-        **trade_move_values(trade),
-    }
+    return (
+        trade.trade_id,
+        trade.client_id,
+        trade.user_id,
+        trade.side._value_,
+        trade.asset_id,
+        trade.symbol,
+        trade.fiat._value_,
+        trade.fixed_leg._value_,
+        quote.crypto_amount,
+        quote.fiat_amount,
+        quote.price,
+        quote.expires_at,
+        trade.created_at,
+        *trade_move_row(trade),
+    )
+
+
+def trade_values(trade: Trade) -> dict[str, Any]:
+    return dict(zip(TRADE_COLUMNS, trade_row(trade), strict=True))
 
 
 #: What a move of a trade can change (`Trade.start_approval`, `settle`, `accept`, `fail`,
@@ -131,6 +156,8 @@ TRADE_MOVE_COLUMNS = (
     "approved_at",
     "completed_at",
 )
+#: Every column of a trade's row, in `trade_row`'s order.
+TRADE_COLUMNS = TRADE_QUOTE_COLUMNS + TRADE_MOVE_COLUMNS
 
 
 def trade_move_row(trade: Trade) -> tuple[Any, ...]:
@@ -138,7 +165,7 @@ def trade_move_row(trade: Trade) -> tuple[Any, ...]:
     statement binds (`trade_move_values`; the audited move's binds, `stores`)."""
     approved, executed = trade.approved, trade.executed
     return (
-        trade.status.value,
+        trade.status._value_,
         None if approved is None else approved.crypto_amount,
         None if approved is None else approved.fiat_amount,
         None if approved is None else approved.price,

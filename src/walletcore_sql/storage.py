@@ -27,7 +27,15 @@ from walletcore.secretfiles import ConfigurationError
 from walletcore_sql import rows
 from walletcore_sql.database import Database, Unit
 from walletcore_sql.engine import database_url, is_sqlite, redacted
-from walletcore_sql.stores import LazyWriter, SqlUnit, audited_swap, insert_all
+from walletcore_sql.stores import (
+    TRADE_ADD_AUDITED,
+    TRADE_SWAP_AUDITED,
+    LazyWriter,
+    SqlUnit,
+    audited_add_values,
+    audited_swap_values,
+    insert_all,
+)
 
 
 class SqlStorage(Storage, Lifecycle):
@@ -82,12 +90,12 @@ class SqlStorage(Storage, Lifecycle):
 
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
-        (atomic on its own; `stores.audited_swap`); SQLite: a write unit handed over whole
+        (atomic on its own; `stores.TRADE_SWAP_AUDITED`); SQLite: a write unit handed over whole
         (`Database.submit`: its statements cost no round trip, and it joins the group
         open)."""
         if self.database.inline is None:
-            result = await self.database.run_alone(*audited_swap(expected, trade, entry))
-            return bool(result.rowcount == 1)
+            values = audited_swap_values(expected, trade, entry)
+            return await self.database.run_alone(TRADE_SWAP_AUDITED, values) == 1
 
         async def swap(conn: Any) -> bool:
             unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
@@ -96,6 +104,15 @@ class SqlStorage(Storage, Lifecycle):
             return swapped
 
         return bool(await self.database.submit(swap))
+
+    async def add_trade(self, trade: Trade, entry: AuditEntry) -> None:
+        """PostgreSQL: the quote and its entry as one autocommitted statement
+        (`stores.TRADE_ADD_AUDITED`, what a write unit of the two sends), with no unit of
+        stores built around it; SQLite: that write unit (handed over whole when it ends)."""
+        if self.database.inline is None:
+            await self.database.run_alone(TRADE_ADD_AUDITED, audited_add_values(trade, entry))
+            return
+        await super().add_trade(trade, entry)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:

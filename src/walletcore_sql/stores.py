@@ -44,6 +44,7 @@ from walletcore.ports.storage import (
 )
 from walletcore_sql import rows
 from walletcore_sql.database import Database
+from walletcore_sql.direct import Positional
 from walletcore_sql.tables import (
     SEND_FOLLOWED,
     api_clients,
@@ -114,29 +115,62 @@ _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
 )
 
 
-#: The binds of `_TRADE_SWAP_AUDITED`, in the order `audited_swap` gives their values.
-_AUDITED_SWAP_BINDS = (
-    *_SWAP_SET_NAMES.values(),
-    "b_trade_id",
-    "b_expected",
-    *(f"a_{name}" for name in rows.AUDIT_COLUMNS),
+#: `_TRADE_SWAP_AUDITED` with its binds in the order `audited_swap_values` gives their
+#: values: the columns a move can change (`rows.trade_move_row`, as `s_<column>`), the row
+#: and the status it must still have (`b_trade_id`, `b_expected`) and the entry
+#: (`rows.audit_row`, as `a_<column>`).
+TRADE_SWAP_AUDITED = Positional(
+    _TRADE_SWAP_AUDITED,
+    (
+        *_SWAP_SET_NAMES.values(),
+        "b_trade_id",
+        "b_expected",
+        *(f"a_{name}" for name in rows.AUDIT_COLUMNS),
+    ),
 )
+
+
+def audited_swap_values(expected: TradeStatus, trade: Trade, entry: AuditEntry) -> tuple[Any, ...]:
+    """The values of `TRADE_SWAP_AUDITED`: the compare-and-set `expected` -> `trade` with
+    its entry, one PostgreSQL statement; it matched a row when its rowcount is 1.
+    `SqlStorage.swap_trade` sends it alone (`Database.run_alone`: autocommitted, no unit
+    of stores around it); `SqlTrades.swap` in its unit (`audited_swap`)."""
+    return (*rows.trade_move_row(trade), trade.trade_id, expected._value_, *rows.audit_row(entry))
 
 
 def audited_swap(
     expected: TradeStatus, trade: Trade, entry: AuditEntry
 ) -> tuple[Any, dict[str, Any]]:
-    """PostgreSQL: the compare-and-set `expected` -> `trade` with its entry, as one
-    statement and its parameters; it matched a row when its result's `rowcount` is 1.
-    `SqlTrades.swap` runs it in its unit; `SqlStorage.swap_trade` alone
-    (`Database.run_alone`: autocommitted, no unit of stores around it).
+    """`TRADE_SWAP_AUDITED` and its parameters by bind name, as a unit's `execute` takes
+    them (`SqlTrades.swap`)."""
+    values = audited_swap_values(expected, trade, entry)
+    return TRADE_SWAP_AUDITED.statement, TRADE_SWAP_AUDITED.parameters(values)
 
-    The binds: the columns a move can change (`rows.trade_move_row`, as `s_<column>`),
-    the row and the status it must still have (`b_trade_id`, `b_expected`) and the entry
-    (`rows.audit_row`, as `a_<column>`), zipped in one call: building the two dicts and
-    renaming their keys took 4.6 us, this 2.1 (alone)."""
-    values = (*rows.trade_move_row(trade), trade.trade_id, expected.value, *rows.audit_row(entry))
-    return _TRADE_SWAP_AUDITED, dict(zip(_AUDITED_SWAP_BINDS, values, strict=True))
+
+#: A quote and its entry as one PostgreSQL statement (the trade's insert a data-modifying
+#: CTE of the entry's), binds in `audited_add_values`' order: the trade's row
+#: (`rows.trade_row`, as `t_<column>`), then the entry (as `a_<column>`). What a write
+#: unit of `trades.add` and `audit.append` sends (`SqlUnit.flush`), as
+#: `SqlStorage.add_trade` sends it alone.
+TRADE_ADD_AUDITED = Positional(
+    insert(audit_log)
+    .values(
+        {name: bindparam(f"a_{name}", type_=audit_log.c[name].type) for name in rows.AUDIT_COLUMNS}
+    )
+    .add_cte(
+        insert(trades)
+        .values(
+            {name: bindparam(f"t_{name}", type_=trades.c[name].type) for name in rows.TRADE_COLUMNS}
+        )
+        .cte("added")
+    ),
+    (*(f"t_{name}" for name in rows.TRADE_COLUMNS), *(f"a_{name}" for name in rows.AUDIT_COLUMNS)),
+)
+
+
+def audited_add_values(trade: Trade, entry: AuditEntry) -> tuple[Any, ...]:
+    """The values of `TRADE_ADD_AUDITED`: `trade`'s row, then `entry`'s."""
+    return (*rows.trade_row(trade), *rows.audit_row(entry))
 
 
 _TRADE_LAPSED = select(trades).where(

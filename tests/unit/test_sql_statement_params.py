@@ -1,8 +1,9 @@
-"""The parameters of the write path's two PostgreSQL statements, built in one step each
-(`walletcore_sql.stores`): the audited compare-and-set (`audited_swap`) and the
-quote with its entry as one statement (`_combined`). Each must bind exactly what its
-statement names, with the values the stores' own row dicts hold: a name missing would
-be filled in as NULL, not refused."""
+"""The parameters of the write path's PostgreSQL statements, built in one step each
+(`walletcore_sql.stores`): the audited compare-and-set (`audited_swap`,
+`TRADE_SWAP_AUDITED`), the quote with its entry as one statement (`TRADE_ADD_AUDITED`, and
+`_combined` in a unit). Each must bind exactly what its statement names, with the values
+the stores' own row dicts hold: a name missing would be filled in as NULL, not refused.
+A statement sent positionally (`direct.Positional`) sends each value to its own bind."""
 
 from __future__ import annotations
 
@@ -163,3 +164,59 @@ def test_a_moves_values_are_each_its_own_columns() -> None:
     }
     assert rows.audit_row(entry()) == tuple(rows.audit_values(entry()).values())
     assert tuple(rows.audit_values(entry())) == rows.AUDIT_COLUMNS
+
+
+# -- statements sent positionally (`direct.Positional`, `direct.execute_alone`) ------------
+def sent_by_bind(statement: direct.Positional, values: tuple[Any, ...]) -> dict[str, Any]:
+    """What `execute_alone` would send, by bind name: the plan's binds in its order, each
+    with its value processed as the plan processes it."""
+    plan, order = statement.plan(DIALECT)
+    arguments = [values[n] if process is None else process(values[n]) for n, process in order]
+    return dict(zip([name for name, _ in plan.binds], arguments, strict=True))
+
+
+@pytest.mark.parametrize("status", [s.value for s in TradeStatus])
+def test_the_positional_swap_sends_what_the_unit_s_swap_binds(status: str) -> None:
+    trade = rows.trade_from(row(status=status, failure_reason="no" if status == "failed" else None))
+    values = stores.audited_swap_values(TradeStatus.OPEN, trade, entry())
+    _, params = stores.audited_swap(TradeStatus.OPEN, trade, entry())
+    plan = direct._plan(stores._TRADE_SWAP_AUDITED, DIALECT, params)
+    assert plan is not None
+    assert stores.TRADE_SWAP_AUDITED.plan(DIALECT)[0].sql == plan.sql
+    by_name = dict(zip([name for name, _ in plan.binds], plan.arguments(params), strict=True))
+    assert sent_by_bind(stores.TRADE_SWAP_AUDITED, values) == by_name
+
+
+def test_the_quote_alone_sends_the_trade_s_row_and_the_entry() -> None:
+    trade = rows.trade_from(row(status="open"))
+    sent = sent_by_bind(stores.TRADE_ADD_AUDITED, stores.audited_add_values(trade, entry()))
+    assert sent == {
+        **renamed(rows.trade_values(trade), "t_"),
+        **renamed(rows.audit_values(entry()), "a_"),
+    }
+    assert set(rows.TRADE_COLUMNS) == {c.name for c in trades.columns}
+    assert set(rows.AUDIT_COLUMNS) == {c.name for c in audit_log.columns} - {"entry_id"}
+
+
+def test_a_positional_statement_refuses_what_it_cannot_send() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        direct.Positional(stores._TRADE_SWAP_AUDITED, ("a", "a"))
+    missing = direct.Positional(stores._TRADE_SWAP_AUDITED, stores.TRADE_SWAP_AUDITED.names[:-1])
+    with pytest.raises(RuntimeError, match="no value"):
+        missing.plan(DIALECT)
+    assert stores.TRADE_SWAP_AUDITED.parameters(range(21)) == dict(
+        zip(stores.TRADE_SWAP_AUDITED.names, range(21), strict=True)
+    )
+    with pytest.raises(ValueError):
+        stores.TRADE_SWAP_AUDITED.parameters((1, 2))
+
+
+async def test_a_positional_statement_with_the_wrong_count_of_values_sends_nothing() -> None:
+    class NoPool:
+        dialect = DIALECT
+
+        def take_kept(self) -> None:
+            raise AssertionError("no connection is taken for values that do not fit")
+
+    with pytest.raises(ValueError, match="values expected"):
+        await direct.execute_alone(NoPool(), stores.TRADE_SWAP_AUDITED, (1, 2))  # type: ignore[arg-type]

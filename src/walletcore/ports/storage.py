@@ -96,7 +96,9 @@ class WalletStore(Protocol):
 class TradeStore(Protocol):
     """Quotes and trades; every change of status is a compare-and-set (`swap`)."""
 
-    async def add(self, trade: Trade) -> None: ...
+    async def add(self, trade: Trade) -> None:
+        """A new trade; a trade id stored already fails the unit (`StorageError`)."""
+        ...
 
     async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
         """The trade, only if it belongs to this user of this client."""
@@ -255,6 +257,18 @@ class Storage(Protocol):
         and COMMIT). An adapter without such a shortcut writes exactly that unit.
         """
         ...
+
+    async def add_trade(self, trade: Trade, entry: AuditEntry) -> None:
+        """A write unit of its own holding `unit.trades.add(trade)` then
+        `unit.audit.append(entry)`, and nothing else: every quote the services store.
+
+        Its own method for `swap_trade`'s reason (the SQL adapter sends it as one statement
+        on PostgreSQL, with no unit of stores built around it). This default writes exactly
+        that unit: an adapter that subclasses `Storage` needs no shortcut of its own.
+        """
+        async with self.write() as unit:
+            await unit.trades.add(trade)
+            await unit.audit.append(entry)
 
 
 __all__ = [

@@ -32,9 +32,10 @@ dropped and the trade is read and decided as usual. A quote's figures are cut to
 every store keeps when it is made (`Figures.kept`), so the remembered trade is the stored one.
 An approval anywhere else (another worker, after a restart, an evicted quote) reads it.
 
-Units of work: reads in a read unit; each compare-and-set with its entry a write unit of
-its own (`storage.swap_trade`, one statement on PostgreSQL); never a unit open across a
-price, venue or network call (approve: open -> executing, the venue call, the settlement).
+Units of work: reads in a read unit; a quote with its entry, and each compare-and-set
+with its entry, a write unit of its own (`storage.add_trade`, `storage.swap_trade`: one
+statement each on PostgreSQL); never a unit open across a price, venue or network call
+(approve: open -> executing, the venue call, the settlement).
 """
 
 from __future__ import annotations
@@ -188,9 +189,7 @@ class TradingService:
             )
             note.target = trade.trade_id
             entry = note.entry()
-            async with self._storage.write() as unit:
-                await unit.trades.add(trade)
-                await unit.audit.append(entry)
+            await self._storage.add_trade(trade, entry)
             note.carried(entry)
             self._remember_quote(trade)
             return trade

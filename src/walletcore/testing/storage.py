@@ -30,7 +30,7 @@ from typing import Any
 from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry, storable
 from walletcore.domain.clients import ApiClient, User
-from walletcore.domain.errors import InvalidRequest, InvalidSendTransition
+from walletcore.domain.errors import InvalidRequest, InvalidSendTransition, StorageError
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus, moved
 from walletcore.domain.wallet import WalletOwner, WalletRecord
@@ -162,7 +162,10 @@ class _Trades(TradeStore):
         self._unit = unit
 
     async def add(self, trade: Trade) -> None:
-        self._unit.check_writable().trades[trade.trade_id] = trade
+        tables = self._unit.check_writable()
+        if trade.trade_id in tables.trades:  # the primary key, as the SQL store's
+            raise StorageError()
+        tables.trades[trade.trade_id] = trade
 
     async def get(self, client_id: str, user_id: str, trade_id: str) -> Trade | None:
         trade = self._unit.tables.trades.get(trade_id)

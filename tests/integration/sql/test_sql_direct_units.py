@@ -16,6 +16,7 @@ from sql_helpers import Db
 from sqlalchemy import select, text
 
 from walletcore.domain.assets import Chain, Fiat
+from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import StorageError, StorageUnavailable
 from walletcore.domain.ids import new_id
@@ -615,3 +616,120 @@ async def test_closing_hands_back_the_kept_connections_at_once(
             assert await _session_ended(watcher, pid)
     finally:
         await watcher.aclose()
+
+
+# -- one statement alone (`direct.execute_alone`: `SqlStorage.add_trade`, `.swap_trade`) ---------
+def _open(client_id: str, user_id: str) -> Trade:
+    return Trade(
+        trade_id=new_id(),
+        client_id=client_id,
+        user_id=user_id,
+        side=Side.SELL,
+        asset_id=1,
+        symbol="BTC",
+        fiat=Fiat.EUR,
+        fixed_leg=FixedLeg.CRYPTO,
+        quote=Quote(Decimal("0.01"), Decimal("601.23"), Decimal(60123), T0 + timedelta(minutes=1)),
+        status=TradeStatus.OPEN,
+        created_at=T0,
+    )
+
+
+def _entry(action: str, client_id: str, user_id: str, target: str) -> AuditEntry:
+    return AuditEntry(T0, client_id, action, new_id(), "ok", user_id, target, None)
+
+
+async def test_a_quote_alone_is_one_autocommitted_statement_on_a_kept_connection(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    await storage.add_trade(_open(client_id, uid), _entry("warm", client_id, uid, "-"))
+    ((first, _),) = pool._kept
+    sent: list[str] = []
+    execute = type(direct._raw(first)).execute
+
+    async def recorded(self: object, sql: str, *args: object) -> object:
+        sent.append(sql)
+        return await execute(self, sql, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(direct._raw(first)), "execute", recorded)
+    quote = _open(client_id, uid)
+    entry = _entry("trade.sell", client_id, uid, quote.trade_id)
+    await storage.add_trade(quote, entry)
+    assert len(sent) == 1 and sent[0].startswith("WITH added AS")  # no BEGIN, no COMMIT
+    assert [kept for kept, _ in pool._kept] == [first]  # answered: kept as it is
+    assert not direct._raw(first).is_in_transaction()
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, quote.trade_id) == quote
+        assert (await unit.audit.newest(limit=1)) == [entry]
+
+
+async def test_a_statement_alone_that_fails_is_a_500_and_its_connection_stays_usable(
+    storage: SqlStorage,
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    quote = _open(client_id, uid)
+    await storage.add_trade(quote, _entry("trade.sell", client_id, uid, quote.trade_id))
+    ((first, _),) = pool._kept
+    with pytest.raises(StorageError) as caught:  # the same trade id again: nothing written
+        await storage.add_trade(quote, _entry("again", client_id, uid, quote.trade_id))
+    assert caught.value.status == 500 and "trades" not in caught.value.message
+    assert [kept for kept, _ in pool._kept] == [first]  # settled: kept, not dropped
+    async with storage.read() as unit:
+        assert [e.action for e in await unit.audit.newest(limit=5)] == ["trade.sell"]
+    moved = quote.start_approval(T0)
+    assert await storage.swap_trade(
+        TradeStatus.OPEN, moved, _entry("trade.approve", client_id, uid, quote.trade_id)
+    )
+    assert [kept for kept, _ in pool._kept] == [first]
+
+
+async def test_a_statement_alone_on_a_dropped_session_is_a_503_then_a_fresh_connection(
+    storage: SqlStorage,
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    await storage.add_trade(_open(client_id, uid), _entry("warm", client_id, uid, "-"))
+    ((first, _),) = pool._kept
+    pid = direct._raw(first).get_server_pid()
+    async with storage.database.transaction(write=True) as other:
+        await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    await asyncio.sleep(0.2)  # the session's end reaches the client
+    quote = _open(client_id, uid)
+    try:
+        await storage.add_trade(quote, _entry("trade.sell", client_id, uid, quote.trade_id))
+    except StorageUnavailable as exc:  # the kept connection was taken before it closed
+        assert exc.status == 503
+    else:  # the pool saw it closed first and took another: the quote is stored
+        async with storage.read() as unit:
+            assert await unit.trades.get(client_id, uid, quote.trade_id) == quote
+    assert all(direct._raw(kept).get_server_pid() != pid for kept, _ in pool._kept)
+    again = _open(client_id, uid)
+    await storage.add_trade(again, _entry("trade.sell", client_id, uid, again.trade_id))
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, again.trade_id) == again
+
+
+async def test_a_statement_alone_cancelled_mid_statement_is_never_kept(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client_id, uid = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    await storage.add_trade(_open(client_id, uid), _entry("warm", client_id, uid, "-"))
+    ((first, _),) = pool._kept
+    pid = direct._raw(first).get_server_pid()
+    slow = direct.Positional(text("SELECT pg_sleep(5)"), ())
+    task = asyncio.create_task(storage.database.run_alone(slow, ()))
+    await asyncio.sleep(0.3)
+    assert pool._kept == []  # the statement holds it
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert pool._kept == []  # mid-statement: closed, never kept
+    assert await _session_ended(storage, pid)
+    quote = _open(client_id, uid)
+    await storage.add_trade(quote, _entry("trade.sell", client_id, uid, quote.trade_id))
+    async with storage.read() as unit:
+        assert await unit.trades.get(client_id, uid, quote.trade_id) == quote

@@ -894,6 +894,27 @@ class StorageContract(JobStorageContract):
         assert not await storage.swap_trade(TradeStatus.OPEN, t.cancel(T0), entry("late"))
         assert len(await db.audit.newest()) == 1
 
+    async def test_add_trade_is_a_unit_of_the_quote_and_its_entry(
+        self, storage: Storage, client_id: str, user_id: str
+    ) -> None:
+        """`storage.add_trade`: the trade and its entry stored together; an entry no store
+        could keep fails it and leaves no trade; a trade id stored already fails it and
+        leaves the stored trade and the log as they were."""
+        db = autocommit(storage)
+        t = trade(client_id, user_id)
+        bad = AuditEntry(T0, None, None, "req-a", "ok")  # type: ignore[arg-type]  # NOT NULL
+        with pytest.raises(Exception):  # noqa: B017 - each store refuses it its own way
+            await storage.add_trade(t, bad)
+        assert await db.trades.get(client_id, user_id, t.trade_id) is None
+        assert await db.audit.newest() == []
+        await storage.add_trade(t, entry("sell"))
+        assert await db.trades.get(client_id, user_id, t.trade_id) == t
+        assert await db.audit.newest() == [entry("sell")]
+        with pytest.raises(Exception):  # noqa: B017 - the same trade id twice
+            await storage.add_trade(dataclasses.replace(t, symbol="ETH"), entry("again"))
+        assert await db.trades.get(client_id, user_id, t.trade_id) == t
+        assert await db.audit.newest() == [entry("sell")]
+
     async def test_standalone_and_carried_entries_keep_one_order(
         self, storage: Storage, client_id: str, user_id: str
     ) -> None:
