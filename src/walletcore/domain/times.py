@@ -6,8 +6,12 @@ from datetime import UTC, datetime
 
 
 def utc(dt: datetime) -> datetime:
-    """The same instant as an aware UTC datetime (naive values are taken as UTC)."""
-    if dt.tzinfo is None:
+    """The same instant as an aware UTC datetime (naive values are taken as UTC); the very
+    value when it is one already (what every clock of the service gives: no conversion)."""
+    tz = dt.tzinfo
+    if tz is UTC:
+        return dt
+    if tz is None:
         return dt.replace(tzinfo=UTC)
     return dt.astimezone(UTC)
 

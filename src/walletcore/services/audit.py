@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import DomainError
@@ -72,9 +73,12 @@ class AuditNote:
         user_id: str | None | object = _UNSET,
         target: str | None | object = _UNSET,
         detail: str | None = None,
+        at: datetime | None = None,
     ) -> AuditEntry:
         """An entry of this request (its action, user and target unless given), to append
-        in the unit that makes the change; then `carried(entry)` once that unit committed."""
+        in the unit that makes the change; then `carried(entry)` once that unit committed.
+        `at`: the instant of the change, when the use case read the clock for it already
+        (`Auditor.entry`)."""
         return self._auditor.entry(
             action or self.action,
             self.request_id,
@@ -83,6 +87,7 @@ class AuditNote:
             user_id=self.user_id if user_id is _UNSET else user_id,  # type: ignore[arg-type]
             target=self.target if target is _UNSET else target,  # type: ignore[arg-type]
             detail=detail,
+            at=at,
         )
 
     def carried(self, *entries: AuditEntry) -> None:
@@ -146,10 +151,14 @@ class Auditor:
         user_id: str | None = None,
         target: str | None = None,
         detail: str | None = None,
+        at: datetime | None = None,
     ) -> AuditEntry:
-        """An entry stamped now, to append in the unit of the change it records."""
+        """An entry stamped now, to append in the unit of the change it records; or at
+        `at`, the instant of that change when its use case read the clock for it (a quote's
+        creation, an approval's, a settlement's): one reading for both, and the entry
+        carries the very instant the trade does."""
         return AuditEntry(
-            at=self._clock.now(),
+            at=self._clock.now() if at is None else at,
             client_id=client_id,
             action=action,
             request_id=request_id,

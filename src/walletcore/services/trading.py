@@ -45,7 +45,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Coroutine
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from walletcore.domain.assets import FIAT_DECIMALS, Asset, parse_fiat
@@ -188,7 +188,7 @@ class TradingService:
                 created_at=now,
             )
             note.target = trade.trade_id
-            entry = note.entry()
+            entry = note.entry(at=now)
             await self._storage.add_trade(trade, entry)
             note.carried(entry)
             self._remember_quote(trade)
@@ -269,7 +269,7 @@ class TradingService:
     async def _approve(self, note: AuditNote, executing: Trade) -> bool:
         """open -> executing with the `trade.approve` entry: the one approval that wins.
         Either way the quote is no longer this process's to approve unread."""
-        entry = note.entry()
+        entry = note.entry(at=executing.approved_at)
         try:
             swapped = await self._storage.swap_trade(TradeStatus.OPEN, executing, entry)
         finally:  # also when the outcome is unknown (a 503): the next approval reads
@@ -304,19 +304,26 @@ class TradingService:
     ) -> Trade:
         now = self._clock.now()
         if isinstance(outcome, Fill):
-            return await self._move(caller, trade, trade.settle(_kept(outcome), now))
+            return await self._move(caller, trade, trade.settle(_kept(outcome), now), at=now)
         if isinstance(outcome, Accepted) and trade.status is TradeStatus.EXECUTING:
-            return await self._move(caller, trade, trade.accept(_kept(outcome)))
+            return await self._move(caller, trade, trade.accept(_kept(outcome)), at=now)
         if isinstance(outcome, Rejected):
-            return await self._move(caller, trade, trade.fail(outcome.reason, now))
+            return await self._move(caller, trade, trade.fail(outcome.reason, now), at=now)
         return trade
 
     async def _move(
-        self, caller: Caller, current: Trade, new: Trade, action: str = "trade.settle"
+        self,
+        caller: Caller,
+        current: Trade,
+        new: Trade,
+        action: str = "trade.settle",
+        *,
+        at: datetime | None = None,
     ) -> Trade:
-        """Store `new` (with its audit entry) if `current` is still stored; else return
-        what is stored now (read after the compare-and-set lost)."""
-        entry = self._move_entry(caller, current, new, action)
+        """Store `new` (with its audit entry, at `at` when the move's instant was read
+        already) if `current` is still stored; else return what is stored now (read after
+        the compare-and-set lost)."""
+        entry = self._move_entry(caller, current, new, action, at)
         if await self._storage.swap_trade(current.status, new, entry):
             return new
         async with self._storage.read() as unit:
@@ -331,8 +338,10 @@ class TradingService:
         entry = self._move_entry(caller, current, new, action)
         return await unit.trades.swap(current.status, new, entry=entry)
 
-    def _move_entry(self, caller: Caller, current: Trade, new: Trade, action: str) -> AuditEntry:
-        move = f"{current.status.value} -> {new.status.value}"
+    def _move_entry(
+        self, caller: Caller, current: Trade, new: Trade, action: str, at: datetime | None = None
+    ) -> AuditEntry:
+        move = f"{current.status._value_} -> {new.status._value_}"
         if new.failure_reason and new.status is TradeStatus.FAILED:
             move = f"{move}: {new.failure_reason}"
         return self._auditor.entry(
@@ -342,6 +351,7 @@ class TradingService:
             user_id=new.user_id,
             target=new.trade_id,
             detail=move,
+            at=at,
         )
 
     async def _expire(self, caller: Caller, trade: Trade) -> Trade:
