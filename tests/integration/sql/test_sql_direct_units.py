@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -67,7 +68,8 @@ async def _end_its_session(storage: SqlStorage, unit: UnitOfWork, client_id: str
     assert caught.value.status == 503 and caught.value.message
 
 
-def _completed(client_id: str, user_id: str, minutes: int) -> Trade:
+def _open(client_id: str, user_id: str, minutes: int = 0) -> Trade:
+    """An open quote made `minutes` after T0, lapsing a minute after."""
     return Trade(
         trade_id=new_id(),
         client_id=client_id,
@@ -77,9 +79,21 @@ def _completed(client_id: str, user_id: str, minutes: int) -> Trade:
         symbol="BTC",
         fiat=Fiat.EUR,
         fixed_leg=FixedLeg.CRYPTO,
-        quote=Quote(Decimal("0.0100"), Decimal("601.234567891"), Decimal("60123.4567891"), T0),
-        status=TradeStatus.COMPLETED,
+        quote=Quote(
+            Decimal("0.0100"),
+            Decimal("601.234567891"),
+            Decimal("60123.4567891"),
+            T0 + timedelta(minutes=minutes + 1),
+        ),
+        status=TradeStatus.OPEN,
         created_at=T0 + timedelta(minutes=minutes),
+    )
+
+
+def _completed(client_id: str, user_id: str, minutes: int) -> Trade:
+    return dataclasses.replace(
+        _open(client_id, user_id, minutes),
+        status=TradeStatus.COMPLETED,
         approved_at=T0 + timedelta(minutes=minutes, seconds=5),
         completed_at=T0 + timedelta(minutes=minutes, seconds=6),
         approved=Figures(Decimal("0.01"), Decimal("601.2"), Decimal(60120)),
@@ -619,39 +633,30 @@ async def test_closing_hands_back_the_kept_connections_at_once(
 
 
 # -- one statement alone (`direct.execute_alone`: `SqlStorage.add_trade`, `.swap_trade`) ---------
-def _open(client_id: str, user_id: str) -> Trade:
-    return Trade(
-        trade_id=new_id(),
-        client_id=client_id,
-        user_id=user_id,
-        side=Side.SELL,
-        asset_id=1,
-        symbol="BTC",
-        fiat=Fiat.EUR,
-        fixed_leg=FixedLeg.CRYPTO,
-        quote=Quote(Decimal("0.01"), Decimal("601.23"), Decimal(60123), T0 + timedelta(minutes=1)),
-        status=TradeStatus.OPEN,
-        created_at=T0,
-    )
-
-
 def _entry(action: str, client_id: str, user_id: str, target: str) -> AuditEntry:
     return AuditEntry(T0, client_id, action, new_id(), "ok", user_id, target, None)
+
+
+async def _one_kept(storage: SqlStorage) -> tuple[str, str, direct.DriverPool, object]:
+    """A client and user, the units' pool, and the one connection it keeps after a first
+    quote sent alone."""
+    client_id, uid = await _client_and_user(storage)
+    pool = _units_pool(storage)
+    await storage.add_trade(_open(client_id, uid), _entry("warm", client_id, uid, "-"))
+    ((first, _),) = pool._kept
+    return client_id, uid, pool, first
 
 
 async def test_a_quote_alone_is_one_autocommitted_statement_on_a_kept_connection(
     storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client_id, uid = await _client_and_user(storage)
-    pool = _units_pool(storage)
-    await storage.add_trade(_open(client_id, uid), _entry("warm", client_id, uid, "-"))
-    ((first, _),) = pool._kept
+    client_id, uid, pool, first = await _one_kept(storage)
     sent: list[str] = []
     execute = type(direct._raw(first)).execute
 
     async def recorded(self: object, sql: str, *args: object) -> object:
         sent.append(sql)
-        return await execute(self, sql, *args)  # type: ignore[arg-type]
+        return await execute(self, sql, *args)
 
     monkeypatch.setattr(type(direct._raw(first)), "execute", recorded)
     quote = _open(client_id, uid)
@@ -689,10 +694,7 @@ async def test_a_statement_alone_that_fails_is_a_500_and_its_connection_stays_us
 async def test_a_statement_alone_on_a_dropped_session_is_a_503_then_a_fresh_connection(
     storage: SqlStorage,
 ) -> None:
-    client_id, uid = await _client_and_user(storage)
-    pool = _units_pool(storage)
-    await storage.add_trade(_open(client_id, uid), _entry("warm", client_id, uid, "-"))
-    ((first, _),) = pool._kept
+    client_id, uid, pool, first = await _one_kept(storage)
     pid = direct._raw(first).get_server_pid()
     async with storage.database.transaction(write=True) as other:
         await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
@@ -715,10 +717,7 @@ async def test_a_statement_alone_on_a_dropped_session_is_a_503_then_a_fresh_conn
 async def test_a_statement_alone_cancelled_mid_statement_is_never_kept(
     storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client_id, uid = await _client_and_user(storage)
-    pool = _units_pool(storage)
-    await storage.add_trade(_open(client_id, uid), _entry("warm", client_id, uid, "-"))
-    ((first, _),) = pool._kept
+    client_id, uid, pool, first = await _one_kept(storage)
     pid = direct._raw(first).get_server_pid()
     slow = direct.Positional(text("SELECT pg_sleep(5)"), ())
     task = asyncio.create_task(storage.database.run_alone(slow, ()))
