@@ -147,27 +147,6 @@ def audited_swap(
     return TRADE_SWAP_AUDITED.statement, TRADE_SWAP_AUDITED.parameters(values)
 
 
-#: A quote and its entry as one PostgreSQL statement (the trade's insert a data-modifying
-#: CTE of the entry's), binds in `audited_add_values`' order: the trade's row
-#: (`rows.trade_row`, as `t_<column>`), then the entry (as `a_<column>`). What a write
-#: unit of `trades.add` and `audit.append` sends (`SqlUnit.flush`), as
-#: `SqlStorage.add_trade` sends it alone.
-TRADE_ADD_AUDITED = Positional(
-    insert(audit_log)
-    .values(
-        {name: bindparam(f"a_{name}", type_=audit_log.c[name].type) for name in rows.AUDIT_COLUMNS}
-    )
-    .add_cte(
-        insert(trades)
-        .values(
-            {name: bindparam(f"t_{name}", type_=trades.c[name].type) for name in rows.TRADE_COLUMNS}
-        )
-        .cte("added")
-    ),
-    (*(f"t_{name}" for name in rows.TRADE_COLUMNS), *(f"a_{name}" for name in rows.AUDIT_COLUMNS)),
-)
-
-
 def audited_add_values(trade: Trade, entry: AuditEntry) -> tuple[Any, ...]:
     """The values of `TRADE_ADD_AUDITED`: `trade`'s row, then `entry`'s."""
     return (*rows.trade_row(trade), *rows.audit_row(entry))
@@ -485,6 +464,21 @@ def _build_combined(pending: list[tuple[Table, dict[str, Any]]]) -> tuple[Any, l
         statement = statement.add_cte(insert_of(n, table, values).cte(f"w{n}"))
     binds = [f"p{n}_{key}" for n, (_, values) in enumerate(pending) for key in values]
     return statement, binds
+
+
+#: A quote and its entry as one PostgreSQL statement: what a write unit of `trades.add` and
+#: `audit.append` sends (`SqlUnit.flush`, `_combined`), built by the same builder, with its
+#: binds in `audited_add_values`' order: the trade's row (`rows.trade_row`, as
+#: `p0_<column>`), then the entry (`rows.audit_row`, as `p1_<column>`).
+#: `SqlStorage.add_trade` sends it alone.
+TRADE_ADD_AUDITED = Positional(
+    *_build_combined(
+        [
+            (trades, dict.fromkeys(rows.TRADE_COLUMNS)),
+            (audit_log, dict.fromkeys(rows.AUDIT_COLUMNS)),
+        ]
+    )
+)
 
 
 class SqlClients(ClientStore):

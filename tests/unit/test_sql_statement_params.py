@@ -191,8 +191,8 @@ def test_the_quote_alone_sends_the_trade_s_row_and_the_entry() -> None:
     trade = rows.trade_from(row(status="open"))
     sent = sent_by_bind(stores.TRADE_ADD_AUDITED, stores.audited_add_values(trade, entry()))
     assert sent == {
-        **renamed(rows.trade_values(trade), "t_"),
-        **renamed(rows.audit_values(entry()), "a_"),
+        **renamed(rows.trade_values(trade), "p0_"),
+        **renamed(rows.audit_values(entry()), "p1_"),
     }
     assert set(rows.TRADE_COLUMNS) == {c.name for c in trades.columns}
     assert set(rows.AUDIT_COLUMNS) == {c.name for c in audit_log.columns} - {"entry_id"}

@@ -662,7 +662,7 @@ async def test_a_quote_alone_is_one_autocommitted_statement_on_a_kept_connection
     quote = _open(client_id, uid)
     entry = _entry("trade.sell", client_id, uid, quote.trade_id)
     await storage.add_trade(quote, entry)
-    assert len(sent) == 1 and sent[0].startswith("WITH added AS")  # no BEGIN, no COMMIT
+    assert len(sent) == 1 and sent[0].startswith("WITH w0 AS")  # no BEGIN, no COMMIT
     assert [kept for kept, _ in pool._kept] == [first]  # answered: kept as it is
     assert not direct._raw(first).is_in_transaction()
     async with storage.read() as unit:
