@@ -641,12 +641,17 @@ class Database:
         its values in `statement.names` order; the rows it matched. What `async with
         unit(write=True) as conn: await conn.execute_alone(...)` does, in one coroutine
         (`direct.execute_alone`): every move of a trade, and a quote with its entry
-        (`SqlStorage.swap_trade`, `.add_trade`)."""
+        (`SqlStorage.swap_trade`, `.add_trade`). A statement with a batch form goes through
+        its group commit (`direct.GroupCommit`): alone while a lane is free, else in the
+        next batch, still answered for itself."""
         if self.inline is not None:
             raise RuntimeError("run_alone is PostgreSQL's: SQLite's units go through submit")
         bound = self._ready_now() or await self._ready()
         assert bound.units is not None
-        return await execute_alone(bound.units, statement, values)
+        if statement.batch is not None:  # group commit (`direct.GroupCommit`)
+            return await bound.units.group(statement).run(values)
+        count: int = await execute_alone(bound.units, statement, values)
+        return count
 
     async def submit(self, work: Callable[[Any], Awaitable[Any]]) -> Any:
         """One write unit handed over whole: `await work(conn)`, `conn` as `unit(write=True)`

@@ -37,10 +37,11 @@ engine, with a small pool of its own.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import exc as sa_exc
@@ -137,13 +138,17 @@ class Positional:
     processor, so a call builds no dict of parameters and looks none up by name
     (`execute_alone`; docs/performance.md, item 34)."""
 
-    __slots__ = ("_bound", "names", "statement")
+    __slots__ = ("_bound", "batch", "names", "statement")
 
-    def __init__(self, statement: Any, names: Sequence[str]) -> None:
+    def __init__(self, statement: Any, names: Sequence[str], *, batch: Batch | None = None) -> None:
         self.statement = statement
         self.names = tuple(names)
         if len(set(self.names)) != len(self.names):
             raise ValueError("a bind named twice")
+        #: the form that sends many value sets of this statement as one (`GroupCommit`)
+        self.batch = batch
+        if batch is not None and batch.statement.names != self.names:
+            raise ValueError("a batch form binds the statement's names, in its order")
         #: id(dialect) -> (the dialect, held so the id is not reused; the plan; per bind in
         #: the plan's order, the index of its value and its processor)
         self._bound: dict[int, tuple[Any, _Plan, list[tuple[int, Processor]]]] = {}
@@ -167,23 +172,33 @@ class Positional:
         return dict(zip(self.names, values, strict=True))
 
 
-async def execute_alone(pool: DriverPool, statement: Positional, values: Sequence[Any]) -> int:
+async def execute_alone(
+    pool: DriverPool, statement: Positional, values: Sequence[Any], *, many: bool = False
+) -> Any:
     """A write unit of one statement, autocommitted (atomic on its own), on a pooled
     connection, its values in `statement.names` order; the rows it matched (the command
-    tag's count). What `PgWriter.execute_alone` does in a unit, in one coroutine: the
-    plan found by the dialect alone, the arguments in the plan's order with their
-    processors, and a connection that answered the statement kept as it is (it is open,
-    and outside a transaction: no BEGIN was sent), with no check of its state. A failure
-    or a cancellation goes the unit's way (`PgWriter`): the port's error, the connection
+    tag's count). With `many`, `values` is a list of such value sets, sent as a `Batch`
+    (`GroupCommit`): the statement once per set, pipelined, in one implicit transaction;
+    the rows they returned (asyncpg's records, unprocessed).
+
+    What `PgWriter.execute_alone` does in a unit, in one coroutine: the plan found by the
+    dialect alone, the arguments in the plan's order with their processors, and a
+    connection that answered the statement kept as it is (it is open, and outside a
+    transaction: no BEGIN was sent), with no check of its state. A failure or a
+    cancellation goes the unit's way (`PgWriter`): the port's error, the connection
     dropped when it may be broken, else given back (closed first when not settled)."""
     plan, order = statement.plan(pool.dialect)
-    if len(values) != len(statement.names):
-        raise ValueError(f"{len(statement.names)} values expected, {len(values)} given")
-    arguments = [values[n] if process is None else process(values[n]) for n, process in order]
+    if many:
+        batch = [_arguments(statement, order, one) for one in values]
+    else:
+        arguments = _arguments(statement, order, values)
     driver = pool.take_kept() or await pool.acquire()
     raw = _raw(driver)
     try:
-        status = await raw.execute(plan.sql, *arguments)
+        if many:
+            status = await raw.fetchmany(plan.sql, batch)
+        else:
+            status = await raw.execute(plan.sql, *arguments)
     except BaseException as exc:  # noqa: BLE001 - raised again: a failure as the port's error
         writer = PgWriter(pool)
         writer._driver, writer._raw = driver, raw
@@ -195,7 +210,17 @@ async def execute_alone(pool: DriverPool, statement: Positional, values: Sequenc
             await writer.close()
     if not pool.keep_answered(driver):
         await pool.release(driver)
-    return _rowcount(status)
+    return status if many else _rowcount(status)
+
+
+def _arguments(
+    statement: Positional, order: list[tuple[int, Processor]], values: Sequence[Any]
+) -> list[Any]:
+    """The driver's arguments for `values` (in `statement.names` order): in the plan's
+    order, each through its bind processor."""
+    if len(values) != len(statement.names):
+        raise ValueError(f"{len(statement.names)} values expected, {len(values)} given")
+    return [values[n] if process is None else process(values[n]) for n, process in order]
 
 
 class RawResult:
@@ -222,6 +247,211 @@ class RawResult:
     def scalar_one_or_none(self) -> Any:
         row = self.one_or_none()
         return None if row is None else next(iter(row.values()))
+
+
+class Batch:
+    """How a `Positional` statement's value sets are sent many at once (`GroupCommit`):
+    `statement` (the statement itself, or the same with a RETURNING) once per value set,
+    pipelined in one round trip as one implicit transaction (asyncpg's `fetchmany`: the
+    sets are stored together or not at all, under one commit), each run from the plan
+    the statement has alone. `key` is the index of the value no two sets of one batch may
+    share (a trade's id: a batch never holds two writes of one row); `matched`, when the
+    statement may match no row (a compare-and-set that lost), tells from the rows the
+    batch returned the keys of the sets that matched; None: every set writes its row, or
+    the batch fails."""
+
+    __slots__ = ("key", "matched", "statement")
+
+    def __init__(
+        self,
+        statement: Positional,
+        *,
+        key: int,
+        matched: Callable[[Sequence[Any]], Collection[Any]] | None = None,
+    ) -> None:
+        self.statement = statement
+        self.key = key
+        self.matched = matched
+
+
+#: Batches of one statement in flight at once, per pool (`GroupCommit`): a write that
+#: finds one free goes at once, alone.
+GROUP_LANES = 4
+#: The most value sets one batch sends.
+GROUP_MOST = 64
+
+
+class GroupCommit:
+    """Group commit on PostgreSQL: the writes of one statement (a quote with its entry,
+    a move of a trade with its entry) that arrive while `GROUP_LANES` are busy wait, and
+    the next free lane sends them together (`Batch`): the same statement once for each,
+    pipelined, in one transaction: one round trip and one commit for all of them.
+    docs/storage.md, "Group commit on PostgreSQL".
+
+    - A write that finds a lane free and none waiting is sent at once, alone, as before:
+      no write waits for others to come, so one at a time costs what it did.
+    - Each write is its own statement, with the plan it has alone: it is stored with its
+      entry or not at all, and answered only once the transaction that holds it
+      committed. One batch never holds two writes of one row (`Batch.key`; the second
+      waits for the next batch), so each compare-and-set finds its row as no other write
+      of the batch left it, and decides as it would alone.
+    - A batch the server refused (a constraint, a deadlock, a bad value: the server
+      answered with an error, so nothing of it was committed) is sent again write by
+      write, so each gets its own answer and one bad write fails no other. A batch whose
+      outcome is unknown (the session dropped, a timeout) is answered 503 to every write
+      in it, and never sent again (it may have committed).
+    - A caller cancelled while its write waits takes it out; once sent, its write
+      commits or not with the batch, as a statement cancelled in flight may have.
+    """
+
+    __slots__ = (
+        "_batch",
+        "_busy",
+        "_flights",
+        "_pool",
+        "_statement",
+        "_waiting",
+        "batched",
+        "batches",
+        "refused",
+    )
+
+    def __init__(self, pool: DriverPool, statement: Positional) -> None:
+        if statement.batch is None:
+            raise ValueError("a statement with no batch form")
+        self._pool = pool
+        self._statement = statement
+        self._batch: Batch = statement.batch
+        self._busy = 0  # lanes in use: writes sent alone and batches in flight
+        self._waiting: collections.deque[tuple[Sequence[Any], asyncio.Future[int]]] = (
+            collections.deque()
+        )
+        self._flights: set[asyncio.Task[None]] = set()
+        #: batches of two writes or more sent, the writes they held, and those of them
+        #: the server refused whole (then sent write by write)
+        self.batches = 0
+        self.batched = 0
+        self.refused = 0
+
+    async def run(self, values: Sequence[Any]) -> int:
+        """Write `values` (in `statement.names` order); the rows it matched, 0 or 1."""
+        if self._busy < GROUP_LANES and not self._waiting:
+            self._busy += 1
+            try:
+                count: int = await execute_alone(self._pool, self._statement, values)
+                return count
+            finally:
+                self._busy -= 1
+                if self._waiting:
+                    self._fly()
+        if len(values) != len(self._statement.names):  # refused now, not in a batch
+            raise ValueError(f"{len(self._statement.names)} values expected, {len(values)} given")
+        answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiting.append((values, answer))
+        if self._busy < GROUP_LANES:
+            self._fly()
+        return await answer
+
+    async def wait_idle(self) -> None:
+        """Until no batch is in flight (a pool closing waits for them)."""
+        while self._flights:
+            await asyncio.wait(set(self._flights))
+
+    def _fly(self) -> None:
+        """A lane that sends what waits, batch after batch, until nothing does."""
+        self._busy += 1
+        flight = asyncio.get_running_loop().create_task(self._flush())
+        self._flights.add(flight)
+        flight.add_done_callback(self._flights.discard)
+
+    async def _flush(self) -> None:
+        batch: list[tuple[Sequence[Any], asyncio.Future[int]]] = []
+        try:
+            while self._waiting:
+                batch = self._take()
+                try:
+                    await self._send(batch)
+                except Exception as exc:  # noqa: BLE001 - a fault of this code: each write's answer
+                    for _, answer in batch:
+                        if not answer.done():
+                            answer.set_exception(exc)
+                batch = []
+        finally:
+            self._busy -= 1
+            for _, answer in batch:  # this lane was cancelled with a batch in hand
+                if not answer.done():
+                    answer.set_exception(StorageUnavailable())
+            if self._waiting and self._busy < GROUP_LANES:
+                self._fly()
+
+    def _take(self) -> list[tuple[Sequence[Any], asyncio.Future[int]]]:
+        """The next batch: the writes waiting longest, up to `GROUP_MOST`, none of a row
+        the batch has already (it waits for the next); those whose caller left, dropped."""
+        waiting, key = self._waiting, self._batch.key
+        batch: list[tuple[Sequence[Any], asyncio.Future[int]]] = []
+        keys: set[Any] = set()
+        later = []
+        while waiting and len(batch) < GROUP_MOST:
+            write = waiting.popleft()
+            if write[1].done():  # cancelled while it waited: never sent
+                continue
+            if write[0][key] in keys:
+                later.append(write)
+                continue
+            keys.add(write[0][key])
+            batch.append(write)
+        waiting.extendleft(reversed(later))
+        return batch
+
+    async def _send(self, batch: list[tuple[Sequence[Any], asyncio.Future[int]]]) -> None:
+        if not batch:
+            return
+        if len(batch) == 1:
+            await self._alone(batch)
+            return
+        matched = self._batch.matched
+        self.batches += 1
+        self.batched += len(batch)
+        try:
+            result = await execute_alone(
+                self._pool, self._batch.statement, [values for values, _ in batch], many=True
+            )
+        except StorageUnavailable as exc:  # the outcome is unknown: it may have committed
+            for _, answer in batch:
+                if not answer.done():
+                    answer.set_exception(_copy(exc))
+            return
+        except StorageError:  # refused whole, nothing committed: each on its own
+            self.refused += 1
+            await self._alone(batch)
+            return
+        won = None if matched is None else matched(result)
+        key = self._batch.key
+        for values, answer in batch:
+            if not answer.done():
+                answer.set_result(1 if won is None or values[key] in won else 0)
+
+    async def _alone(self, batch: list[tuple[Sequence[Any], asyncio.Future[int]]]) -> None:
+        """Each write of `batch` sent alone, in order (none of a caller that left)."""
+        for values, answer in batch:
+            if answer.done():  # its caller left: nothing of it was committed
+                continue
+            try:
+                count = await execute_alone(self._pool, self._statement, values)
+            except Exception as exc:  # noqa: BLE001 - that write's own answer
+                if not answer.done():
+                    answer.set_exception(exc)
+                continue
+            if not answer.done():
+                answer.set_result(count)
+
+
+def _copy(exc: StorageUnavailable) -> StorageUnavailable:
+    """The same answer for each write of a batch: an exception of its own for each (one
+    instance raised in many tasks would gather their tracebacks), with the cause kept."""
+    fresh = type(exc)(exc.message)
+    fresh.__cause__ = exc.__cause__
+    return fresh
 
 
 def _asyncpg_failure(exc: BaseException, driver: Any) -> tuple[BaseException, bool]:
@@ -303,6 +533,7 @@ class DriverPool:
     """
 
     __slots__ = (
+        "_groups",
         "_handing",
         "_kept",
         "_leased",
@@ -347,6 +578,8 @@ class DriverPool:
         self._waiting = 0  # units waiting for asyncpg's pool
         self._trim: asyncio.TimerHandle | None = None
         self._handing: set[asyncio.Task[None]] = set()  # returns in flight (`_return`)
+        #: id of a statement with a batch form -> its group commit on this pool
+        self._groups: dict[int, GroupCommit] = {}
 
     def __repr__(self) -> str:  # never the URL's password
         return f"DriverPool(size={self.size}, timeout={self.timeout})"
@@ -373,6 +606,13 @@ class DriverPool:
             # finds the pool half made)
             await pool
         return pool
+
+    def group(self, statement: Positional) -> GroupCommit:
+        """The group commit of `statement` (which has a batch form) on this pool."""
+        found = self._groups.get(id(statement))
+        if found is None:
+            found = self._groups[id(statement)] = GroupCommit(self, statement)
+        return found
 
     def take_kept(self) -> Any:
         """The newest kept connection that is open (asyncpg's proxy of it), with no await;
@@ -503,6 +743,8 @@ class DriverPool:
                 pool.terminate()
 
     async def _close(self, pool: Any) -> None:
+        for group in list(self._groups.values()):  # batches in flight answered first
+            await group.wait_idle()
         self._return_kept()
         if self._handing:  # back before the close waits for them
             await asyncio.wait(set(self._handing))
@@ -515,6 +757,7 @@ class DriverPool:
         self._pool = None
         self._kept.clear()
         self._leased.clear()
+        self._groups.clear()  # their waiting writes and flights belong to that loop
         if self._trim is not None:  # that loop's timer: it must not touch this loop's list
             self._trim.cancel()
             self._trim = None

@@ -90,7 +90,8 @@ class SqlStorage(Storage, Lifecycle):
 
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
-        (atomic on its own; `stores.TRADE_SWAP_AUDITED`); SQLite: a write unit handed over whole
+        (atomic on its own; `stores.TRADE_SWAP_AUDITED`), in a batch with others when they
+        queue (group commit, `direct.GroupCommit`); SQLite: a write unit handed over whole
         (`Database.submit`: its statements cost no round trip, and it joins the group
         open)."""
         if self.database.inline is None:
@@ -108,7 +109,8 @@ class SqlStorage(Storage, Lifecycle):
     async def add_trade(self, trade: Trade, entry: AuditEntry) -> None:
         """PostgreSQL: the quote and its entry as one autocommitted statement
         (`stores.TRADE_ADD_AUDITED`, what a write unit of the two sends), with no unit of
-        stores built around it; SQLite: that write unit (handed over whole when it ends)."""
+        stores built around it, in a batch with others when they queue (group commit,
+        `direct.GroupCommit`); SQLite: that write unit (handed over whole when it ends)."""
         if self.database.inline is None:
             await self.database.run_alone(TRADE_ADD_AUDITED, audited_add_values(trade, entry))
             return

@@ -44,7 +44,7 @@ from walletcore.ports.storage import (
 )
 from walletcore_sql import rows
 from walletcore_sql.database import Database
-from walletcore_sql.direct import Positional
+from walletcore_sql.direct import Batch, Positional
 from walletcore_sql.tables import (
     SEND_FOLLOWED,
     api_clients,
@@ -115,17 +115,37 @@ _TRADE_SWAP_AUDITED = insert(audit_log).from_select(
 )
 
 
+_SWAP_NAMES = (
+    *_SWAP_SET_NAMES.values(),
+    "b_trade_id",
+    "b_expected",
+    *(f"a_{name}" for name in rows.AUDIT_COLUMNS),
+)
+
+
+def _swapped(found: Sequence[Any]) -> set[Any]:
+    """The trades of a batch of swaps that moved (`direct.GroupCommit`): each swap that
+    matched returns the trade id it was given (`b_trade_id`), once."""
+    return {row[0] for row in found}
+
+
 #: `_TRADE_SWAP_AUDITED` with its binds in the order `audited_swap_values` gives their
 #: values: the columns a move can change (`rows.trade_move_row`, as `s_<column>`), the row
 #: and the status it must still have (`b_trade_id`, `b_expected`) and the entry
 #: (`rows.audit_row`, as `a_<column>`).
 TRADE_SWAP_AUDITED = Positional(
     _TRADE_SWAP_AUDITED,
-    (
-        *_SWAP_SET_NAMES.values(),
-        "b_trade_id",
-        "b_expected",
-        *(f"a_{name}" for name in rows.AUDIT_COLUMNS),
+    _SWAP_NAMES,
+    # in a batch, each swap that matched returns its trade's id (the bind it was given)
+    batch=Batch(
+        Positional(
+            _TRADE_SWAP_AUDITED.returning(
+                bindparam("b_trade_id", type_=trades.c.trade_id.type).label("trade_id")
+            ),
+            _SWAP_NAMES,
+        ),
+        key=_SWAP_NAMES.index("b_trade_id"),
+        matched=_swapped,
     ),
 )
 
@@ -471,14 +491,14 @@ def _build_combined(pending: list[tuple[Table, dict[str, Any]]]) -> tuple[Any, l
 #: binds in `audited_add_values`' order: the trade's row (`rows.trade_row`, as
 #: `p0_<column>`), then the entry (`rows.audit_row`, as `p1_<column>`).
 #: `SqlStorage.add_trade` sends it alone.
-TRADE_ADD_AUDITED = Positional(
-    *_build_combined(
-        [
-            (trades, dict.fromkeys(rows.TRADE_COLUMNS)),
-            (audit_log, dict.fromkeys(rows.AUDIT_COLUMNS)),
-        ]
-    )
+_ADD_STATEMENT, _ADD_NAMES = _build_combined(
+    [
+        (trades, dict.fromkeys(rows.TRADE_COLUMNS)),
+        (audit_log, dict.fromkeys(rows.AUDIT_COLUMNS)),
+    ]
 )
+TRADE_ADD_AUDITED = Positional(_ADD_STATEMENT, _ADD_NAMES)
+TRADE_ADD_AUDITED.batch = Batch(TRADE_ADD_AUDITED, key=0)  # a batch of it: every quote or none
 
 
 class SqlClients(ClientStore):
