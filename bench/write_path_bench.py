@@ -22,6 +22,8 @@ it, docs/performance.md):
   committed before the venue is called; the settlement with its entry), each one
   autocommitted statement, with no framework around them. Its rate against raw is what
   the guarantees cost the storage, whoever writes the Python: it bounds the service's ratio;
+- group commit (`walletcore_sql.direct.GroupCommit`, docs/storage.md): how many batches
+  the service's quotes and moves went in, and how many writes they held, over the run;
 - the three take turns for `--rounds` rounds (each round starts with the next one, so
   drift hits each); rates are pairs (iterations) per second, the ratios service/raw and
   same/raw per round, medians printed;
@@ -231,6 +233,16 @@ def client_budget(cpu: dict[str, dict[str, float]], goal: float) -> int:
     statements cost it. Negative: the server's share alone is over the goal's."""
     raw = cpu["raw"]["client_cpu_us"] + cpu["raw"]["server_cpu_us"]
     return round(raw / goal - cpu["service"]["server_cpu_us"])
+
+
+def group_commit_counts(units: Any) -> dict[str, int]:
+    """What the service's group commits did (`walletcore_sql.direct.GroupCommit`): batches
+    of two writes or more sent, the writes they held, and those the server refused."""
+    groups = list(getattr(units, "_groups", {}).values())
+    return {
+        name: sum(getattr(group, name) for group in groups)
+        for name in ("batches", "batched", "refused")
+    }
 
 
 def trade_like(trade_id: str, client_id: str, user_id: str, now: datetime) -> tuple[Any, ...]:
@@ -554,6 +566,7 @@ async def main(
         per_pair, raw_per = counted["per_pair"], counted["raw_per"]
         bound = getattr(storage.database, "_bound", None)  # the units' pool, for the record
         engine_notes = [repr(getattr(bound, "units", None))]
+        grouped = group_commit_counts(getattr(bound, "units", None))
         result = {
             "database": name,
             "loop": args.loop,
@@ -619,6 +632,13 @@ async def main(
         )
         for note in engine_notes:
             say(f"  units' pool: {note}")
+        result["group_commit"] = grouped
+        say(
+            f"  group commit (the whole run, warm-up and counting passes included): "
+            f"{grouped['batches']} batches holding {grouped['batched']} writes "
+            f"({grouped['batched'] / max(grouped['batches'], 1):.1f} a batch), "
+            f"{grouped['refused']} refused and sent again write by write"
+        )
         return result
     finally:
         if pool is not None:
