@@ -16,6 +16,7 @@ from walletcore.ports import Clock, Storage, TradeVenue
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
 from walletcore_sql.engine import sqlite_url
+from walletcore_sql.storage import SqlStorage
 from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_test_url
 
 
@@ -28,6 +29,17 @@ async def pg_database() -> AsyncIterator[Db]:
         yield Db("postgres", url, schema)
     finally:
         await drop_schema_async(url, schema)
+
+
+@pytest.fixture
+async def pg_storage(pg_database: Db) -> AsyncIterator[SqlStorage]:
+    """A started `SqlStorage` on a migrated schema of its own, closed after the test."""
+    opened = pg_database.storage(migrate=True)
+    await opened.start()
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
 
 
 @pytest.fixture

@@ -36,13 +36,8 @@ T0 = datetime(2026, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
 
 
 @pytest.fixture
-async def storage(pg_database: Db) -> AsyncIterator[SqlStorage]:
-    opened = pg_database.storage(migrate=True)
-    await opened.start()
-    try:
-        yield opened
-    finally:
-        await opened.aclose()
+def storage(pg_storage: SqlStorage) -> SqlStorage:
+    return pg_storage
 
 
 async def _client_and_user(storage: SqlStorage) -> tuple[str, str]:

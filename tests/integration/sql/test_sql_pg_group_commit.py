@@ -18,7 +18,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sql_helpers import Db
 from sqlalchemy import text
 
 from walletcore.domain.assets import Chain, Fiat
@@ -39,13 +38,8 @@ T0 = datetime(2026, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
 
 
 @pytest.fixture
-async def storage(pg_database: Db) -> AsyncIterator[SqlStorage]:
-    opened = pg_database.storage(migrate=True)
-    await opened.start()
-    try:
-        yield opened
-    finally:
-        await opened.aclose()
+def storage(pg_storage: SqlStorage) -> SqlStorage:
+    return pg_storage
 
 
 async def _client(storage: SqlStorage) -> str:
