@@ -490,15 +490,17 @@ def _build_combined(pending: list[tuple[Table, dict[str, Any]]]) -> tuple[Any, l
 #: `audit.append` sends (`SqlUnit.flush`, `_combined`), built by the same builder, with its
 #: binds in `audited_add_values`' order: the trade's row (`rows.trade_row`, as
 #: `p0_<column>`), then the entry (`rows.audit_row`, as `p1_<column>`).
-#: `SqlStorage.add_trade` sends it alone.
-_ADD_STATEMENT, _ADD_NAMES = _build_combined(
-    [
-        (trades, dict.fromkeys(rows.TRADE_COLUMNS)),
-        (audit_log, dict.fromkeys(rows.AUDIT_COLUMNS)),
-    ]
+#: `SqlStorage.add_trade` sends it alone, or in a batch of such quotes (group commit: the
+#: same statement once for each; the batch stores every quote or none).
+TRADE_ADD_AUDITED = Positional(
+    *_build_combined(
+        [
+            (trades, dict.fromkeys(rows.TRADE_COLUMNS)),
+            (audit_log, dict.fromkeys(rows.AUDIT_COLUMNS)),
+        ]
+    )
 )
-TRADE_ADD_AUDITED = Positional(_ADD_STATEMENT, _ADD_NAMES)
-TRADE_ADD_AUDITED.batch = Batch(TRADE_ADD_AUDITED, key=0)  # a batch of it: every quote or none
+TRADE_ADD_AUDITED.batch = Batch(TRADE_ADD_AUDITED, key=TRADE_ADD_AUDITED.names.index("p0_trade_id"))
 
 
 class SqlClients(ClientStore):

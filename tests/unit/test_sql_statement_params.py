@@ -7,6 +7,7 @@ A statement sent positionally (`direct.Positional`) sends each value to its own 
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -220,3 +221,37 @@ async def test_a_positional_statement_with_the_wrong_count_of_values_sends_nothi
 
     with pytest.raises(ValueError, match="values expected"):
         await direct.execute_alone(NoPool(), stores.TRADE_SWAP_AUDITED, (1, 2))  # type: ignore[arg-type]
+
+
+def test_a_batched_swap_sends_what_the_swap_alone_sends_and_returns_its_trade() -> None:
+    """Group commit: each move of a batch binds exactly what it binds alone; the batch form
+    only adds `RETURNING` of its trade id, which is how a move tells it matched."""
+    batch = stores.TRADE_SWAP_AUDITED.batch
+    assert batch is not None and batch.statement.names == stores.TRADE_SWAP_AUDITED.names
+    trade = rows.trade_from(row(status="executing"))
+    values = stores.audited_swap_values(TradeStatus.OPEN, trade, entry())
+    assert sent_by_bind(batch.statement, values) == sent_by_bind(stores.TRADE_SWAP_AUDITED, values)
+    alone = stores.TRADE_SWAP_AUDITED.plan(DIALECT)[0]
+    batched = batch.statement.plan(DIALECT)[0]
+    numbered = re.compile(r"\$\d+")  # the same binds, numbered in another order
+    head, returning = batched.sql.rsplit(" RETURNING ", 1)
+    assert numbered.sub("$", head) == numbered.sub("$", alone.sql)
+    assert returning == "$1::VARCHAR AS trade_id" and batched.binds[0][0] == "b_trade_id"
+    assert values[batch.key] == trade.trade_id
+    assert batch.matched is not None and batch.matched([(trade.trade_id,)]) == {trade.trade_id}
+
+
+def test_a_batched_quote_is_the_quote_alone_keyed_by_its_trade() -> None:
+    batch = stores.TRADE_ADD_AUDITED.batch
+    assert batch is not None and batch.statement is stores.TRADE_ADD_AUDITED
+    trade = rows.trade_from(row(status="open"))
+    assert stores.audited_add_values(trade, entry())[batch.key] == trade.trade_id
+    assert batch.matched is None  # every quote of a batch is stored, or the batch fails
+
+
+def test_a_batch_form_must_bind_the_statement_s_names_in_order() -> None:
+    other = direct.Positional(stores._TRADE_SWAP_AUDITED, tuple(reversed(stores._SWAP_NAMES)))
+    with pytest.raises(ValueError, match="batch form"):
+        direct.Positional(
+            stores._TRADE_SWAP_AUDITED, stores._SWAP_NAMES, batch=direct.Batch(other, key=0)
+        )
