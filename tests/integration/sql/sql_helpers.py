@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,18 @@ from typing import Any
 from sqlalchemy import event, text
 
 from walletcore.domain.assets import Fiat
-from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome
+from walletcore.domain.ids import new_id
+from walletcore.domain.trade import (
+    Accepted,
+    Fill,
+    FixedLeg,
+    Order,
+    OrderOutcome,
+    Quote,
+    Side,
+    Trade,
+    TradeStatus,
+)
 from walletcore.ports import Clock, PriceMap, PriceSource, Storage, TradeVenue
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
@@ -126,3 +138,29 @@ def committed_marks(storage: SqlStorage) -> set[str]:
     """The marks another connection (another process) sees on disk."""
     with sqlite3.connect(sqlite_path(storage)) as other:
         return {row[0] for row in other.execute("SELECT name FROM marks")}
+
+
+#: When `open_quote`'s trades are made (their minutes count from it).
+QUOTED_AT = datetime(2026, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
+
+
+def open_quote(client_id: str, user_id: str, minutes: int = 0) -> Trade:
+    """An open sell quote made `minutes` after `QUOTED_AT`, lapsing a minute after."""
+    return Trade(
+        trade_id=new_id(),
+        client_id=client_id,
+        user_id=user_id,
+        side=Side.SELL,
+        asset_id=1,
+        symbol="BTC",
+        fiat=Fiat.EUR,
+        fixed_leg=FixedLeg.CRYPTO,
+        quote=Quote(
+            Decimal("0.0100"),
+            Decimal("601.234567891"),
+            Decimal("60123.4567891"),
+            QUOTED_AT + timedelta(minutes=minutes + 1),
+        ),
+        status=TradeStatus.OPEN,
+        created_at=QUOTED_AT + timedelta(minutes=minutes),
+    )

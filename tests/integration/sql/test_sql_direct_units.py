@@ -9,19 +9,19 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from sql_helpers import Db
+from sql_helpers import QUOTED_AT, Db, open_quote
 from sqlalchemy import select, text
 
-from walletcore.domain.assets import Chain, Fiat
+from walletcore.domain.assets import Chain
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import StorageError, StorageUnavailable
 from walletcore.domain.ids import new_id
-from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
+from walletcore.domain.trade import Figures, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import UnitOfWork
 from walletcore.testing import autocommit
@@ -32,7 +32,7 @@ from walletcore_sql.tables import trades
 
 pytestmark = pytest.mark.postgres
 
-T0 = datetime(2026, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
+T0 = QUOTED_AT
 
 
 @pytest.fixture
@@ -65,24 +65,7 @@ async def _end_its_session(storage: SqlStorage, unit: UnitOfWork, client_id: str
 
 def _open(client_id: str, user_id: str, minutes: int = 0) -> Trade:
     """An open quote made `minutes` after T0, lapsing a minute after."""
-    return Trade(
-        trade_id=new_id(),
-        client_id=client_id,
-        user_id=user_id,
-        side=Side.SELL,
-        asset_id=1,
-        symbol="BTC",
-        fiat=Fiat.EUR,
-        fixed_leg=FixedLeg.CRYPTO,
-        quote=Quote(
-            Decimal("0.0100"),
-            Decimal("601.234567891"),
-            Decimal("60123.4567891"),
-            T0 + timedelta(minutes=minutes + 1),
-        ),
-        status=TradeStatus.OPEN,
-        created_at=T0 + timedelta(minutes=minutes),
-    )
+    return open_quote(client_id, user_id, minutes)
 
 
 def _completed(client_id: str, user_id: str, minutes: int) -> Trade:

@@ -13,19 +13,20 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from sql_helpers import QUOTED_AT, open_quote
 from sqlalchemy import text
 
-from walletcore.domain.assets import Chain, Fiat
+from walletcore.domain.assets import Chain
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import StorageError, StorageUnavailable
 from walletcore.domain.ids import new_id
-from walletcore.domain.trade import Figures, FixedLeg, Quote, Side, Trade, TradeStatus
+from walletcore.domain.trade import Figures, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.testing import autocommit
 from walletcore_sql import direct
@@ -34,7 +35,7 @@ from walletcore_sql.stores import TRADE_ADD_AUDITED, TRADE_SWAP_AUDITED
 
 pytestmark = pytest.mark.postgres
 
-T0 = datetime(2026, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
+T0 = QUOTED_AT
 
 
 @pytest.fixture
@@ -58,21 +59,8 @@ async def _user(storage: SqlStorage, client_id: str) -> str:
 
 
 def _quote(client_id: str, user_id: str, trade_id: str | None = None) -> Trade:
-    return Trade(
-        trade_id=trade_id or new_id(),
-        client_id=client_id,
-        user_id=user_id,
-        side=Side.SELL,
-        asset_id=1,
-        symbol="BTC",
-        fiat=Fiat.EUR,
-        fixed_leg=FixedLeg.CRYPTO,
-        quote=Quote(
-            Decimal("0.01"), Decimal("601.234567"), Decimal("60123.4567"), T0 + timedelta(1)
-        ),
-        status=TradeStatus.OPEN,
-        created_at=T0,
-    )
+    quote = open_quote(client_id, user_id)
+    return quote if trade_id is None else dataclasses.replace(quote, trade_id=trade_id)
 
 
 def _entry(action: str, trade: Trade) -> AuditEntry:
