@@ -167,6 +167,12 @@ class Positional:
             known = self._bound[id(dialect)] = (dialect, plan, order)
         return known[1], known[2]
 
+    def check(self, values: Sequence[Any]) -> None:
+        """`ValueError` unless `values` has one value per bind: refused before anything
+        is sent (or queued)."""
+        if len(values) != len(self.names):
+            raise ValueError(f"{len(self.names)} values expected, {len(values)} given")
+
     def parameters(self, values: Sequence[Any]) -> dict[str, Any]:
         """The values by bind name: the statement as a unit's `execute` takes it."""
         return dict(zip(self.names, values, strict=True))
@@ -218,8 +224,7 @@ def _arguments(
 ) -> list[Any]:
     """The driver's arguments for `values` (in `statement.names` order): in the plan's
     order, each through its bind processor."""
-    if len(values) != len(statement.names):
-        raise ValueError(f"{len(statement.names)} values expected, {len(values)} given")
+    statement.check(values)
     return [values[n] if process is None else process(values[n]) for n, process in order]
 
 
@@ -344,8 +349,7 @@ class GroupCommit:
                 self._busy -= 1
                 if self._waiting:
                     self._fly()
-        if len(values) != len(self._statement.names):  # refused now, not in a batch
-            raise ValueError(f"{len(self._statement.names)} values expected, {len(values)} given")
+        self._statement.check(values)  # refused now, not in a batch
         answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiting.append((values, answer))
         if self._busy < GROUP_LANES:
