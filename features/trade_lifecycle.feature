@@ -189,6 +189,47 @@ Feature: Trade lifecycle
       When the user asks to buy 0.5 BTC with USD
       Then the request succeeds
 
+  Rule: A quote's amount is within the asset's trade bounds
+
+    Every asset has a minimum and a maximum trade, in the coin, set by the operator: by
+    default a dollar or less of the coin at the bottom (never less than what shows as
+    0.000001) and what a large exchange takes in one order at the top. A fiat amount is
+    held to the same bounds through the crypto it buys or sells.
+
+    Scenario: A quote under the asset's minimum trade is refused and nothing is kept
+      When the user asks to buy 0.000000000000000001 ETH with USD
+      Then the request fails with status 400 and the message "cryptoAmount is below the minimum trade of 0.0001 ETH"
+      And nothing has been sent to the venue
+      When the user lists their trades
+      Then the list is empty
+
+    Scenario: A quote over the asset's maximum trade is refused
+      When the user asks to sell 1000.00000001 BTC for USD
+      Then the request fails with status 400 and the message "cryptoAmount is above the maximum trade of 1000 BTC"
+
+    Scenario: A fiat amount that buys less than the minimum trade is refused
+      When the user asks to buy ETH worth 0.01 USD
+      Then the request fails with status 400 and a message starting "fiatAmount is below the minimum trade of 0.0001 ETH ("
+
+    Scenario Outline: Amounts at the bounds are quoted
+      When the user asks to <request>
+      Then the answer shows the trade open
+
+      Examples:
+        | request                     |
+        | buy 0.0001 ETH with USD     |
+        | sell 1000 BTC for USD       |
+        | buy 1 USDT on TRON with USD |
+
+    Scenario: The operator sets an asset's bounds
+      Given the operator bounds trades of ETH between 0.5 and 2 ETH
+      When the user asks to buy 0.4 ETH with USD
+      Then the request fails with status 400 and the message "cryptoAmount is below the minimum trade of 0.5 ETH"
+      When the user asks to sell 2.5 ETH for USD
+      Then the request fails with status 400 and the message "cryptoAmount is above the maximum trade of 2 ETH"
+      When the user asks to buy 2 ETH with USD
+      Then the answer shows the trade open
+
   Rule: A rejected order fails the trade and nothing trades
 
     Scenario: The venue rejects the order

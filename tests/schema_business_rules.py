@@ -96,8 +96,10 @@ BUSINESS_RULES = (
     BusinessRule(
         400,
         ("/sell", "/order"),
-        "fiatAmount is too small to buy or sell any ",
-        "whether a fiat amount buys anything depends on the price at the time",
+        "(cryptoAmount|fiatAmount) is (below the minimum|above the maximum) trade of |"
+        "cryptoAmount is worth less than ",
+        "an asset's trade bounds are settings of the deployment, and a fiat amount meets them "
+        "through the crypto it derives at the price of the time",
     ),
     BusinessRule(
         400,

@@ -15,6 +15,7 @@ from dependency_injector import containers, providers
 from walletcore import plugins
 from walletcore.chainplugins import ChainDefinitions, ChainPlugin, build_gateways, plan_chains
 from walletcore.clock import SystemClock
+from walletcore.domain.trade_limits import TradeLimits
 from walletcore.jobs import InProcessJobs, Jobs, JobSettings, JobsMode
 from walletcore.jobs import jobs_mode as resolve_jobs_mode
 from walletcore.ports import AddressValidator, Lifecycle, SignatureVerifier
@@ -202,6 +203,10 @@ class Container(containers.DeclarativeContainer):
     )
     # what a user's wallet holds on chain: sells are backed by it (services/holdings.py)
     holdings = providers.Singleton(WalletHoldings, storage, gateways)
+    # the bounds of a quote's amounts per asset (`WALLETCORE_TRADE_MINIMUMS`, `_MAXIMUMS`)
+    trade_limits = providers.Singleton(
+        TradeLimits, settings.provided.trade_minimums, settings.provided.trade_maximums
+    )
     trading = providers.Singleton(
         TradingService,
         storage,
@@ -213,6 +218,7 @@ class Container(containers.DeclarativeContainer):
         quote_ttl_seconds=settings.provided.quote_ttl_seconds,
         page_size=settings.provided.trades_page_size,
         holdings=holdings,
+        limits=trade_limits,
     )
 
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -18,6 +18,7 @@ from pydantic_settings import (
 )
 
 from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.domain.trade_limits import TradeLimits, plain
 
 
 class Profile(StrEnum):
@@ -144,6 +145,13 @@ class Settings(BaseSettings):
     #: How far (percent) the price at approval may move against the quote's before the
     #: venue refuses the order (`502 Order rejected: ...`, the trade `failed`).
     max_slippage_percent: Decimal = Field(default=Decimal(2), ge=0, le=100)
+    #: assetId -> the least crypto a quote may hold (`/sell`, `/order`, either leg fixed),
+    #: in the asset (JSON, e.g. `{"2": "0.001"}`); assets left out keep
+    #: `DEFAULT_TRADE_MINIMUMS` (walletcore.domain.trade_limits). No leg is ever under
+    #: 0.000001, whatever is set here.
+    trade_minimums: dict[int, Decimal] = Field(default_factory=dict)
+    #: assetId -> the most crypto a quote may hold, likewise (`DEFAULT_TRADE_MAXIMUMS`).
+    trade_maximums: dict[int, Decimal] = Field(default_factory=dict)
     trades_page_size: int = Field(default=10, ge=1, le=100)
     #: Page size of `/transactions` and `/platform/transactions` (newest first).
     transactions_page_size: int = Field(default=10, ge=1, le=100)
@@ -209,6 +217,28 @@ class Settings(BaseSettings):
         if unknown:
             raise ValueError(f"unknown asset ids: {unknown}")
         return value
+
+    @field_validator("trade_minimums", "trade_maximums")
+    @classmethod
+    def _trade_bounds(cls, value: dict[int, Decimal]) -> dict[int, Decimal]:
+        for asset_id, amount in value.items():
+            asset = ASSETS_BY_ID.get(asset_id)
+            if asset is None:
+                raise ValueError(f"unknown asset id: {asset_id}")
+            if not amount.is_finite() or amount <= 0:
+                raise ValueError(f"asset {asset_id}: a trade bound is a positive amount")
+            text = plain(amount)
+            if "." in text and len(text.partition(".")[2]) > asset.decimals:
+                raise ValueError(
+                    f"asset {asset_id}: {text} has more than the "
+                    f"{asset.decimals} decimal places of {asset.symbol}"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _bounds_in_order(self) -> Settings:
+        TradeLimits(self.trade_minimums, self.trade_maximums)  # a minimum above its maximum
+        return self
 
     @field_validator("unavailable_assets")
     @classmethod

@@ -440,6 +440,15 @@ def given_unavailable(world: World, asset: str) -> None:
     )
 
 
+@given(
+    parsers.parse("the operator bounds trades of {asset} between {minimum} and {maximum} {unit}")
+)
+def given_trade_bounds(world: World, asset: str, minimum: str, maximum: str, unit: str) -> None:
+    named = asset_named(asset)
+    assert unit == named.symbol, f"the bounds are in {named.symbol}"
+    world.reconfigure(trade_minimums={named.id: minimum}, trade_maximums={named.id: maximum})
+
+
 # -- time ------------------------------------------------------------------------------------
 @given("the quote lifetime has passed")
 @when("the quote lifetime passes")

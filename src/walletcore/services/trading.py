@@ -6,6 +6,10 @@ Rules:
 - Approve follows the transition table: the trade is committed as `executing` before the
   venue is called, so a crash or timeout leaves it `executing`, never `open`.
 - Another user's trade, or another client's, is a 404 indistinguishable from none.
+- A quote's crypto leg, fixed or derived, is within the asset's trade bounds, and neither
+  leg is under 0.000001 (`walletcore.domain.trade_limits`; 400 naming the bound). Approve
+  does not check them again: the venue re-prices and executes in one call, and its own
+  limits refuse an order there (`502 Order rejected: ...`).
 
 Audit (walletcore.services.audit): every transition carries its entry in the write unit of
 its compare-and-set, so the log has it if and only if the trade moved:
@@ -79,6 +83,7 @@ from walletcore.domain.trade import (
     parse_side,
     parse_status,
 )
+from walletcore.domain.trade_limits import TradeLimits
 from walletcore.ports import Clock, PriceSource, Storage, TradeVenue, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
@@ -113,6 +118,7 @@ class TradingService:
         page_size: int = 10,
         *,
         holdings: Holdings,
+        limits: TradeLimits | None = None,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -121,6 +127,7 @@ class TradingService:
         self._policy = policy
         self._auditor = auditor
         self._holdings = holdings
+        self._limits = limits if limits is not None else TradeLimits()
         self._quote_ttl = timedelta(seconds=quote_ttl_seconds)
         self._page_size = page_size
         #: trade id -> the expiry write in flight for it (one per lapsed quote at a time)
@@ -167,8 +174,7 @@ class TradingService:
                     await _require_user(unit, caller, uid)
             price = await self._unit_price(asset, trade_fiat)
             figures = derive_figures(fixed_leg, fixed_amount, price, asset.decimals).kept()
-            if figures.crypto_amount is not None and figures.crypto_amount <= 0:
-                raise InvalidRequest(f"fiatAmount is too small to buy or sell any {asset.symbol}")
+            self._limits.check(asset, fixed_leg, figures, trade_fiat)  # both legs, derived
             if held is not None and figures.crypto_amount is not None:
                 check_backed(held, asset, figures.crypto_amount)
             now = self._clock.now()
