@@ -16,6 +16,11 @@ Fee models (native base units; figures in `FeeModel` below):
   address that has none.
 - any other chain (a plugin's): a flat 1,000 base units.
 
+Minimums (`MinimumSends`), as the real chains refuse less: BITCOIN's dust limit of the
+recipient's address type (294 sat P2WPKH, 330 P2WSH and P2TR, 540 P2SH, 546 P2PKH, read from
+the address's form); SOLANA's rent-exempt minimum of a new account (890,880 lamports) for a
+native transfer to an address that holds no SOL.
+
 A transfer's body is canonical JSON; secp256k1 keys sign its SHA-256, ed25519 keys (SOLANA)
 sign the body itself. Hashes have each chain's form: 64 hex (BITCOIN, TRON, others), `0x` +
 64 hex (EVM), the base58 of the first signature (SOLANA).
@@ -48,6 +53,8 @@ from walletcore.ports import (
     AddressValidator,
     ChainGateway,
     FeeQuote,
+    MinimumSends,
+    SendMinimum,
     SignatureVerifier,
     SignedTransfer,
     Transfer,
@@ -75,15 +82,37 @@ class FeeModel:
     tron_sun_per_energy: int = 210
     sol_lamports_per_signature: int = 5_000
     sol_token_account_rent: int = 2_039_280
+    #: the rent-exempt minimum of an account with no data: the least SOL a new one takes
+    sol_account_rent: int = 890_880
+    #: the node's dust relay fee (sat/kvB): an output worth less than spending it is refused
+    btc_dust_relay_sat_per_kvb: int = 3_000
     #: any other chain (a plugin's new one): a flat fee in its native base units
     other_native_units: int = 1_000
 
 
 #: wei per gas on each EVM chain
 GAS_PRICE = {Chain.ETHEREUM: 20 * 10**9, Chain.BSC: 3 * 10**9, Chain.POLYGON: 30 * 10**9}
+#: the rules of the chains' minimums, as a refusal names them
+DUST_RULE = "the dust limit of its address type"
+RENT_RULE = "the rent-exempt minimum of a new SOLANA account"
+#: human-readable parts of the bech32 addresses of Bitcoin's networks
+_BECH32_HRPS = frozenset({"bc", "tb", "bcrt"})
 
 
-class SandboxGateway(ChainGateway):
+def btc_dust_limit(address: str, sat_per_kvb: int = 3_000) -> int:
+    """The node's dust limit of an output to `address` (`GetDustThreshold`: the output and
+    the input that spends it, at the dust relay fee), its locking script read from the
+    address's form: a bech32 address holds a 20-byte (P2WPKH) or a 32-byte program (P2WSH,
+    P2TR); a base58 one is P2SH when it starts with `3` or `2`, else P2PKH."""
+    hrp, separator, data = address.lower().rpartition("1")
+    if separator and hrp in _BECH32_HRPS:
+        script, spend = (22 if len(data) == 39 else 34), 32 + 4 + 1 + 107 // 4 + 4
+    else:
+        script, spend = (23 if address[:1] in ("3", "2") else 25), 32 + 4 + 1 + 107 + 4
+    return (8 + 1 + script + spend) * sat_per_kvb // 1000
+
+
+class SandboxGateway(ChainGateway, MinimumSends):
     def __init__(
         self,
         chain: Chain,
@@ -164,6 +193,20 @@ class SandboxGateway(ChainGateway):
         if not asset.is_native and not await self._ledger.has_received(chain, recipient, asset.id):
             lamports += f.sol_token_account_rent
         return FeeQuote(lamports)
+
+    async def minimum_send(self, recipient: str, asset: Asset) -> SendMinimum | None:
+        """BITCOIN's dust limit, and SOLANA's rent-exempt minimum of a new account (the
+        module's docstring); None on the other chains."""
+        if self.chain is Chain.BITCOIN:
+            return SendMinimum(
+                btc_dust_limit(recipient, self._fees.btc_dust_relay_sat_per_kvb), DUST_RULE
+            )
+        new_account = (
+            self.chain is Chain.SOLANA
+            and asset.is_native
+            and await self._ledger.balance(self.chain, recipient, asset.id) == 0
+        )
+        return SendMinimum(self._fees.sol_account_rent, RENT_RULE) if new_account else None
 
     # -- transfers ----------------------------------------------------------------------
     async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:
@@ -331,4 +374,11 @@ PLUGIN: ChainPlugin[SandboxChainSettings] = ChainPlugin(
 )
 
 
-__all__ = ["PLUGIN", "FeeModel", "SandboxChainSettings", "SandboxGateway", "b58encode"]
+__all__ = [
+    "PLUGIN",
+    "FeeModel",
+    "SandboxChainSettings",
+    "SandboxGateway",
+    "b58encode",
+    "btc_dust_limit",
+]

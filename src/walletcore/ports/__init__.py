@@ -4,7 +4,8 @@ per reason to change:
 - `trading`: `PriceSource`, `TradeVenue` (and `PriceMap`);
 - `keys`: `KeyStore`, `ChainSigner`, `NewWallet`;
 - `chains`: `ChainGateway` and the transfer values (`Transfer`, `UnsignedTransfer`,
-  `SignedTransfer`, `FeeQuote`), `AddressValidator`, `SignatureVerifier`;
+  `SignedTransfer`, `FeeQuote`), `AddressValidator`, `SignatureVerifier`, and
+  `MinimumSends` (`SendMinimum`), what a gateway whose chain has a minimum transfer adds;
 - `storage`: `Storage`, its `UnitOfWork` and the stores (`ClientStore`, `WalletStore`,
   `TradeStore`, `SendStore`, `AuditStore`);
 - `follow`: `TransferFollower`, `Sighting`, `Replacement` (the transfer lifecycle);
@@ -23,6 +24,8 @@ from walletcore.ports.chains import (
     AddressValidator,
     ChainGateway,
     FeeQuote,
+    MinimumSends,
+    SendMinimum,
     SignatureVerifier,
     SignedTransfer,
     Transfer,
@@ -57,6 +60,7 @@ __all__ = [
     "HealthCheck",
     "KeyStore",
     "Lifecycle",
+    "MinimumSends",
     "NewWallet",
     "NonceLease",
     "NonceLeases",
@@ -66,6 +70,7 @@ __all__ = [
     "PriceRecords",
     "PriceSource",
     "Replacement",
+    "SendMinimum",
     "SendStore",
     "Sighting",
     "SignatureVerifier",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.wallet import TxRow
@@ -141,10 +141,35 @@ class ChainGateway(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class SendMinimum:
+    """The least a transfer may deliver to one recipient, in the asset's base units, and
+    the chain's rule that sets it, as a refusal says it ("the dust limit of its address
+    type")."""
+
+    units: int
+    rule: str
+
+
+@runtime_checkable
+class MinimumSends(Protocol):
+    """A gateway whose chain refuses a transfer that delivers too little (Bitcoin's dust
+    limit, Solana's rent-exempt minimum of a new account). The core asks it before anything
+    is signed, and refuses a `/send` or a `/fee` below it with a 400 naming the minimum. A
+    gateway without it has no minimum beyond one base unit."""
+
+    async def minimum_send(self, recipient: str, asset: Asset) -> SendMinimum | None:
+        """The least a transfer of `asset` to `recipient` may deliver now; None: one base
+        unit (the recipient's state may decide it: a Solana account that does not exist)."""
+        ...
+
+
 __all__ = [
     "AddressValidator",
     "ChainGateway",
     "FeeQuote",
+    "MinimumSends",
+    "SendMinimum",
     "SignatureVerifier",
     "SignedTransfer",
     "Transfer",

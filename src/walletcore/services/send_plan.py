@@ -9,6 +9,11 @@ Fee payer rules (spec, `/config`):
   amount). When it cannot (no platform wallet yet, or not enough native coin in it) the
   send falls back to USER, and its result says `feePayer: "USER"`.
 - A platform send (`/platform/send`) pays its own fee, on top of the amount.
+
+Minimum (a gateway that is `MinimumSends`: Bitcoin's dust limit, Solana's rent-exempt
+minimum of a new account): what the recipient receives must reach it, the fee taken from a
+USER native amount first; else a 400 naming the minimum, before anything is signed. `/fee`
+with an amount answers the same 400 (`check_minimum`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from walletcore.domain.errors import AddressUnknown, InsufficientFunds, InvalidR
 from walletcore.domain.ids import parse_id
 from walletcore.domain.money import format_balance, parse_amount, to_base_units
 from walletcore.domain.wallet import WalletRecord
-from walletcore.ports import ChainGateway, FeeQuote, Transfer
+from walletcore.ports import ChainGateway, FeeQuote, MinimumSends, SendMinimum, Transfer
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +98,32 @@ async def held(gateway: ChainGateway, address: str, asset: Asset) -> int:
         return 0
 
 
+async def minimum_send(gateway: ChainGateway, recipient: str, asset: Asset) -> SendMinimum | None:
+    """The chain's minimum of a transfer of `asset` to `recipient`, if it has one."""
+    if isinstance(gateway, MinimumSends):
+        return await gateway.minimum_send(recipient, asset)
+    return None
+
+
+def check_minimum(
+    minimum: SendMinimum | None, asset: Asset, received: int, fee_taken: int | None = None
+) -> None:
+    """Refuse (400) a transfer whose recipient would receive less than `minimum`;
+    `fee_taken`: the network fee taken from the amount first (USER, native coin)."""
+    if minimum is None or received >= minimum.units:
+        return
+    least = show(minimum.units, asset)
+    if fee_taken is None:
+        raise InvalidRequest(
+            f"amount is below the minimum send of {least} to this recipient ({minimum.rule})"
+        )
+    raise InvalidRequest(
+        f"amount must be at least {show(minimum.units + fee_taken, asset)}: the recipient "
+        f"must receive at least {least} ({minimum.rule}), and the network fee of "
+        f"{show(fee_taken, asset)} is taken from the amount"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """A send ready to be built and signed."""
@@ -137,6 +168,8 @@ async def plan_user_send(
     asset, recipient, units = request.asset, request.recipient, request.amount_units
     sender = wallet_address(wallet, asset)
     refuse_own_address(recipient, sender, platform=False)
+    minimum = await minimum_send(gateway, recipient, asset)
+    check_minimum(minimum, asset, units)
     holding = await held(gateway, sender, asset)
     if holding < units:
         raise InsufficientFunds(
@@ -153,6 +186,7 @@ async def plan_user_send(
     quote = await gateway.fee(sender, recipient, asset, units)
     native = native_asset(asset.chain)
     if asset.is_native:
+        check_minimum(minimum, asset, units - quote.native_units, fee_taken=quote.native_units)
         if units <= quote.native_units:
             raise InvalidRequest(
                 f"amount must exceed the network fee of {show(quote.native_units, native)}, "
@@ -177,6 +211,7 @@ async def plan_platform_send(
     asset, recipient, units = request.asset, request.recipient, request.amount_units
     sender = wallet_address(wallet, asset)
     refuse_own_address(recipient, sender, platform=True)
+    check_minimum(await minimum_send(gateway, recipient, asset), asset, units)
     quote = await gateway.fee(sender, recipient, asset, units)
     native = native_asset(asset.chain)
     holding = await held(gateway, sender, asset)

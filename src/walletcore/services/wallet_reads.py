@@ -13,7 +13,8 @@ the api client's platform wallet (`/platform/...`; no user). Rules:
 - `/balance` on BITCOIN: `404` when the indexer does not know the address (no transactions
   yet); `/info` shows `0` then.
 - `/fee`: the recipient is checked per chain (400) and must differ from the wallet's own
-  address (400); it quotes the send that would follow, fee payer rule included.
+  address (400); it quotes the send that would follow, fee payer rule included, and with
+  an `amount` refuses one below the chain's minimum as that send would (400).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from walletcore.ports import ChainGateway, FeeQuote, Storage
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.context import Caller
 from walletcore.services.send_plan import (
+    check_minimum,
+    minimum_send,
     read_amount,
     read_user_id,
     refuse_own_address,
@@ -209,6 +212,9 @@ class WalletReads:
         to = gateway.validate_address(recipient)
         refuse_own_address(to, target.address, platform)
         units = None if amount is None else read_amount(amount, asset)
+        minimum = None if units is None else await minimum_send(gateway, to, asset)
+        if units is not None:
+            check_minimum(minimum, asset, units)
         if not platform and caller.client.fee_payer_for(asset.id) == FeePayer.PLATFORM:
             async with self._storage.read() as unit:
                 sponsor_wallet = await platform_wallet_or_none(unit, caller.client_id)
@@ -216,7 +222,10 @@ class WalletReads:
             quote = await sponsored_fee(gateway, asset, target.address, to, units, sponsor)
             if quote is not None:
                 return FeeAnswer(asset, quote)
-        return FeeAnswer(asset, await gateway.fee(target.address, to, asset, units))
+        quote = await gateway.fee(target.address, to, asset, units)
+        if units is not None and asset.is_native and not platform:  # USER: from the amount
+            check_minimum(minimum, asset, units - quote.native_units, quote.native_units)
+        return FeeAnswer(asset, quote)
 
     async def _target(
         self, caller: Caller, endpoint: str, asset_id: object, user_id: object, platform: bool

@@ -44,7 +44,9 @@ from walletcore.ports import (
     AddressValidator,
     ChainGateway,
     FeeQuote,
+    MinimumSends,
     Replacement,
+    SendMinimum,
     Sighting,
     SignedTransfer,
     Transfer,
@@ -113,7 +115,7 @@ async def _first_turn() -> int:
     return 0
 
 
-class BitcoinGateway(ChainGateway, TransferFollower):
+class BitcoinGateway(ChainGateway, TransferFollower, MinimumSends):
     chain = Chain.BITCOIN
     #: a Bitcoin transaction never expires: a stuck send is replaced from its ladder
     resigns = False
@@ -327,6 +329,13 @@ class BitcoinGateway(ChainGateway, TransferFollower):
             f"send needs {_btc(needed)} BTC and its network fee (coins received count once "
             "mined)"
         )
+
+    async def minimum_send(self, recipient: str, asset: Asset) -> SendMinimum | None:
+        """The node's dust limit of the recipient's output (`dust_limit` of its locking
+        script): an output worth less is not relayed, and `prepare` refuses to build it."""
+        self._native(asset)
+        script, witness = self._script(recipient)
+        return SendMinimum(dust_limit(script, witness), "the dust limit of its address type")
 
     # -- transfers ----------------------------------------------------------------------
     async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:

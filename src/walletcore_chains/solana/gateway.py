@@ -1,5 +1,7 @@
 """`SolanaGateway`: the `ChainGateway` of SOLANA, for SOL and SPL tokens (docs/solana.md).
 
+- minimum (`MinimumSends`): a SOL transfer to an account that does not exist must bring it
+  to the rent-exempt minimum (890,880 lamports); less is a 400 before anything is signed.
 - fee: 5,000 lamports per signature (two when a sponsor pays), plus the priority fee
   (the compute-unit limit times the compute-unit price, rounded up to a lamport), plus
   the rent of the recipient's associated token account (165 bytes, rent-exempt) on an
@@ -73,7 +75,9 @@ from walletcore.ports import (
     AddressValidator,
     ChainGateway,
     FeeQuote,
+    MinimumSends,
     Replacement,
+    SendMinimum,
     Sighting,
     SignedTransfer,
     Transfer,
@@ -91,6 +95,8 @@ from walletcore_chains.solana.node import (
 from walletcore_chains.solana.rows import row
 
 MEMO_PROGRAM_ID = Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr")
+#: the rule of `minimum_send`, as a refusal names it
+RENT_RULE = "the rent-exempt minimum of a new SOLANA account"
 
 #: Compute units of each part of a transfer, for its compute-unit limit: what LiteSVM
 #: measures (tests/integration/solana/test_solana_follow.py checks every transfer stays
@@ -132,7 +138,7 @@ def cu_price(fees: Sequence[int], floor: int, cap: int) -> int:
     return min(max(price, floor), cap)
 
 
-class SolanaGateway(ChainGateway, TransferFollower):
+class SolanaGateway(ChainGateway, TransferFollower, MinimumSends):
     chain = Chain.SOLANA
     #: an EXPIRED transfer is re-signed (a fresh blockhash and compute-unit price)
     resigns = True
@@ -248,6 +254,15 @@ class SolanaGateway(ChainGateway, TransferFollower):
         limit = compute_unit_limit(asset.is_native, creates)
         base = await self._base_fee(transfer_, creates)
         return FeeQuote(base + priority_fee(limit, price))
+
+    async def minimum_send(self, recipient: str, asset: Asset) -> SendMinimum | None:
+        """A SOL transfer to an account that does not exist (it holds no lamports) must
+        leave it rent-exempt: the runtime refuses less (`InsufficientFundsForRent`), and
+        only once the transaction is signed and sent. None for a token: the rent of a new
+        token account is the fee payer's (`fee`), and any amount may follow."""
+        if not asset.is_native or await self.node.lamports(Pubkey.from_string(recipient)) > 0:
+            return None
+        return SendMinimum(await self.node.rent_exempt(0), RENT_RULE)
 
     async def _has_token_account(self, owner: str, asset: Asset) -> bool:
         account = get_associated_token_address(Pubkey.from_string(owner), self.mint(asset))
