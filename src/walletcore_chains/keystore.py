@@ -270,8 +270,12 @@ def _wipe_abandoned(future: asyncio.Future[Any]) -> None:
 
 
 def build(*, settings: Any, master_key: bytes, **_: Any) -> SealedKeyStore:
-    """Entry point `walletcore.keystores: sealed` (production Argon2id parameters)."""
+    """Entry point `walletcore.keystores: sealed` (production Argon2id parameters).
+
+    bitcoinlib (every seed's mnemonic, BITCOIN's keys) is imported here, when the service
+    is built, not by a first request: a server's worker is warm before it takes traffic."""
     bclib.configure(settings.home)
+    bclib.preload()
     return SealedKeyStore(master_key, max_concurrent_unseals=settings.max_concurrent_unseals)
 
 

@@ -110,11 +110,19 @@ class Server:
     """
 
     def __init__(
-        self, name: str, root: Path, *, workers: int = 1, extra_env: dict[str, str] | None = None
+        self,
+        name: str,
+        root: Path,
+        *,
+        workers: int = 1,
+        extra_env: dict[str, str] | None = None,
+        umask: int = -1,
     ) -> None:
         self.name = name
         self.root = root
         self.workers = workers
+        #: the server process's umask (-1: the test process's)
+        self.umask = umask
         self.home = root / "home"
         self.env = clean_environment()
         self.env["WALLETCORE_HOME"] = str(self.home)
@@ -169,6 +177,7 @@ class Server:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            umask=self.umask,
         )
         if self.first_pid is None:
             self.first_pid = self.proc.pid
