@@ -88,6 +88,14 @@ BUSINESS_RULES = (
     ),
     BusinessRule(
         400,
+        _RECIPIENTS,
+        "(amount is below the minimum send of |amount must be at least )",
+        "a chain's minimum transfer depends on the recipient: its address type (Bitcoin's "
+        "dust limit) and whether its account exists (Solana's rent exemption), and on the fee "
+        "taken from a USER amount",
+    ),
+    BusinessRule(
+        400,
         ("/send",),
         "Invalid password$",
         "a wrong wallet password on BITCOIN is a 400 (the spec); which password is right is "

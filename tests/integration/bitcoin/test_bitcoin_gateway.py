@@ -19,7 +19,7 @@ from walletcore.domain.errors import (
     TransactionNotFound,
     TransferRejected,
 )
-from walletcore.ports import Transfer
+from walletcore.ports import SendMinimum, Transfer
 from walletcore_chains.bitcoin.gateway import BitcoinGateway
 from walletcore_chains.bitcoin.txcodec import RBF_SEQUENCE
 from walletcore_chains.testing.bitcoind import Bitcoind
@@ -161,6 +161,18 @@ async def test_dust_is_refused_before_anything_is_signed(
     assert caught.value.status == 400
     txid, _ = await send(gateway, alice, bob.address, 294)  # the P2WPKH limit itself
     assert txid in node.call("getrawmempool")
+
+
+@pytest.mark.parametrize(
+    ("kind", "dust"), [("bech32", 294), ("bech32m", 330), ("p2sh-segwit", 540), ("legacy", 546)]
+)
+async def test_the_minimum_send_is_the_dust_limit_of_the_recipients_address_type(
+    gateway: BitcoinGateway, node: Bitcoind, kind: str, dust: int
+) -> None:
+    """What the core checks before anything is signed (`MinimumSends`), per address type."""
+    address = node.call("getnewaddress", "", kind)
+    minimum = await gateway.minimum_send(gateway.validate_address(address), BTC)
+    assert minimum == SendMinimum(dust, "the dust limit of its address type")
 
 
 async def test_insufficient_funds_is_a_clear_400(gateway: BitcoinGateway, node: Bitcoind) -> None:

@@ -10,8 +10,9 @@ from sol_support import RpcSolanaGateway, build, new_wallet, send
 
 from walletcore.domain.assets import asset_by_id
 from walletcore.domain.errors import InsufficientFunds, TransactionNotFound, TransferRejected
-from walletcore.ports import SignedTransfer
+from walletcore.ports import SendMinimum, SignedTransfer
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
+from walletcore_chains.solana.gateway import RENT_RULE
 from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LAMPORTS_PER_SIGNATURE
 
 Gateway = DevnetSolanaGateway | RpcSolanaGateway
@@ -121,6 +122,25 @@ async def test_refusals_are_clear_400s_and_send_nothing(chain: Gateway) -> None:
     assert "fee" in fee.value.message
     assert await chain.balance(bob.address, SOL) == 0
     assert await chain.balance(alice.address, SOL) == 10**7
+
+
+async def test_a_new_account_must_receive_its_rent_exempt_minimum(chain: Gateway) -> None:
+    """The runtime refuses a SOL transfer that leaves a new account below rent exemption,
+    once it is signed and sent (`InsufficientFundsForRent`): `minimum_send` tells the core
+    before; an account that exists, and a token transfer, have no minimum."""
+    alice, bob = new_wallet(), new_wallet()
+    await chain.fund(alice.address, SOL, 10**8)
+    rent = await chain.node.rent_exempt(0)
+    assert rent == 890_880
+    assert await chain.minimum_send(bob.address, SOL) == SendMinimum(rent, RENT_RULE)
+    assert await chain.minimum_send(bob.address, USDC) is None
+    with pytest.raises(InsufficientFunds):
+        await send(chain, SOL, alice, bob.address, rent - 1)
+    assert await chain.balance(bob.address, SOL) == 0
+    await send(chain, SOL, alice, bob.address, rent)
+    assert await chain.minimum_send(bob.address, SOL) is None
+    await send(chain, SOL, alice, bob.address, 1)
+    assert await chain.balance(bob.address, SOL) == rent + 1
 
 
 async def test_an_expired_blockhash_never_lands_and_a_landed_one_stays_sent(
