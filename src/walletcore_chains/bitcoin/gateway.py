@@ -72,7 +72,8 @@ from walletcore_chains.bitcoin.coins import (
     fee_for,
 )
 from walletcore_chains.bitcoin.network import BitcoinNetwork
-from walletcore_chains.encodings import b58check_decode, segwit_decode
+from walletcore_chains.bitcoin.scripts import is_witness, locking_script
+from walletcore_chains.encodings import segwit_decode
 from walletcore_chains.evm.nonces import NonceBook
 
 log = logging.getLogger(__name__)
@@ -164,14 +165,10 @@ class BitcoinGateway(ChainGateway, TransferFollower, MinimumSends):
         return self._validator(self.chain, address)
 
     def _script(self, address: str) -> tuple[int, bool]:
-        """The locking script's length of an address, and whether it is segwit."""
-        decoded = segwit_decode(self.network.hrp, address)
-        if decoded is not None:
-            return 2 + len(decoded[1]), True
-        payload = b58check_decode(address)
-        if payload is not None and payload[0] == self.network.p2sh:
-            return 23, False
-        return 25, False
+        """The length of the locking script the transaction will hold for an address, and
+        whether it is a witness program (so the fee, the dust limit and the build agree)."""
+        script = locking_script(self.network, address)
+        return len(script), is_witness(script)
 
     @staticmethod
     def _native(asset: Asset) -> None:

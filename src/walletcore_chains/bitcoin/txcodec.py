@@ -21,6 +21,7 @@ from typing import Any
 from walletcore_chains import bclib
 from walletcore_chains.bitcoin.backend import Utxo
 from walletcore_chains.bitcoin.network import BitcoinNetwork
+from walletcore_chains.bitcoin.scripts import locking_script
 from walletcore_chains.bitcoin.spend import Output, Spend
 from walletcore_chains.curves import recover_secp256k1
 from walletcore_chains.encodings import segwit_decode
@@ -96,7 +97,8 @@ def _transaction(network: BitcoinNetwork, body: Body, keys: Mapping[str, bytes] 
             common["keys"] = keys[owner].hex()
         tx.add_input(coin.txid, coin.vout, **common)
     for output in body.outputs:
-        tx.add_output(output.value, address=output.address)
+        # the script, not the address: bitcoinlib cannot tell a regtest `m`/`n`/`2` address
+        tx.add_output(output.value, lock_script=locking_script(network, output.address))
     return tx
 
 

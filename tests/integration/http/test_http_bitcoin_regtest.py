@@ -115,3 +115,55 @@ async def test_btc_over_http_end_to_end(api: Api, container: Container, node: Bi
         400,
     )
     assert "dust" in dust["message"] or "network fee" in dust["message"]
+
+
+def node_recipients(node: Bitcoind) -> dict[str, str]:
+    """An address of each form the validator accepts, from the node: `getnewaddress` of
+    each type (P2PKH, P2SH, P2WPKH, P2TR), and a P2WSH (a 1-of-1 multisig's)."""
+    kinds = {"p2pkh": "legacy", "p2sh": "p2sh-segwit", "p2wpkh": "bech32", "p2tr": "bech32m"}
+    found = {
+        form: node.call("getnewaddress", "", kind, wallet="miner") for form, kind in kinds.items()
+    }
+    pubkey = node.call("getaddressinfo", found["p2wpkh"], wallet="miner")["pubkey"]
+    found["p2wsh"] = node.call("createmultisig", 1, [pubkey], "bech32")["address"]
+    return found
+
+
+def paid_to(node: Bitcoind, txid: str, script: str) -> Decimal:
+    """What the transaction's one output locked by `script` pays, as the node decodes it."""
+    outputs = node.call("getrawtransaction", txid, 1)["vout"]
+    values = [Decimal(o["value"]) for o in outputs if o["scriptPubKey"]["hex"] == script]
+    assert len(values) == 1, outputs
+    return values[0]
+
+
+async def test_btc_sends_to_every_recipient_form(
+    api: Api, container: Container, node: Bitcoind
+) -> None:
+    """A user's `/send` and a `/platform/send` to each recipient form, legacy and P2SH ones
+    too (their `m`/`n`/`2` prefixes are every test network's): each is quoted, built,
+    accepted by the node and pays exactly the recipient's script."""
+    alice = assert_ok(await api.post("/create", {"password": PASSWORD}))
+    platform = await container.wallets().provision_platform(api.client_id)
+    for funded in (alice["addresses"]["BITCOIN"], platform[Chain.BITCOIN]):
+        node.fund(funded, "1")
+    node.mine(1)
+    amount = Decimal("0.01")
+    sent: list[str] = []
+    for form, recipient in node_recipients(node).items():
+        script = node.call("validateaddress", recipient)["scriptPubKey"]
+        body = {"assetId": 1, "recipient": recipient, "amount": str(amount)}
+        user_body = {**body, "userId": alice["userId"]}
+        quoted = assert_ok(await api.post("/fee", user_body))
+        user_send = assert_ok(
+            await api.post("/send", {**user_body, "password": PASSWORD}, X_Request_Id=f"u-{form}")
+        )
+        assert (user_send["feePayer"], user_send["fee"]) == ("USER", quoted)
+        assert paid_to(node, user_send["txHash"], script) == amount - Decimal(quoted), form
+        assert_ok(await api.post("/platform/fee", {"assetId": 1, "recipient": recipient}))
+        platform_send = assert_ok(await api.post("/platform/send", body, X_Request_Id=f"p-{form}"))
+        assert platform_send["feePayer"] == "PLATFORM"
+        assert paid_to(node, platform_send["txHash"], script) == amount, form
+        sent += [user_send["txHash"], platform_send["txHash"]]
+    node.mine(1)
+    assert all(node.call("getrawtransaction", t, 1)["confirmations"] == 1 for t in sent)

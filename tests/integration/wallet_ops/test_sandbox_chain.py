@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from walletcore_sandbox.chain import SandboxChainSettings
 from walletcore_sandbox.faucet import fund
 from walletcore_sandbox.ledger import DATA_FILE
 
+BTC = asset_by_id(1)
 HASH_FORMS = {
     Chain.BITCOIN: r"[0-9a-f]{64}",
     Chain.ETHEREUM: r"0x[0-9a-f]{64}",
@@ -42,6 +44,34 @@ async def test_sends_are_signed_by_the_wallet_key_and_hashed_in_the_chains_form(
     await ops.fund(ops.wallets[user][chain], native.id, "100")
     receipt = await ops.send(client, user, native.id, "1")
     assert re.fullmatch(HASH_FORMS[chain], receipt.tx_hash), receipt.tx_hash
+
+
+#: regtest recipients of each form the BITCOIN validator accepts: base58 P2PKH and P2SH (the
+#: version bytes testnet, testnet4 and signet share), bech32 P2WPKH and P2WSH, bech32m P2TR
+REGTEST_RECIPIENTS = {
+    "p2pkh": "mqhHoXkt14Dbh9HJ6JGqN3BWvJPDTCPq3b",
+    "p2sh": "2N3RZVm6NMPc5Cz8fAxavahKPRBHPus6B2q",
+    "p2wpkh": "bcrt1qd7jm808e9qx87p387xave65y37x7p0e8r7jpel",
+    "p2wsh": "bcrt1qd7jm808e9qx87p387xave65y37x7p0e8e6nm4m8nvssyruwzhggsyluzge",
+    "p2tr": "bcrt1pd7jm808e9qx87p387xave65y37x7p0e8e6nm4m8nvssyruwzhggswguts9",
+}
+
+
+@pytest.mark.parametrize("form", list(REGTEST_RECIPIENTS))
+async def test_bitcoin_sends_to_every_recipient_form_on_regtest(
+    ops: Ops, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox chain keeps the recipient as the validator returned it (no script is
+    built), so every accepted form is sent to, and credited, on the test networks too."""
+    monkeypatch.setenv("WALLETCORE_BITCOIN_NETWORK", "regtest")
+    client = await ops.client()
+    user = await ops.user(client)
+    await ops.fund(ops.wallets[user][Chain.BITCOIN], 1, "1")
+    recipient = REGTEST_RECIPIENTS[form]
+    receipt = await ops.send(client, user, 1, "0.1", recipient=recipient)
+    assert re.fullmatch(HASH_FORMS[Chain.BITCOIN], receipt.tx_hash), receipt.tx_hash
+    row = await ops.gateways[Chain.BITCOIN].inner.lookup(recipient, BTC, receipt.tx_hash)
+    assert (row.type, row.amount_units) == ("receive", 10**7 - round(Decimal(receipt.fee) * 10**8))
 
 
 async def _signed_by_the_wrong_key(ops: Ops, chain: Chain) -> tuple[Transfer, SignedTransfer]:
