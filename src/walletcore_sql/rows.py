@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from walletcore.domain.assets import Chain, FeePayer, Fiat
 from walletcore.domain.audit import AuditEntry
-from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState
 from walletcore.domain.trade import (
     TERMINAL_STATUSES,
@@ -38,7 +38,26 @@ def client_values(client: ApiClient) -> dict[str, Any]:
         "disabled": client.disabled,
         "key_generation": client.key_generation,
         "created_at": client.created_at,
+        **auth_failures_values(client.auth_failures),
     }
+
+
+#: The columns only `/auth` changes (`SqlClients.add_auth_failures`): an update leaves them.
+CLIENT_AUTH_COLUMNS = ("auth_failures", "auth_failures_since", "auth_failed_at")
+
+
+def auth_failures_values(failures: AuthFailures) -> dict[str, Any]:
+    return {
+        "auth_failures": failures.count,
+        "auth_failures_since": failures.since,
+        "auth_failed_at": failures.last_at,
+    }
+
+
+def auth_failures_from(row: Row) -> AuthFailures:
+    return AuthFailures(
+        int(row["auth_failures"]), row["auth_failures_since"], row["auth_failed_at"]
+    )
 
 
 def client_from(row: Row) -> ApiClient:
@@ -52,6 +71,7 @@ def client_from(row: Row) -> ApiClient:
         disabled=bool(row["disabled"]),
         key_generation=int(row["key_generation"]),
         created_at=row["created_at"],
+        auth_failures=auth_failures_from(row),
     )
 
 

@@ -9,6 +9,9 @@ Rules:
   (`FOR UPDATE`) and lets `SendRecord.claim` decide; `advance` is a compare-and-set on
   (state, attempt); `track` one on the chain status and transaction hash (its entry
   appended in the unit only when it matched); `following` one read of `ix_sends_following`.
+- `ClientStore.add_auth_failures` and `.auth_succeeded` read the client's failure record
+  `FOR UPDATE` (SQLite: under the write lock the unit holds) and write it back in place;
+  `update` never writes those columns, so an operator's change keeps the counts.
 - A write method in a read unit raises `RuntimeError` before any statement.
 - Statements are built once, at import, with named bind parameters, and executed with the
   values as parameters: SQLAlchemy then reuses the compiled form without rebuilding the
@@ -28,7 +31,7 @@ from sqlalchemy import Table, bindparam, func, insert, select, text, update
 
 from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry
-from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
@@ -67,6 +70,15 @@ _CLIENT_GET = select(api_clients).where(api_clients.c.client_id == _b("client_id
 _CLIENT_ALL = select(api_clients).order_by(
     api_clients.c.created_at.asc().nulls_first(), api_clients.c.client_id
 )
+_CLIENT_KEY = api_clients.c.client_id == _b("client_id")
+#: A client's failure record, locked for its change (`add_auth_failures`, `auth_succeeded`;
+#: SQLite ignores FOR UPDATE: its write unit holds the database's write lock already).
+_CLIENT_FAILURES_LOCK = (
+    select(*[api_clients.c[name] for name in rows.CLIENT_AUTH_COLUMNS])
+    .where(_CLIENT_KEY)
+    .with_for_update()
+)
+_CLIENT_FAILURES_SET = update(api_clients).where(_CLIENT_KEY)
 _USER_INSERT = users.insert()
 _WALLET_INSERT = wallets.insert()
 _USER_BY_REQUEST = select(users.c.user_id).where(
@@ -290,7 +302,9 @@ def _build_upsert(database: Database, name: str) -> Any:
         return database.insert(api_clients).on_conflict_do_nothing()
     if name == "client_upsert":
         insert = database.insert(api_clients)
-        columns = [c.name for c in api_clients.c if c.name != "client_id"]
+        # the failures are /auth's (`add_auth_failures`): an operator's change leaves them
+        kept = ("client_id", *rows.CLIENT_AUTH_COLUMNS)
+        columns = [c.name for c in api_clients.c if c.name not in kept]
         return insert.on_conflict_do_update(
             index_elements=[api_clients.c.client_id],
             set_={c: insert.excluded[c] for c in columns},
@@ -523,6 +537,35 @@ class SqlClients(ClientStore):
     async def update(self, client: ApiClient) -> None:
         self._unit.writer()
         await self._unit.run(self._unit.upsert("client_upsert"), rows.client_values(client))
+
+    async def add_auth_failures(
+        self, client_id: str, failures: AuthFailures, *, entry: AuditEntry | None = None
+    ) -> bool:
+        stored = await self._locked_failures(client_id)
+        if stored is None:
+            return False
+        await self._set_failures(client_id, stored.added(failures))
+        began = stored.count == 0
+        if began and entry is not None:
+            await self._unit.audit.append(entry)
+        return began
+
+    async def auth_succeeded(self, client_id: str) -> AuthFailures:
+        run = await self._locked_failures(client_id)
+        if run is None:
+            return AuthFailures()
+        if run != run.ended():
+            await self._set_failures(client_id, run.ended())
+        return run
+
+    async def _locked_failures(self, client_id: str) -> AuthFailures | None:
+        self._unit.writer()
+        row = await self._unit.one(_CLIENT_FAILURES_LOCK, {"b_client_id": client_id})
+        return None if row is None else rows.auth_failures_from(row)
+
+    async def _set_failures(self, client_id: str, failures: AuthFailures) -> None:
+        values = rows.auth_failures_values(failures)
+        await self._unit.run(_CLIENT_FAILURES_SET, {**values, "b_client_id": client_id})
 
 
 class SqlWallets(WalletStore):

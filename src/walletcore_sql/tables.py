@@ -51,6 +51,12 @@ api_clients = Table(
     Column("disabled", Boolean(create_constraint=False), nullable=False),
     Column("key_generation", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=True),
+    # Failed /auth of the client, counted in place (`ClientStore.add_auth_failures`): the run
+    # since its last successful /auth, the run's first failure, the latest failure ever.
+    # A flood of wrong keys changes these, never adds a row.
+    Column("auth_failures", Integer, nullable=False, server_default=text("0")),
+    Column("auth_failures_since", UTCDateTime, nullable=True),
+    Column("auth_failed_at", UTCDateTime, nullable=True),
 )
 
 users = Table(
@@ -243,7 +249,8 @@ audit_log = Table(
     metadata,
     Column("entry_id", BigId, primary_key=True, autoincrement=True),
     Column("at", UTCDateTime, nullable=False),
-    Column("client_id", String(ID), nullable=True),  # no FK: failed /auth of unknown ids too
+    # no FK: an operator's refused change (`clients disable`) names the id it was given
+    Column("client_id", String(ID), nullable=True),
     Column("action", Text, nullable=False),
     Column("request_id", Text, nullable=False),
     Column("outcome", String(16), nullable=False),

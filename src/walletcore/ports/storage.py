@@ -23,6 +23,8 @@ Rules every adapter keeps (`walletcore.testing.contracts.StorageContract` checks
 - The audit log is append-only and in commit order, so it can serve as an outbox. A use
   case appends the entry of a change in the change's own unit, only when the change
   applied (walletcore.services.audit).
+- A refused `/auth` is counted in place on its client (`ClientStore.add_auth_failures`),
+  never written as a row of its own: unauthenticated traffic grows no storage.
 - Driver errors leave as `StorageUnavailable` (503) or `StorageError` (500), never as the
   driver's own exceptions.
 """
@@ -35,7 +37,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from walletcore.domain.audit import AuditEntry
-from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
@@ -56,7 +58,33 @@ class ClientStore(Protocol):
         ...
 
     async def update(self, client: ApiClient) -> None:
-        """Replace the stored client (stored as new when there was none)."""
+        """Replace the stored client (stored as new when there was none), all but its
+        `auth_failures`: those stay as stored, so an operator's change racing a failed
+        `/auth` loses no count."""
+        ...
+
+    async def add_auth_failures(
+        self, client_id: str, failures: AuthFailures, *, entry: AuditEntry | None = None
+    ) -> bool:
+        """Add refused `/auth` of the client (`failures`: how many, the first, the latest)
+        to its record in place (`ApiClient.auth_failures`, `AuthFailures.added`).
+
+        The stored record is read and changed under the client's lock (`FOR UPDATE`; the
+        write lock on SQLite): additions racing each other, a success ending the run and
+        an operator's change of the client never lose a count, and never deadlock (one
+        row, one lock). An unknown `client_id` stores nothing (False).
+
+        True when these began a run (none was counted): then, and only then, `entry` is
+        appended to the audit log in the same unit. So a flood of wrong keys writes one
+        entry, and a run needs a successful `/auth` to end.
+        """
+        ...
+
+    async def auth_succeeded(self, client_id: str) -> AuthFailures:
+        """End the client's run of failures (`AuthFailures.ended`) and answer the run as it
+        was when ended, read under the same lock: a failure racing this counts in that run
+        or begins the next. An unknown client: nothing stored, an empty run.
+        """
         ...
 
 

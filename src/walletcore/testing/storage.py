@@ -29,7 +29,7 @@ from typing import Any
 
 from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry, storable
-from walletcore.domain.clients import ApiClient, User
+from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition, StorageError
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus, moved
@@ -115,7 +115,34 @@ class _Clients(ClientStore):
         return list(self._unit.tables.clients.values())
 
     async def update(self, client: ApiClient) -> None:
-        self._unit.check_writable().clients[client.client_id] = client
+        clients = self._unit.check_writable().clients
+        stored = clients.get(client.client_id)
+        if stored is not None:  # the failures are /auth's to change, never an update's
+            client = replace(client, auth_failures=stored.auth_failures)
+        clients[client.client_id] = client
+
+    async def add_auth_failures(
+        self, client_id: str, failures: AuthFailures, *, entry: AuditEntry | None = None
+    ) -> bool:
+        clients = self._unit.check_writable().clients
+        stored = clients.get(client_id)
+        if stored is None:
+            return False
+        began = stored.auth_failures.count == 0
+        if began and entry is not None:
+            await self._unit.audit.append(entry)  # refuses an entry no store could keep
+        clients[client_id] = replace(stored, auth_failures=stored.auth_failures.added(failures))
+        return began
+
+    async def auth_succeeded(self, client_id: str) -> AuthFailures:
+        clients = self._unit.check_writable().clients
+        stored = clients.get(client_id)
+        if stored is None:
+            return AuthFailures()
+        run = stored.auth_failures
+        if run != run.ended():
+            clients[client_id] = replace(stored, auth_failures=run.ended())
+        return run
 
 
 class _Wallets(WalletStore):

@@ -15,7 +15,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from walletcore.domain.clients import User
+from walletcore.domain.clients import AuthFailures, User
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.testing import autocommit
 from walletcore_sql import migrate
@@ -37,7 +37,7 @@ TABLES = {
     "nonce_floors",
     "price_records",
 }
-HEAD = "0006"
+HEAD = "0007"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]
@@ -214,6 +214,36 @@ async def test_a_0004_database_keeps_its_sends_unfollowed_and_checks_chain_statu
         )
         with pytest.raises(IntegrityError):
             await _sync(database, lambda c, statement=statement: c.execute(statement))
+
+
+async def test_a_0006_database_keeps_its_clients_and_counts_their_failed_auth(
+    database: Db,
+) -> None:
+    """0007 adds the failed /auth of each api client, counted in place: none for the
+    clients already there, and they count from the upgrade on."""
+    await migrate.upgrade_async(database.url, schema=database.schema, revision="0006")
+    await _sync(
+        database,
+        lambda c: c.execute(
+            text(
+                "INSERT INTO api_clients VALUES ('c1', 'n', 'h', '[1]', 'USER', '{}', false, 2, "
+                "NULL)"
+            )
+        ),
+    )
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == HEAD
+    storage = SqlStorage(database.url, migrate=False, schema=database.schema)
+    try:
+        db = autocommit(storage)
+        client = await db.clients.get("c1")
+        assert client is not None
+        assert (client.key_generation, client.auth_failures) == (2, AuthFailures())
+        at = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
+        assert await db.clients.add_auth_failures("c1", AuthFailures(1, at, at))
+        counted = await db.clients.get("c1")
+        assert counted is not None and counted.auth_failures == AuthFailures(1, at, at)
+    finally:
+        await storage.aclose()
 
 
 async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None:
