@@ -76,10 +76,28 @@ Feature: Authentication of api clients
       Then the stored api client holds the SHA-256 hash of its api key
       And the api key appears nowhere in storage or in the audit log
 
-    Scenario: Every authentication is audited with its request id and outcome
+    Scenario: A successful authentication, and the first failed one after it, are audited with their request ids
       When the api client authenticates with its client id and its api key
       And the api client authenticates with its client id and a wrong api key
       Then the audit log records the authentications with their request ids and outcomes "ok" and "401"
+
+  Rule: Failed authentications grow no storage: they are counted on the api client they name
+
+    Scenario: A run of failed authentications is counted on the api client and audited once
+      When the api client authenticates 5 times with its client id and a wrong api key
+      Then the operator sees 5 failed authentications of the api client, from the first to the last
+      And the audit log holds one refused authentication of the api client, the first of the run
+      When the api client authenticates with its client id and its api key
+      Then it receives a token
+      And the operator sees no failed authentication of the api client since then
+      And the audit log records that the authentication ended a run of 5 failed ones
+
+    Scenario: Failed authentications with an unknown or malformed client id leave nothing in storage
+      When the api client authenticates 5 times with an unknown client id and its api key
+      And the api client authenticates 5 times with a client id that is not an id and its api key
+      And the api client authenticates 5 times with no client id and its api key
+      Then every one of them is refused with 401 "Invalid credentials"
+      And the api clients and the audit log are as they were before
 
   Rule: The operator can disable an api client or rotate its key
 

@@ -20,7 +20,7 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.ids import is_id
 from walletcore.domain.money import format_balance
-from walletcore.domain.times import format_datetime
+from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.ports import ChainGateway, Lifecycle
 from walletcore.services.wallet_access import platform_wallet
 from walletcore.settings import Settings
@@ -105,6 +105,10 @@ def _client_view(client: ApiClient) -> dict[str, Any]:
         "disabled": client.disabled,
         "keyGeneration": client.key_generation,
         "createdAt": format_datetime(client.created_at) if client.created_at else None,
+        # failed /auth: the run since the last successful one, its first, the latest ever
+        "authFailures": client.auth_failures.count,
+        "authFailuresSince": format_optional_datetime(client.auth_failures.since),
+        "authFailedAt": format_optional_datetime(client.auth_failures.last_at),
     }
 
 

@@ -16,6 +16,7 @@ What counts:
 - sends: `prepare` that built a transaction is a send started; `broadcast` ends it
   `accepted`, `refused` (a 4xx or `TransferRejected`: nothing sent) or `unknown`;
 - nonce leases: the time each `acquire` took, whatever it ended with;
+- `/auth` refusals, by reason (the auth service tells its `observer`);
 - the jobs run in this process (`WALLETCORE_JOBS=inprocess`): the sends still pending on
   chain after each run of `follow_sends`.
 """
@@ -54,13 +55,15 @@ Method = Callable[..., Awaitable[Any]]
 
 
 def instrument(container: Container, observer: Observer) -> None:
-    """Hook `observer` onto the venue, the gateways and the nonce leases of `container`."""
+    """Hook `observer` onto the venue, the gateways, the nonce leases and the auth service
+    of `container`."""
     venue = container.venue()
     for operation in VENUE_OPERATIONS:
         _hook(venue, operation, _venue_call, operation, observer)
     for chain, gateway in container.gateways().items():
         for operation in GATEWAY_OPERATIONS:
             _hook(gateway, operation, _gateway_call, gateway, chain.value, operation, observer)
+    container.auth().observer = observer  # refused /auth, by reason
     if container.jobs_mode() is JobsMode.INPROCESS:  # this process runs the follow job
         container.jobs().observer = observer
     try:

@@ -21,6 +21,8 @@ Names and labels (docs/operations.md):
 - `walletcore_sends_pending`: broadcast sends still pending on chain, every client's:
   counted from the storage at each scrape (one indexed count), and set by the
   `follow_sends` job where it runs in-process;
+- `walletcore_auth_failures_total{reason}`: refused `/auth`, `reason` one of
+  `walletcore.ports.metrics.AUTH_FAILURE_REASONS` (each shown from 0), never a client id;
 - `walletcore_worker_up` (a `pid` label per live worker in multiprocess mode).
 """
 
@@ -46,6 +48,7 @@ from prometheus_client import (
 )
 
 from walletcore.ports import Observer
+from walletcore.ports.metrics import AUTH_FAILURE_REASONS
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 #: Without its charset: Litestar adds `charset=utf-8` to a `text/` type itself.
@@ -73,6 +76,14 @@ class PrometheusObserver(Observer):
             buckets=REQUEST_BUCKETS,
             registry=registry,
         )
+        self.auth_failures = Counter(
+            "walletcore_auth_failures",
+            "Refused /auth, by reason (never the client id)",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in AUTH_FAILURE_REASONS:  # every reason shown from 0, for rates and alerts
+            self.auth_failures.labels(reason)
         self.venue_errors = Counter(
             "walletcore_venue_errors",
             "Venue calls that failed, by operation and kind",
@@ -136,6 +147,10 @@ class PrometheusObserver(Observer):
             self._request_children[key] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def auth_failure(self, reason: str) -> None:
+        if reason in AUTH_FAILURE_REASONS:  # bounded labels whatever a caller passes
+            self.auth_failures.labels(reason).inc()
 
     def venue_error(self, operation: str, kind: str) -> None:
         self.venue_errors.labels(operation, kind).inc()

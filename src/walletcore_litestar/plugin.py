@@ -68,6 +68,7 @@ class WalletcorePlugin(InitPluginProtocol):
         pin_recursion_limit()
 
     async def _stop(self, _: Litestar) -> None:
+        await self.container.auth().failures.settled()  # refused /auth not written yet
         await stop(self.container)
         # A server's worker may end without the interpreter's exit (multiprocessing ends a
         # forked worker with os._exit): write the log lines still batched now.

@@ -97,6 +97,17 @@ def authenticates(world: World, words: str) -> None:
     authenticate(world, client_id, api_key, label)
 
 
+@when(parsers.parse("the api client authenticates {times:d} times with {words}"))
+def authenticates_times(world: World, times: int, words: str) -> None:
+    """Each a second after the one before; what storage held before the first is kept."""
+    world.tokens.setdefault("stored before", _stored(world))
+    for _ in range(times):
+        world.clock.advance(1)
+        client_id, api_key = credentials(world, words)
+        authenticate(world, client_id, api_key, "refused")
+        world.tokens.setdefault("refusals", []).append((world.error, world.clock.now()))
+
+
 @when("the api client authenticates again with the same credentials")
 def authenticates_again(world: World) -> None:
     party = world.parties["the api client"]
@@ -130,6 +141,13 @@ def authenticating_refused(world: World, words: str, message: str) -> None:
     client_id, api_key = credentials(world, words)
     authenticate(world, client_id, api_key, "refused")
     auth_refused(world, message)
+
+
+@then(parsers.parse('every one of them is refused with 401 "{message}"'))
+def all_refused(world: World, message: str) -> None:
+    refusals = world.tokens["refusals"]
+    assert refusals
+    assert all((e.status, e.message) == (401, message) for e, _ in refusals), refusals
 
 
 @then("no token is issued")
@@ -321,6 +339,77 @@ def key_nowhere(world: World) -> None:
         assert key not in repr(entry)
 
 
+def _settled(world: World) -> None:
+    """Until the refusals of known clients are written (after their answers)."""
+    world.run(world.container.auth().failures.settled())
+
+
+def _stored(world: World) -> tuple[Any, Any]:
+    """The api clients and the audit log as stored now."""
+    _settled(world)
+    return world.run(world.db.clients.all()), world.run(world.db.audit.newest(1000))
+
+
+def _listed(world: World) -> Any:
+    """The api client as the operator lists it (`walletcore clients list`)."""
+    party = world.parties["the api client"]
+    _settled(world)
+    clients = world.run(world.container.auth().list_clients())
+    return next(c for c in clients if c.client_id == party.client_id)
+
+
+def _auth_entries(world: World) -> list[Any]:
+    """The audit log's /auth entries of the api client, oldest first."""
+    party = world.parties["the api client"]
+    _settled(world)
+    entries = world.run(world.db.audit.newest(1000))
+    return [e for e in reversed(entries) if e.action == "auth" and e.client_id == party.client_id]
+
+
+@then(
+    parsers.parse(
+        "the operator sees {count:d} failed authentications of the api client, "
+        "from the first to the last"
+    )
+)
+def failures_listed(world: World, count: int) -> None:
+    failures = _listed(world).auth_failures
+    times = [at for _, at in world.tokens["refusals"]]
+    assert (failures.count, failures.since, failures.last_at) == (count, times[0], times[-1])
+
+
+@then("the operator sees no failed authentication of the api client since then")
+def no_failures_listed(world: World) -> None:
+    failures = _listed(world).auth_failures
+    assert (failures.count, failures.since) == (0, None)
+    assert failures.last_at == world.tokens["refusals"][-1][1]  # the latest one stays known
+
+
+@then("the audit log holds one refused authentication of the api client, the first of the run")
+def one_refusal_audited(world: World) -> None:
+    refused = [e for e in _auth_entries(world) if e.outcome == "401"]
+    assert len(refused) == 1, refused
+    assert refused[0].request_id == world.tokens["auth requests"][0]
+    assert refused[0].at == world.tokens["refusals"][0][1]
+
+
+@then(
+    parsers.parse(
+        "the audit log records that the authentication ended a run of {count:d} failed ones"
+    )
+)
+def run_end_audited(world: World, count: int) -> None:
+    last = _auth_entries(world)[-1]
+    since = format_datetime(world.tokens["refusals"][0][1])
+    assert (last.outcome, last.request_id) == ("ok", world.tokens["auth requests"][-1])
+    assert last.detail == f"ends a run of {count} failed /auth since {since}"
+
+
+@then("the api clients and the audit log are as they were before")
+def nothing_stored(world: World) -> None:
+    assert _stored(world) == world.tokens["stored before"]
+
+
 @then(
     parsers.parse(
         "the audit log records the authentications with their request ids and outcomes "
@@ -328,6 +417,7 @@ def key_nowhere(world: World) -> None:
     )
 )
 def audit_records(world: World, first: str, second: str) -> None:
+    _settled(world)
     entries = [e for e in world.run(world.db.audit.newest(1000)) if e.action == "auth"]
     by_request = {e.request_id: e for e in entries}
     requests = world.tokens["auth requests"]

@@ -163,23 +163,27 @@ async def test_auth_and_operator_actions_are_audited_without_any_secret(core: Co
     cid = core.client.client_id
     issued = await auth.authenticate(cid, core.api_key, "r-auth")
     await attempt(auth.authenticate(cid, core.api_key + "x", "r-auth-wrong"))
+    await attempt(auth.authenticate(cid, core.api_key + "y", "r-auth-wrong-again"))
     await attempt(auth.authenticate("not-an-id", core.api_key, "r-auth-bad-id"))
+    await attempt(auth.authenticate(new_id(), core.api_key, "r-auth-unknown"))
+    await auth.failures.settled()  # a known client's refusals are written after the answer
     rotated = await auth.rotate_key(cid, "r-rotate")
     await auth.disable_client(cid, "r-disable")
 
     assert [
         (e.action, e.outcome, e.client_id)
         for e in [
-            await audit_of(core, r)
-            for r in ("r-auth", "r-auth-wrong", "r-auth-bad-id", "r-rotate", "r-disable")
+            await audit_of(core, r) for r in ("r-auth", "r-auth-wrong", "r-rotate", "r-disable")
         ]
     ] == [
         ("auth", "ok", cid),
-        ("auth", "401", cid),
-        ("auth", "401", None),
+        ("auth", "401", cid),  # the first failure of a run of the client's
         ("client.rotate", "ok", cid),
         ("client.disable", "ok", cid),
     ]
+    # the run's next failure, a malformed id and an unknown one write no entry
+    for request_id in ("r-auth-wrong-again", "r-auth-bad-id", "r-auth-unknown"):
+        assert await audit_all(core, request_id) == []
     secrets = (core.api_key, rotated.api_key, issued.token, core.api_key + "x")
     for entry in await core.db.audit.newest(1000):
         text = repr(entry) + repr(astuple(entry))

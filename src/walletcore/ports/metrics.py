@@ -16,6 +16,10 @@ VENUE_ERROR_KINDS = ("rejected", "timeout", "unavailable")
 NODE_ERROR_KINDS = ("rejected", "timeout", "unavailable")
 #: Outcomes of a broadcast: the node took it, refused it (nothing sent), or it is unknown.
 BROADCAST_OUTCOMES = ("accepted", "refused", "unknown")
+#: Why `/auth` refused (every one answers `401 Invalid credentials` alike): no client id or
+#: api key, or a client id that is not an id; an id of no client; a client's wrong key;
+#: the right key of a disabled client.
+AUTH_FAILURE_REASONS = ("malformed", "unknown_client", "wrong_key", "disabled")
 
 
 class Observer:
@@ -23,6 +27,9 @@ class Observer:
 
     def request(self, method: str, route: str, status: int, seconds: float) -> None:
         """One HTTP request answered: its route template (`/trade/approve`), never a path."""
+
+    def auth_failure(self, reason: str) -> None:
+        """`/auth` refused; `reason` in AUTH_FAILURE_REASONS (never the client id)."""
 
     def venue_error(self, operation: str, kind: str) -> None:
         """A venue call (`execute`, `status`, `cancel`) failed; `kind` in VENUE_ERROR_KINDS."""
@@ -44,4 +51,10 @@ class Observer:
         still pending on chain (at most its batch)."""
 
 
-__all__ = ["BROADCAST_OUTCOMES", "NODE_ERROR_KINDS", "VENUE_ERROR_KINDS", "Observer"]
+__all__ = [
+    "AUTH_FAILURE_REASONS",
+    "BROADCAST_OUTCOMES",
+    "NODE_ERROR_KINDS",
+    "VENUE_ERROR_KINDS",
+    "Observer",
+]

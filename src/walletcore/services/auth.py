@@ -3,7 +3,15 @@ client management.
 
 Rules:
 - `/auth` answers `401 Invalid credentials` for an unknown client, a wrong key or a disabled
-  client, alike and in the same time.
+  client, alike and in the same time: one read of the client by id, one hash compared, and
+  no write waited for (a known client's refusal is written after the answer).
+- A refused `/auth` writes no row of its own: unauthenticated traffic must not grow the
+  database. A missing or malformed client id or api key, or an unknown id, stores nothing;
+  a known client's refusals are added up on it in place (`ApiClient.auth_failures`,
+  `walletcore.services.auth_failures`), and only the first of a run (since the client's
+  last successful `/auth`) is audited `401`. Every refusal is told to
+  `Observer.auth_failure` with its reason, never the id. A successful `/auth` is audited
+  `ok`, with the run of failures it ends (count and first failure) in `detail`.
 - A token lasts 15 minutes; an absent, malformed, forged or lapsed token, or one issued
   before the client's key was rotated or the client disabled, is `401 Missing or expired token`.
 - Checking a token reads the api client at most once per `client_cache_seconds` (default
@@ -25,9 +33,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import NoReturn
 
 from walletcore.domain.assets import ASSET_IDS, ASSETS_BY_ID, FeePayer
-from walletcore.domain.clients import ApiClient
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.clients import ApiClient, AuthFailures
 from walletcore.domain.errors import (
     ApiClientNotFound,
     InvalidCredentials,
@@ -35,9 +45,10 @@ from walletcore.domain.errors import (
     MissingOrExpiredToken,
 )
 from walletcore.domain.ids import is_id, new_id
-from walletcore.domain.times import utc
-from walletcore.ports import Clock, Storage
+from walletcore.domain.times import format_optional_datetime, utc
+from walletcore.ports import Clock, Observer, Storage
 from walletcore.services.audit import AuditNote, Auditor
+from walletcore.services.auth_failures import AuthFailureTally
 from walletcore.services.tokens import TokenClaims, TokenSigner
 
 TOKEN_LIFETIME = timedelta(minutes=15)
@@ -82,11 +93,16 @@ class AuthService:
         *,
         client_cache_seconds: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
+        observer: Observer | None = None,
     ) -> None:
         self._storage = storage
         self._clock = clock
         self._signer = signer
         self._auditor = auditor
+        #: told every refused `/auth` (the HTTP binding hooks its metrics here)
+        self.observer = observer or Observer()
+        #: known clients' refusals, written after the answer
+        self.failures = AuthFailureTally(storage, auditor)
         self._cache_seconds = max(0.0, float(client_cache_seconds))
         self._monotonic = monotonic
         #: client id -> (read at, by `monotonic`; the client as read, None when unknown)
@@ -98,20 +114,52 @@ class AuthService:
     async def authenticate(
         self, client_id: object, api_key: object, request_id: str
     ) -> IssuedToken:
-        safe_id = client_id if isinstance(client_id, str) and is_id(client_id) else None
-        async with self._auditor.record("auth", request_id, safe_id, mutating=False):
-            if not isinstance(client_id, str) or not isinstance(api_key, str):
-                raise InvalidCredentials()
-            client = await self._client(safe_id) if safe_id else None
-            presented = hash_api_key(api_key)
-            expected = client.key_hash if client is not None else _DUMMY_HASH
-            # Compare even when the client is unknown, so timing tells nothing.
-            matches = hmac.compare_digest(presented, expected)
-            if client is None or client.disabled or not matches:
-                raise InvalidCredentials()
+        if not isinstance(client_id, str) or not is_id(client_id) or not isinstance(api_key, str):
+            self.observer.auth_failure("malformed")
+            raise InvalidCredentials()
+        client = await self._client(client_id)
+        presented = hash_api_key(api_key)
+        expected = client.key_hash if client is not None else _DUMMY_HASH
+        # Compare even when the client is unknown, so timing tells nothing.
+        matches = hmac.compare_digest(presented, expected)
+        if client is None or client.disabled or not matches:
+            self._refuse(client_id, request_id, _refusal(client, matches))
+        async with self._auditor.record("auth", request_id, client_id, mutating=False) as note:
+            waiting = self.failures.take(client_id)  # refusals not written yet
+            if client.auth_failures.count or waiting is not None:
+                await self._end_failures(client_id, note, waiting)
             now = utc(self._clock.now()).replace(microsecond=0)
             claims = TokenClaims(client.client_id, client.key_generation, now, now + TOKEN_LIFETIME)
             return IssuedToken(self._signer.sign(claims), claims.expires_at)
+
+    def _refuse(self, client_id: str, request_id: str, reason: str) -> NoReturn:
+        """Count the refusal (module rules) and raise the 401: a known client's is tallied
+        for a write after the answer (`AuthFailureTally`), an unknown id's is not stored."""
+        self.observer.auth_failure(reason)
+        if reason != "unknown_client":
+            self.failures.add(client_id, self._clock.now(), request_id, reason)
+        raise InvalidCredentials()
+
+    async def _end_failures(
+        self, client_id: str, note: AuditNote, waiting: tuple[AuthFailures, AuditEntry] | None
+    ) -> None:
+        """A success ends the client's run of failures (with the refusals still `waiting`
+        for the writer); its `ok` entry, written with that change, tells how long the run
+        was."""
+        carried: list[AuditEntry] = []
+        async with self._storage.write() as unit:
+            if waiting is not None:
+                failures, began = waiting
+                if await unit.clients.add_auth_failures(client_id, failures, entry=began):
+                    carried.append(began)
+            ended = await unit.clients.auth_succeeded(client_id)
+            detail = None
+            if ended.count:
+                since = format_optional_datetime(ended.since)
+                detail = f"ends a run of {ended.count} failed /auth since {since}"
+            entry = note.entry(detail=detail)
+            await unit.audit.append(entry)
+        note.carried(*carried, entry)
 
     # -- every other endpoint ---------------------------------------------------------
     async def verify(self, authorization: str | None) -> ApiClient:
@@ -298,6 +346,13 @@ class AuthService:
             self._cache.pop(next(iter(self._cache)))
         self._cache[client_id] = (now, client)
         return client
+
+
+def _refusal(client: ApiClient | None, matches: bool) -> str:
+    """The reason of a refusal (`walletcore.ports.metrics.AUTH_FAILURE_REASONS`)."""
+    if client is None:
+        return "unknown_client"
+    return "wrong_key" if not matches else "disabled"
 
 
 def _audit_id(client_id: str) -> str | None:

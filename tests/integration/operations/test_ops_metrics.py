@@ -1,5 +1,5 @@
-"""`GET /metrics`: requests by route template and status, latency, price age, venue and node
-errors, sends, nonce lease waits; an optional operator token."""
+"""`GET /metrics`: requests by route template and status, latency, refused `/auth`, price
+age, venue and node errors, sends, nonce lease waits; an optional operator token."""
 
 from __future__ import annotations
 
@@ -96,6 +96,34 @@ async def test_node_errors_and_broadcasts_are_counted_per_chain(
     broadcasts = "walletcore_send_broadcasts_total"
     assert value(found, broadcasts, chain="ETHEREUM", outcome="refused") == 1
     assert value(found, broadcasts, chain="ETHEREUM", outcome="accepted") == 0
+
+
+async def test_refused_auth_is_counted_by_reason_never_by_id(
+    api: Api, http: AsyncTestClient[Litestar], container: Container
+) -> None:
+    before = await scrape(http)
+    failures = "walletcore_auth_failures_total"
+    for reason in ("malformed", "unknown_client", "wrong_key", "disabled"):
+        assert value(before, failures, reason=reason) == 0  # shown before the first
+    unknown = new_id()
+    other = await container.auth().create_client("Disabled Pay")
+    await container.auth().disable_client(other.client.client_id)
+    for client_id, key in (
+        (unknown, api.issued.api_key),
+        ("not-an-id", api.issued.api_key),
+        (api.client_id, "wck_wrong"),
+        (api.client_id, "wck_wrong"),
+        (other.client.client_id, other.api_key),
+    ):
+        answer = await http.post("/auth", headers={"x-client-id": client_id, "x-api-key": key})
+        assert_error(answer, 401, "Invalid credentials")
+    answer = await http.get("/metrics")
+    found = samples(answer.text)
+    assert value(found, failures, reason="unknown_client") == 1
+    assert value(found, failures, reason="malformed") == 1
+    assert value(found, failures, reason="wrong_key") == 2
+    assert value(found, failures, reason="disabled") == 1
+    assert unknown not in answer.text and api.client_id not in answer.text
 
 
 async def test_nonce_lease_waits_are_measured(
