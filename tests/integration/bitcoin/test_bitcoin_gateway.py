@@ -170,7 +170,7 @@ async def test_the_minimum_send_is_the_dust_limit_of_the_recipients_address_type
     gateway: BitcoinGateway, node: Bitcoind, kind: str, dust: int
 ) -> None:
     """What the core checks before anything is signed (`MinimumSends`), per address type."""
-    address = node.call("getnewaddress", "", kind)
+    address = node.call("getnewaddress", "", kind, wallet="miner")
     minimum = await gateway.minimum_send(gateway.validate_address(address), BTC)
     assert minimum == SendMinimum(dust, "the dust limit of its address type")
 

@@ -85,8 +85,8 @@ class TestBitcoinRegtest:
         node.fund(sender, "0.01")
         node.mine(1)
         assert node.call("getrawmempool") == []
-        segwit = node.call("getnewaddress", "", "bech32")
-        legacy = node.call("getnewaddress", "", "legacy")
+        segwit = node.call("getnewaddress", "", "bech32", wallet="miner")
+        legacy = node.call("getnewaddress", "", "legacy", wallet="miner")
         body: dict[str, Any] = {"userId": user, "assetId": 1, "recipient": segwit}
 
         refusal = assert_error(
