@@ -8,7 +8,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -151,7 +151,7 @@ class Settings(BaseSettings):
     #: 0.000001, whatever is set here.
     trade_minimums: dict[int, Decimal] = Field(default_factory=dict)
     #: assetId -> the most crypto a quote may hold, likewise (`DEFAULT_TRADE_MAXIMUMS`).
-    trade_maximums: dict[int, Decimal] = Field(default_factory=dict)
+    trade_maximums: dict[int, Decimal] = Field(default_factory=dict, validate_default=True)
     trades_page_size: int = Field(default=10, ge=1, le=100)
     #: Page size of `/transactions` and `/platform/transactions` (newest first).
     transactions_page_size: int = Field(default=10, ge=1, le=100)
@@ -235,10 +235,15 @@ class Settings(BaseSettings):
                 )
         return value
 
-    @model_validator(mode="after")
-    def _bounds_in_order(self) -> Settings:
-        TradeLimits(self.trade_minimums, self.trade_maximums)  # a minimum above its maximum
-        return self
+    @field_validator("trade_maximums")
+    @classmethod
+    def _bounds_in_order(
+        cls, value: dict[int, Decimal], info: ValidationInfo
+    ) -> dict[int, Decimal]:
+        # a field's own check (not the model's): a model's error would show every setting
+        # given, secrets included
+        TradeLimits(info.data.get("trade_minimums"), value)  # a minimum above its maximum
+        return value
 
     @field_validator("unavailable_assets")
     @classmethod

@@ -205,10 +205,12 @@ def test_the_settings_read_the_bounds_from_the_environment(
         ({1: "0.000000001"}, {}, "asset 1: 0.000000001 has more than the 8 decimal places of BTC"),
         ({2: "20"}, {2: "10"}, "asset 2: the minimum trade 20 is above the maximum 10"),
         ({}, {1: "0.000001"}, "asset 1: the minimum trade 0.00001 is above the maximum 0.000001"),
+        ({2: "20000"}, {}, "asset 2: the minimum trade 20000 is above the maximum 10000"),
     ],
 )
 def test_bounds_that_cannot_hold_are_refused_at_start(
     minimums: dict[int, str], maximums: dict[int, str], message: str
 ) -> None:
-    with pytest.raises(ValidationError, match=message):
-        Settings(trade_minimums=minimums, trade_maximums=maximums)
+    with pytest.raises(ValidationError, match=message) as raised:
+        Settings(trade_minimums=minimums, trade_maximums=maximums, master_key="ab" * 32)
+    assert "ab" * 32 not in str(raised.value)  # a field's error shows that field alone
