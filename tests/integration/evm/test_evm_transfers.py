@@ -8,6 +8,7 @@ from eth_utils import keccak
 from evm_support import ELSEWHERE, build, new_wallet, send
 
 from walletcore.domain.assets import asset_by_id
+from walletcore.ports import MinimumSends
 from walletcore_chains.evm.devnet import DevnetEvmGateway, token_artifact
 from walletcore_chains.evm.fees import NATIVE_GAS
 
@@ -41,6 +42,17 @@ async def test_native_transfer_is_mined_decoded_and_listed(chain: DevnetEvmGatew
     assert await chain.balance(alice.address, ETH) == 10**18 - 10**17 - row.fee_units
     assert [r.hash for r in await chain.history(bob.address, ETH, 10)] == [tx_hash]
     assert (await chain.history(alice.address, ETH, 10))[0].hash == tx_hash
+
+
+async def test_one_wei_is_sent_an_evm_chain_has_no_minimum(chain: DevnetEvmGateway) -> None:
+    """The gateway declares no minimum send (`MinimumSends`): one wei lands (zero is a 400
+    of the amount's parsing, before any gateway)."""
+    assert not isinstance(chain, MinimumSends)
+    alice, bob = new_wallet(), new_wallet()
+    await chain.fund(alice.address, ETH, 10**17)
+    tx_hash = await send(chain, ETH, alice, bob.address, 1)
+    assert (await chain.lookup(bob.address, ETH, tx_hash)).amount_units == 1
+    assert await chain.balance(bob.address, ETH) == 1
 
 
 async def test_rebroadcasting_the_same_bytes_never_sends_twice(chain: DevnetEvmGateway) -> None:

@@ -17,6 +17,7 @@ from walletcore.domain.errors import (
     TransactionNotFound,
     TransferRejected,
 )
+from walletcore.ports import MinimumSends
 from walletcore_chains.testing.tron_node import PARAMETERS, TronTestNode
 from walletcore_chains.tron import proto
 from walletcore_chains.tron.client import API_KEY_HEADER
@@ -99,6 +100,19 @@ async def test_activation_fee_for_a_new_recipient(node: TronTestNode, gateway: T
     assert node.balance(fresh.address) == 2 * SUN
     row = await gateway.lookup(sender.address, TRX, tx_id)
     assert row.fee_units == CREATE + ACTIVATION
+
+
+async def test_one_sun_activates_a_new_account_tron_has_no_minimum(
+    node: TronTestNode, gateway: TronGateway
+) -> None:
+    """TRX to an account never activated: any amount creates it (the activation is a fee),
+    so the gateway declares no minimum send (`MinimumSends`) and the core asks for none."""
+    assert not isinstance(gateway, MinimumSends)
+    sender, fresh = funded(node), Wallet()
+    signed, quote = await signed_transfer(gateway, sender, fresh.address, TRX, 1)
+    tx_id = await gateway.broadcast(signed)
+    assert node.info(tx_id)["fee"] == quote.native_units == CREATE + ACTIVATION
+    assert node.balance(fresh.address) == 1
 
 
 async def test_user_pays_from_the_amount(node: TronTestNode, gateway: TronGateway) -> None:
