@@ -96,26 +96,32 @@ class TradeLimits:
     def check(self, asset: Asset, fixed_leg: FixedLeg, figures: Figures, fiat: Fiat) -> None:
         """Refuse (400) a quote whose crypto leg is outside the asset's bounds, or whose
         fiat leg is under the display floor; `figures` hold both legs, the fixed one as the
-        client sent it."""
-        crypto, price = figures.crypto_amount, figures.price
+        client sent it. Inside them (every quote but a refused one) it costs two lookups
+        and three comparisons."""
+        crypto, fiat_amount = figures.crypto_amount, figures.fiat_amount
         bounds = self._bounds[asset.id]
-        field = "cryptoAmount" if fixed_leg is FixedLeg.CRYPTO else "fiatAmount"
-        if crypto is not None and crypto < bounds.minimum:
-            raise InvalidRequest(
-                f"{field} is below the minimum trade of {plain(bounds.minimum)} {asset.symbol}"
-                + _in_fiat(fixed_leg, bounds.minimum, price, fiat, ROUND_UP)
-            )
-        if crypto is not None and crypto > bounds.maximum:
+        if crypto is not None and not bounds.minimum <= crypto <= bounds.maximum:
+            field = _field(fixed_leg)
+            price = figures.price
+            if crypto < bounds.minimum:
+                raise InvalidRequest(
+                    f"{field} is below the minimum trade of {plain(bounds.minimum)} "
+                    f"{asset.symbol}" + _in_fiat(fixed_leg, bounds.minimum, price, fiat, ROUND_UP)
+                )
             raise InvalidRequest(
                 f"{field} is above the maximum trade of {plain(bounds.maximum)} {asset.symbol}"
                 + _in_fiat(fixed_leg, bounds.maximum, price, fiat, ROUND_DOWN)
             )
-        fiat_amount = figures.fiat_amount
         if fiat_amount is not None and fiat_amount < DISPLAY_FLOOR:
             raise InvalidRequest(
-                f"{field} is worth less than {plain(DISPLAY_FLOOR)} {fiat.value} at the quoted "
-                "price, too little to trade"
+                f"{_field(fixed_leg)} is worth less than {plain(DISPLAY_FLOOR)} {fiat.value} "
+                "at the quoted price, too little to trade"
             )
+
+
+def _field(fixed_leg: FixedLeg) -> str:
+    """The field the client sent: the one a refusal names."""
+    return "cryptoAmount" if fixed_leg is FixedLeg.CRYPTO else "fiatAmount"
 
 
 def _in_fiat(fixed_leg: FixedLeg, bound: Decimal, price: Decimal, fiat: Fiat, rounding: str) -> str:
