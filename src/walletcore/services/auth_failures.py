@@ -5,7 +5,7 @@ Rules:
 - A refusal never waits for a write. A write that changes a row ends in a commit that
   flushes to disk (SQLite `synchronous = FULL`, PostgreSQL `synchronous_commit`), which an
   unknown id has nothing to flush for: a refusal that waited for it would answer a known
-  id measurably later (`bench/auth_refusal_bench.py` measured 3 times), and tell an
+  id measurably later (three times as long, `bench/auth_refusal_bench.py`), and tell an
   attacker which ids exist.
 - One tally per client waits (a count, the first refusal, the latest): memory is bounded
   by the clients, not by the refusals, and a flood of wrong keys costs one write per
