@@ -21,6 +21,7 @@ def create_app(
     if container is None:
         container = create_container()
     observer = PrometheusObserver()
+    operations = operations or OperationsSettings()
     plugin = WalletcorePlugin(container, operations=operations, observer=observer)
     app = Litestar(plugins=[plugin], logging_config=None, debug=False)
     finish_openapi(
@@ -30,5 +31,7 @@ def create_app(
         idempotent=IDEMPOTENT_PATHS,
     )
     # Outermost, around routing too: unknown paths and wrong methods get the request id.
-    app.asgi_handler = RequestContextMiddleware(app.asgi_handler, observer)
+    app.asgi_handler = RequestContextMiddleware(
+        app.asgi_handler, observer, body_timeout_seconds=operations.body_timeout_seconds
+    )
     return app

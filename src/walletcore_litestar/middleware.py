@@ -1,4 +1,6 @@
-"""The outermost ASGI layer: request id, `X-Request-Id` on every response, one log line each.
+"""The outermost ASGI layer: request id, `X-Request-Id` on every response, one log line each,
+and the body's arrival bounded (`arrival.BodyArrival`: a stalled body is cut, an unread one
+drained or its connection closed).
 
 It wraps the whole Litestar app (routing included), so unknown paths and wrong methods get
 the header and the log line too. The log line carries method, path, status, requestId and
@@ -16,6 +18,12 @@ from typing import Any
 
 from walletcore.domain.ids import new_id
 from walletcore.ports import Observer
+from walletcore_litestar.arrival import (
+    BODY_TIMEOUT_SECONDS,
+    CLOSE_HEADER,
+    BodyArrival,
+    announced_length,
+)
 from walletcore_litestar.envelope import REQUEST_ID_KEY, encode_error
 from walletcore_litestar.limits import RECURSION_LIMIT, pin_recursion_limit
 from walletcore_litestar.logs import REQUEST_ID
@@ -70,9 +78,16 @@ def _printable(text: str, limit: int = 256) -> str:
 class RequestContextMiddleware:
     """Raw ASGI middleware (cheap on the hot path) around the whole application."""
 
-    def __init__(self, app: Any, observer: Observer | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        observer: Observer | None = None,
+        *,
+        body_timeout_seconds: float = BODY_TIMEOUT_SECONDS,
+    ) -> None:
         self.app = app
         self.observer = observer or Observer()
+        self.body_timeout_seconds = body_timeout_seconds
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -86,12 +101,23 @@ class RequestContextMiddleware:
         context = REQUEST_ID.set(request_id)
         id_header = (b"x-request-id", request_id.encode("ascii"))
         status = 500
+        announced = announced_length(scope["headers"])
+        arrival = (
+            None if announced == 0 else BodyArrival(receive, announced, self.body_timeout_seconds)
+        )
+        if arrival is not None:
+            receive = arrival.receive
 
         async def send_with_id(message: Any) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", ()), id_header]}
+                headers = [*message.get("headers", ()), id_header]
+                # Answered before the body was read to its end: drop the rest and keep the
+                # connection, or say it closes (the server then closes it after this answer).
+                if arrival is not None and not await arrival.drain():
+                    headers.append(CLOSE_HEADER)
+                message = {**message, "headers": headers}
             await send(message)
 
         try:

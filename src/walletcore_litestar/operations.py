@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from walletcore_litestar.arrival import BODY_TIMEOUT_SECONDS
+
 LIVE_PATH = "/health/live"
 READY_PATH = "/health/ready"
 METRICS_PATH = "/metrics"
@@ -31,6 +33,10 @@ class OperationsSettings(BaseSettings):
     metrics_token: SecretStr | None = Field(default=None, min_length=16)
     #: `WALLETCORE_HEALTH_TIMEOUT_SECONDS`: how long each readiness check may take.
     health_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
+    #: `WALLETCORE_BODY_TIMEOUT_SECONDS`: how long a request's whole body may take to
+    #: arrive once its headers did; past it the request is a 400 and its connection is
+    #: closed (`walletcore_litestar.arrival`).
+    body_timeout_seconds: float = Field(default=BODY_TIMEOUT_SECONDS, gt=0, le=300)
     #: `WALLETCORE_GC_YOUNG_THRESHOLD`: container objects allocated (net) between two
     #: passes of the collector over the youngest generation, in a `walletcore serve` worker
     #: (`walletcore_litestar.server.tune_collector`); Python's own is 700. `0` leaves

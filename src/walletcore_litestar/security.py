@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from litestar import Request
@@ -23,9 +24,11 @@ USER_HEADER = "x-user-id"
 
 
 async def require_token(request: Request[Any, Any, Any]) -> None:
-    """Every endpoint but `/auth`: `401 Missing or expired token` without a valid token."""
+    """Every endpoint but `/auth`: `401 Missing or expired token` without a valid token;
+    `Authorization` sent twice is a 400 (which of the two counts would be the server's
+    choice, and a proxy may pick the other)."""
     auth = services_of(request.app).auth
-    client = await auth.verify(_header(request, b"authorization"))
+    client = await auth.verify(single_header(request.scope["headers"], b"authorization"))
     request.scope["state"][CLIENT_KEY] = client
 
 
@@ -43,6 +46,22 @@ def _header(request: Request[Any, Any, Any], name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
+
+
+def single_header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """The value of a header that identifies the caller, None when absent; sent more than
+    once, a 400 naming it (`Authorization`, `x-client-id`, `x-api-key`)."""
+    found: bytes | None = None
+    for key, value in headers:
+        if key == name:
+            if found is not None:
+                raise InvalidRequest(f"{_HEADER_NAMES.get(name, name.decode())} must be sent once")
+            found = value
+    return None if found is None else found.decode("latin-1")
+
+
+#: How a header is named in messages (the scope holds lower-case names).
+_HEADER_NAMES = {b"authorization": "Authorization"}
 
 
 def caller_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Caller:

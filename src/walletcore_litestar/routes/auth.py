@@ -10,6 +10,7 @@ from litestar.datastructures import CacheControlHeader
 from walletcore_litestar.envelope import request_id_of
 from walletcore_litestar.routes._docs import errors
 from walletcore_litestar.schemas import AuthEnvelope, AuthResult
+from walletcore_litestar.security import single_header
 from walletcore_litestar.services import services_of
 
 
@@ -20,7 +21,8 @@ from walletcore_litestar.services import services_of
     description=(
         "Headers `x-client-id` and `x-api-key`; no body, no `Authorization`. The token lasts "
         "15 minutes; there is no refresh: call /auth again. `401 Invalid credentials` for a "
-        "wrong client id or api key (or a disabled client)."
+        "wrong client id or api key (or a disabled client); `400` when either header is sent "
+        "twice."
     ),
     responses=errors(401, examples={401: "Invalid credentials"}),
     cache_control=CacheControlHeader(no_store=True),
@@ -29,7 +31,8 @@ from walletcore_litestar.services import services_of
 )
 async def authenticate(request: Request[Any, Any, Any]) -> AuthEnvelope:
     request_id = request_id_of(request.scope)
-    issued = await services_of(request.app).auth.authenticate(
-        request.headers.get("x-client-id"), request.headers.get("x-api-key"), request_id
-    )
+    headers = request.scope["headers"]
+    client_id = single_header(headers, b"x-client-id")  # twice: a 400, as Authorization
+    api_key = single_header(headers, b"x-api-key")
+    issued = await services_of(request.app).auth.authenticate(client_id, api_key, request_id)
     return AuthEnvelope(AuthResult.of(issued), request_id)

@@ -72,7 +72,10 @@ def readiness_body(readiness: Readiness) -> dict[str, Any]:
 
 
 def _bearer_is(request: Request[Any, Any, Any], token: str) -> bool:
-    given = request.headers.get("authorization", "")
+    sent = request.headers.getall("authorization", [])
+    if len(sent) != 1:  # none, or twice (never the first of two: the API's rule too)
+        return False
+    given = sent[0]
     scheme, _, value = given.partition(" ")
     # Headers arrive decoded as latin-1: compared as the bytes that were sent.
     return scheme.lower() == "bearer" and hmac.compare_digest(

@@ -39,6 +39,9 @@ WRONG_PASSWORD = "not the wallet password"
 ERROR_FIELDS = {"message", "error", "requestId"}
 #: `walletcore serve` takes a few seconds to start (imports, migrations, granian workers).
 START_TIMEOUT = 60.0
+#: `WALLETCORE_BODY_TIMEOUT_SECONDS` of every server started here (the default is 10 s): a
+#: stalled body is cut within it (`test_connections.py`), and a loopback body never nears it.
+BODY_TIMEOUT_SECONDS = 3.0
 
 
 def free_port() -> int:
@@ -126,6 +129,7 @@ class Server:
         self.home = root / "home"
         self.env = clean_environment()
         self.env["WALLETCORE_HOME"] = str(self.home)
+        self.env["WALLETCORE_BODY_TIMEOUT_SECONDS"] = str(BODY_TIMEOUT_SECONDS)
         self.env.update(extra_env or {})
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
