@@ -58,6 +58,18 @@ def _served_prices(mode: JobsMode, feed: Any, shared: Any) -> Any:
     return feed() if mode is JobsMode.OFF else shared()
 
 
+def _jobs_monitor(mode: JobsMode, settings: Settings) -> Any:
+    """The readiness check that a worker runs the jobs, when other processes run them (its
+    engine's plugin, `walletcore.job_monitors`); None when this process runs them, or
+    when the engine's extra is not installed (no worker could run either)."""
+    if mode is not JobsMode.PROCRASTINATE:
+        return None
+    try:
+        return plugins.build(plugins.JOB_MONITORS, mode.value, settings=settings)
+    except plugins.AdapterNotFound:
+        return None
+
+
 def _inline_refresh(mode: JobsMode, runner: Any) -> Any:
     """In-process jobs refresh inline for a process that never started them."""
     return runner().refresh_prices_if_due if mode is JobsMode.INPROCESS else None
@@ -193,13 +205,16 @@ class Container(containers.DeclarativeContainer):
     sends = providers.Singleton(
         SendService, storage, clock, keystore, gateways, asset_policy, auditor, transfers
     )
-    # readiness: the storage, each chain's node, the price age (services/health.py)
+    # readiness: the storage, each chain's node, the price age, a worker alive when one
+    # runs the jobs (services/health.py)
+    jobs_monitor = providers.Singleton(_jobs_monitor, jobs_mode, settings)
     health = providers.Singleton(
         HealthService,
         storage,
         gateways,
         prices,
         max_price_age_seconds=settings.provided.price_max_age_seconds,
+        jobs_monitor=jobs_monitor,
     )
     # what a user's wallet holds on chain: sells are backed by it (services/holdings.py)
     holdings = providers.Singleton(WalletHoldings, storage, gateways)

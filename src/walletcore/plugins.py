@@ -1,7 +1,8 @@
 """Adapter discovery through entry points, so a third-party package can add one.
 
 Groups: `walletcore.repos`, `walletcore.price_sources`, `walletcore.venues`,
-`walletcore.keystores`: an entry point names a factory called with keyword arguments
+`walletcore.keystores`, `walletcore.job_monitors` (by jobs engine: a readiness check that
+another process runs the jobs): an entry point names a factory called with keyword arguments
 (`settings=`, `clock=`, and whatever else the group passes); factories take `**_` so new
 arguments can be added without breaking them.
 
@@ -23,6 +24,7 @@ from walletcore.chainplugins import ChainDefinitions, ChainPlugin
 from walletcore.secretfiles import ConfigurationError
 
 CHAINS = "walletcore.chains"
+JOB_MONITORS = "walletcore.job_monitors"
 
 GROUPS = (
     "walletcore.repos",
@@ -30,6 +32,7 @@ GROUPS = (
     "walletcore.venues",
     "walletcore.keystores",
     "walletcore.nonce_leases",
+    JOB_MONITORS,
     CHAINS,
 )
 
@@ -52,6 +55,7 @@ EXTRAS: dict[tuple[str, str], str] = {
     ("walletcore.price_sources", "tickers"): "markets",
     ("walletcore.venues", "exchange"): "markets",
     ("walletcore.keystores", "sealed"): "chains",
+    (JOB_MONITORS, "procrastinate"): "jobs",
     (CHAINS, "sandbox"): "sandbox",
     (CHAINS, "evm"): "chains",
     (CHAINS, "solana"): "chains",

@@ -11,7 +11,11 @@ import sys
 from pathlib import Path
 
 from walletcore.container import Container, check_profile, create_container
-from walletcore.ports import Lifecycle
+from walletcore.ports import CheckFailed, Lifecycle
+from walletcore.services.health import failure_name
+
+#: How long the banner waits to learn whether a worker runs.
+JOBS_CHECK_SECONDS = 5.0
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -24,9 +28,11 @@ def serve(args: argparse.Namespace) -> int:
     container = create_container()
     check_profile(container)
     container.token_key()
-    asyncio.run(_preflight(container))
+    notes = asyncio.run(_preflight(container))
     home = Path(container.settings().home).expanduser().resolve()
     print(f"walletcore: home {home} (WALLETCORE_HOME)", file=sys.stderr, flush=True)
+    for note in notes:
+        print(f"walletcore: {note}", file=sys.stderr, flush=True)
     busy = address_in_use(args.host, args.port)
     if busy is not None:
         print(f"walletcore: {args.host}:{args.port}: {busy}", file=sys.stderr)
@@ -41,13 +47,35 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _preflight(container: Container) -> None:
+async def _preflight(container: Container) -> list[str]:
     """Open the storage once before any worker starts: the sandbox migrates its SQLite file
-    here; production checks the schema and refuses an unmigrated or newer one."""
+    here; production checks the schema and refuses an unmigrated or newer one. Returns
+    what the operator should read before the first request: where the background jobs run,
+    and whether a worker runs them when this server does not."""
     storage = container.storage()
     if isinstance(storage, Lifecycle):
         await storage.start()
         await storage.aclose()
+    return await jobs_notes(container)
+
+
+async def jobs_notes(container: Container) -> list[str]:
+    """The banner's lines on the background jobs when other processes run them
+    (`walletcore worker` on procrastinate): said, and whether one is alive now."""
+    monitor = container.jobs_monitor()
+    if monitor is None:
+        return []
+    notes = [
+        f"background jobs (WALLETCORE_JOBS={container.jobs_mode().value}) run in "
+        "`walletcore worker` processes, not in this server"
+    ]
+    try:
+        await asyncio.wait_for(monitor.check(), JOBS_CHECK_SECONDS)
+    except CheckFailed as failed:
+        notes.append(f"warning: {failed.reason}; start `walletcore worker` (docs/jobs.md)")
+    except Exception as exc:  # noqa: BLE001 - a banner line, never a failed start
+        notes.append(f"warning: could not tell whether a worker runs ({failure_name(exc)})")
+    return notes
 
 
 def address_in_use(host: str, port: int) -> str | None:

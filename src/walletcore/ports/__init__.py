@@ -12,7 +12,7 @@ per reason to change:
 - `nonces`: `NonceLeases`, `NonceLease`;
 - `prices`: `PriceRecords` (the shared price table, on every unit of work), `StoredPrices`;
 - `runtime`: `Clock`, `Lifecycle`;
-- `health`: `HealthCheck`, `PriceAges` (optional, for readiness);
+- `health`: `HealthCheck`, `PriceAges` (optional, for readiness), `CheckFailed`;
 - `metrics`: `Observer` (the service's measurements, no-op by default).
 
 Every name is re-exported here: `from walletcore.ports import Storage`. Adapters implement
@@ -32,7 +32,7 @@ from walletcore.ports.chains import (
     UnsignedTransfer,
 )
 from walletcore.ports.follow import Replacement, Sighting, TransferFollower
-from walletcore.ports.health import HealthCheck, PriceAges
+from walletcore.ports.health import CheckFailed, HealthCheck, PriceAges
 from walletcore.ports.keys import ChainSigner, KeyStore, NewWallet
 from walletcore.ports.metrics import Observer
 from walletcore.ports.nonces import NonceLease, NonceLeases
@@ -54,6 +54,7 @@ __all__ = [
     "AuditStore",
     "ChainGateway",
     "ChainSigner",
+    "CheckFailed",
     "ClientStore",
     "Clock",
     "FeeQuote",

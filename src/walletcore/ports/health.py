@@ -15,8 +15,19 @@ class HealthCheck(Protocol):
     async def check(self) -> None:
         """Return when usable; raise when not, with the cheapest call that proves it (a
         `SELECT 1`, a node's block height). Any exception counts as unhealthy; only its
-        class name is ever shown, never its text (which may carry a URL or a key)."""
+        class name is ever shown, never its text (which may carry a URL or a key), except
+        a `CheckFailed`'s reason."""
         ...
+
+
+class CheckFailed(Exception):
+    """A check's failure whose `reason` is shown as its error: written by the adapter to be
+    read by an operator (what is wrong and what to do), never a URL, a key or a driver's
+    text."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @runtime_checkable
@@ -28,4 +39,4 @@ class PriceAges(Protocol):
         ...
 
 
-__all__ = ["HealthCheck", "PriceAges"]
+__all__ = ["CheckFailed", "HealthCheck", "PriceAges"]

@@ -10,7 +10,14 @@ Rules:
   time is `failing` with the error `timeout`.
 - A failure is named, never described: `timeout`, `unreachable` (a refused or dropped
   connection) or the exception's class name. An exception's text can carry a node URL
-  with its API key, so it is never shown.
+  with its API key, so it is never shown; only a `CheckFailed`'s reason is, which its
+  adapter wrote to be shown (what is wrong and what to do).
+- `jobs`: when the background jobs run in other processes (`walletcore worker` on
+  procrastinate), whether one of them is alive (`jobs_monitor`, from the jobs engine's
+  plugin): without one, prices are never refreshed, trades not settled, sends not
+  followed, and readiness says so instead of only `no prices`. A `warning`, not a
+  failure: readiness fails on what a dead worker leads to (`no prices`, `stale`), not on a
+  worker's restart.
 - Probes run at most once per `min_interval_seconds`: concurrent callers share one round,
   and a round that just ended answers the next callers (a readiness endpoint without auth
   must not become a way to flood the nodes and the database).
@@ -26,7 +33,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from walletcore.domain.assets import Chain
-from walletcore.ports import ChainGateway, HealthCheck, PriceAges, PriceSource, Storage
+from walletcore.ports import (
+    ChainGateway,
+    CheckFailed,
+    HealthCheck,
+    PriceAges,
+    PriceSource,
+    Storage,
+)
 
 DEFAULT_TIMEOUT_SECONDS = 2.0
 
@@ -35,13 +49,17 @@ class CheckStatus(StrEnum):
     OK = "ok"
     FAILING = "failing"
     SKIPPED = "skipped"  # the adapter has no probe
+    #: failing, but the API still answers what does not need it (`jobs`): shown, and
+    #: readiness stays ok, so a worker's restart does not take every server out of rotation
+    WARNING = "warning"
 
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     name: str
     status: CheckStatus
-    #: Why it fails: `timeout`, `unreachable`, `stale`, `no prices` or an exception class.
+    #: Why it fails: `timeout`, `unreachable`, `stale`, `no prices`, an exception class, or
+    #: a `CheckFailed`'s reason.
     error: str | None = None
     seconds: float = 0.0
 
@@ -72,8 +90,10 @@ class HealthService:
         max_price_age_seconds: float,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         min_interval_seconds: float = 1.0,
+        jobs_monitor: HealthCheck | None = None,
     ) -> None:
         self._storage = storage
+        self._jobs_monitor = jobs_monitor
         self._gateways = gateways
         self._prices = prices
         self.max_price_age_seconds = max_price_age_seconds
@@ -125,11 +145,16 @@ class HealthService:
             ("database", _probe_of(self._storage))
         ]
         probes += [(f"node:{chain.value}", _probe_of(gw)) for chain, gw in self._gateways.items()]
+        if self._jobs_monitor is not None:
+            probes.append(("jobs", self._jobs_monitor.check))
         priced = isinstance(self._prices, PriceAges)
         probes.append(("prices", self._read_prices if priced else None))
         results = await asyncio.gather(*(self._run(name, probe) for name, probe in probes))
         ages = self._ages()
-        checks = (*results[:-1], self._price_check(results[-1], ages))
+        checks = (
+            *(_warning(r) if r.name == "jobs" else r for r in results[:-1]),
+            self._price_check(results[-1], ages),
+        )
         return Readiness(checks, ages, self.max_price_age_seconds)
 
     async def _read_prices(self) -> None:
@@ -158,6 +183,13 @@ class HealthService:
         return read
 
 
+def _warning(result: CheckResult) -> CheckResult:
+    """A failing check that only degrades the service, shown as a warning."""
+    if result.status is not CheckStatus.FAILING:
+        return result
+    return CheckResult(result.name, CheckStatus.WARNING, result.error, result.seconds)
+
+
 def _probe_of(adapter: object) -> Callable[[], Awaitable[None]] | None:
     return adapter.check if isinstance(adapter, HealthCheck) else None
 
@@ -165,6 +197,8 @@ def _probe_of(adapter: object) -> Callable[[], Awaitable[None]] | None:
 def failure_name(exc: BaseException) -> str:
     """What a failing check shows, never the exception's text: `timeout` or `unreachable`
     when the failure (or what caused it: an adapter may wrap it) is one, else its class."""
+    if isinstance(exc, CheckFailed):
+        return exc.reason
     seen: BaseException | None = exc
     for _ in range(8):  # a short walk: causes can chain, and could loop
         if seen is None:
@@ -177,4 +211,10 @@ def failure_name(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-__all__ = ["CheckResult", "CheckStatus", "HealthService", "Readiness", "failure_name"]
+__all__ = [
+    "CheckResult",
+    "CheckStatus",
+    "HealthService",
+    "Readiness",
+    "failure_name",
+]

@@ -50,6 +50,7 @@ from walletcore.domain.errors import (
 from walletcore.ports import (
     AddressValidator,
     ChainGateway,
+    CheckFailed,
     FeeQuote,
     Replacement,
     Sighting,
@@ -91,6 +92,8 @@ class EvmGateway(ChainGateway, TransferFollower):
         self._nonces = nonces or NonceBook()
         self._receipt_timeout = receipt_timeout
         self._chain_id = config.chain_id
+        #: the node's chain id, once it was asked and matched the network's
+        self._chain_id_seen: int | None = None
         self._history = History(w3, config)
         #: seconds a broadcast may stay unmined before it counts as stuck (the chain's own,
         #: or `WALLETCORE_EVM_STUCK_AFTER_SECONDS`)
@@ -110,7 +113,12 @@ class EvmGateway(ChainGateway, TransferFollower):
             await self.w3.provider.disconnect()
 
     async def check(self) -> None:
-        """`walletcore.ports.HealthCheck`: the node answers `eth_blockNumber`."""
+        """`walletcore.ports.HealthCheck`: the node answers `eth_blockNumber`, and serves the
+        network's chain (its `eth_chainId`, asked until it once matched)."""
+        try:
+            await self._get_chain_id()
+        except AssetUnavailableOnEndpoint as wrong:
+            raise CheckFailed(f"wrong chain: {wrong.message.split(':', 1)[0]}") from None
         await self.w3.eth.block_number
 
     @property
@@ -299,9 +307,20 @@ class EvmGateway(ChainGateway, TransferFollower):
         return read
 
     async def _get_chain_id(self) -> int:
-        if self._chain_id is None:
-            self._chain_id = int(await self.w3.eth.chain_id)
-        return self._chain_id
+        """The chain id transactions are signed for: the network's, once the node was seen
+        to serve it (a node on another chain, a dev node started without `--chain-id 1`
+        say, would refuse every transaction, or take one meant for another chain); the
+        node's own on a devnet. A mismatch is a 503 and nothing is signed."""
+        if self._chain_id_seen is not None:
+            return self._chain_id_seen
+        node = int(await self.w3.eth.chain_id)
+        if self._chain_id is not None and node != self._chain_id:
+            raise AssetUnavailableOnEndpoint(
+                f"the {self.chain.value} node serves chain id {node}, not {self._chain_id} "
+                f"({self.config.network}): nothing was signed; contact the operator"
+            )
+        self._chain_id_seen = node
+        return node
 
     def assemble(
         self, unsigned: UnsignedTransfer, signatures: Mapping[str, bytes]

@@ -36,7 +36,7 @@ from walletcore.domain.errors import (
     NodeUnavailable,
     TransferRejected,
 )
-from walletcore.ports import FeeQuote, SignedTransfer, Transfer
+from walletcore.ports import CheckFailed, FeeQuote, SignedTransfer, Transfer
 from walletcore.secretfiles import ConfigurationError
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm import codec
@@ -794,3 +794,34 @@ async def test_the_rpc_plugin_takes_the_receipt_timeout_history_depth_and_stuck_
         for gateways in (built, defaults):
             for chain in (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON, Chain.SOLANA):
                 await gateways[chain].aclose()
+
+
+# -- a node of another chain -------------------------------------------------------------------
+@needs_anvil
+async def test_a_node_of_another_chain_is_refused_before_anything_is_signed(
+    sepolia: AnvilNode,
+) -> None:
+    """A gateway for ETHEREUM mainnet (chain id 1) on a node at Sepolia's chain id (a dev
+    node started without `--chain-id 1`, say): readiness names the mismatch, and a send is
+    a 503 before any signature, with nothing in the node's pool."""
+    node = sepolia
+    w3 = rpc_web3(node.url, 5.0, Chain.ETHEREUM)
+    gateway = EvmGateway(evm_config(Chain.ETHEREUM, "mainnet", node.tokens), w3, validate_address)
+    try:
+        with pytest.raises(CheckFailed) as wrong:
+            await gateway.check()
+        assert wrong.value.reason == (
+            f"wrong chain: the ETHEREUM node serves chain id {SEPOLIA}, not 1 (mainnet)"
+        )
+        alice = funded(node)
+        pooled = node.pooled()
+        with pytest.raises(AssetUnavailableOnEndpoint) as refused:
+            await build(gateway, ETH, alice, new_wallet().address, 10**15)
+        assert refused.value.status == 503
+        assert refused.value.message == (
+            f"the ETHEREUM node serves chain id {SEPOLIA}, not 1 (mainnet): nothing was "
+            "signed; contact the operator"
+        )
+        assert node.nonce(alice.address, "pending") == 0 and node.pooled() == pooled
+    finally:
+        await gateway.aclose()

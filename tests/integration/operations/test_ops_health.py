@@ -8,12 +8,15 @@ import time
 from typing import Any
 
 import pytest
+from dependency_injector import providers
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container
 from walletcore.domain.assets import Chain
+from walletcore.ports import CheckFailed
+from walletcore.services.health import failure_name
 from walletcore.testing.storage import InMemoryStorage
 from walletcore_litestar.operations import OperationsSettings
 
@@ -164,3 +167,33 @@ async def test_concurrent_probes_share_one_round(
     assert node.checks == 1  # an open endpoint cannot be used to flood the nodes
     assert (await http.get("/health/ready")).status_code == 200
     assert node.checks == 1  # ... nor right after: the round is kept for a second
+
+
+class NoWorker:
+    """The jobs engine's monitor of a deployment whose worker is not running."""
+
+    async def check(self) -> None:
+        raise CheckFailed("no worker: no `walletcore worker` sent a heartbeat in the last 30 s")
+
+
+async def test_ready_shows_a_missing_worker_as_a_warning_that_keeps_it_ready(
+    container: Container, http: AsyncTestClient[Litestar]
+) -> None:
+    """Readiness says why (the monitor's reason, shown as written), and fails only on what
+    a dead worker leads to (no prices, stale prices), never on the worker alone."""
+    container.jobs_monitor.override(providers.Object(NoWorker()))
+    container.health.reset()
+    status, body = await ready(http)
+    assert status == 200 and body["status"] == "ok"
+    assert body["checks"]["jobs"] == {
+        "status": "warning",
+        "error": "no worker: no `walletcore worker` sent a heartbeat in the last 30 s",
+        "durationMs": body["checks"]["jobs"]["durationMs"],
+    }
+
+
+def test_a_failing_check_is_named_by_its_class_unless_it_says_why() -> None:
+    assert failure_name(RuntimeError(f"https://x/v3/{SECRET}")) == "RuntimeError"
+    assert failure_name(CheckFailed("wrong chain: the node serves chain id 5")) == (
+        "wrong chain: the node serves chain id 5"
+    )

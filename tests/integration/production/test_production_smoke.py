@@ -113,8 +113,15 @@ async def test_a_scripted_session_over_every_endpoint(
     issued = deployment.cli("clients", "create", "--name", "smoke")
     client_id, api_key = issued["clientId"], issued["apiKey"]
     deployment.cli("platform", "provision", "--client-id", client_id)
+    first = deployment.serve("http-1")  # before any worker: it says that none runs, and why
+    assert "warning: no worker: no `walletcore worker` has ever run" in first.log.read_text()
+    unready = (await http.get(f"{first.url}/health/ready")).json()
+    assert unready["status"] == "unavailable", unready
+    assert unready["checks"]["jobs"]["status"] == "warning", unready
+    assert unready["checks"]["jobs"]["error"].startswith("no worker: "), unready
+    assert unready["checks"]["prices"]["error"] == "no prices", unready
     deployment.spawn("worker-1", "worker")
-    first, second = deployment.serve("http-1"), deployment.serve("http-2")
+    second = deployment.serve("http-2")
     api = Client(deployment, http)
     await api.sign_in(client_id, api_key, [first.url, second.url])
 
@@ -122,6 +129,12 @@ async def test_a_scripted_session_over_every_endpoint(
         return bool((await api.post("/prices"))["BTC"]["USD"] == 100000.0)
 
     await wait_for(priced, 30, "the first price refresh")
+
+    async def ready() -> bool:  # every node at the network's chain id, a worker alive
+        answer = await http.get(f"{first.url}/health/ready")
+        return answer.status_code == 200 and answer.json()["checks"]["jobs"]["status"] == "ok"
+
+    await wait_for(ready, 30, "readiness with a worker")
     config = await api.post("/config")
     assert config["feePayer"] in ("USER", "PLATFORM") and config["assets"]
 
