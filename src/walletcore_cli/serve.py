@@ -65,10 +65,9 @@ async def jobs_notes(container: Container) -> list[str]:
     monitor = container.jobs_monitor()
     if monitor is None:
         return []
-    notes = [
-        f"background jobs (WALLETCORE_JOBS={container.jobs_mode().value}) run in "
-        "`walletcore worker` processes, not in this server"
-    ]
+    engine = container.jobs_mode().value
+    where = f"background jobs (WALLETCORE_JOBS={engine}) run in `walletcore worker` processes"
+    notes = [f"{where}, not in this server"]
     try:
         await asyncio.wait_for(monitor.check(), JOBS_CHECK_SECONDS)
     except CheckFailed as failed:

@@ -51,7 +51,9 @@ class WorkerMonitor:
         self._conninfo = libpq_url(database_url)
         self.alive_seconds = alive_seconds
         #: the search_path of its connections (tests), as `walletcore_jobs.app.connector`'s
-        self._options = {} if schema is None else {"options": f"-c search_path={schema}"}
+        self._options: dict[str, Any] = (
+            {} if schema is None else {"options": f"-c search_path={schema}"}
+        )
 
     def __repr__(self) -> str:  # never the URL: it carries the database's password
         return f"WorkerMonitor(alive_seconds={self.alive_seconds})"
