@@ -35,8 +35,12 @@ from walletcore_litestar.errors import BODY_TOO_LARGE
 
 #: The reported attack: 33 open arrays, then an unterminated string of escaped quotes.
 DEEP_STRING_ATTACK = b"[" * 33 + b'"' + b'\\"' * 32_700
-#: Far above what a 64 KiB body costs now, far below the 8 - 9 s it cost a worker before.
-ANSWER_SECONDS = 2.0
+#: What the worker may spend on one attack (its own `durationMs` in the request log): far
+#: above the milliseconds a 64 KiB body costs now, far below the 8 - 9 s it cost before.
+SERVED_SECONDS = 1.0
+#: The same seen from the client, on a test machine busy with other tests: four attacks
+#: took 34 s before (each waited for the others on the worker's one event loop).
+ANSWER_SECONDS = 5.0
 STALL_MESSAGE = (
     "Request body not received in time: the whole body must arrive within "
     f"{BODY_TIMEOUT_SECONDS:g} seconds"
@@ -130,10 +134,24 @@ def test_the_deep_string_attack_is_refused_at_once_and_the_worker_serves_others(
         answered = [f.result() for f in attacks]
         price_answer, price_seconds = meanwhile.result()
     for response, seconds in answered:
-        assert_error_envelope(response, [400], TOO_DEEP)
-        assert seconds < ANSWER_SECONDS, f"the attack held the worker {seconds:.2f} s"
+        body = assert_error_envelope(response, [400], TOO_DEEP)
+        assert seconds < ANSWER_SECONDS, f"the attack was answered after {seconds:.2f} s"
+        served = served_seconds(server, body["requestId"])
+        assert served < SERVED_SECONDS, f"the attack held the worker {served:.3f} s"
     assert price_answer.status_code == 200, price_answer.text
     assert price_seconds < ANSWER_SECONDS, f"/prices waited {price_seconds:.2f} s"
+
+
+def served_seconds(server: Server, request_id: str, wait: float = 10.0) -> float:
+    """How long the worker served a request: its `durationMs` in the request log (written
+    in batches a fraction of a second apart)."""
+    deadline = time.monotonic() + wait
+    while True:
+        for line in server.log_path.read_text(errors="replace").splitlines():
+            if f"requestId={request_id} " in line and "durationMs=" in line:
+                return float(line.rsplit("durationMs=", 1)[1].split()[0]) / 1000.0
+        assert time.monotonic() < deadline, f"no log line of request {request_id}"
+        time.sleep(0.1)
 
 
 # -- bodies over the cap ---------------------------------------------------------------------
@@ -204,7 +222,7 @@ def test_a_stalled_body_is_cut_within_the_body_timeout(server: Server, path: str
         assert answer.status == 400, answer.body[:200]
         assert answer.message() == STALL_MESSAGE
         assert answer.closes, answer.headers
-        assert BODY_TIMEOUT_SECONDS - 0.5 <= answer.seconds < BODY_TIMEOUT_SECONDS + 3, (
+        assert BODY_TIMEOUT_SECONDS - 0.5 <= answer.seconds < BODY_TIMEOUT_SECONDS + 5, (
             f"cut after {answer.seconds:.2f} s"
         )
         assert closed_by_server(sock, within=5)
@@ -220,7 +238,7 @@ def test_a_stalled_body_with_a_bad_token_is_answered_and_closed(server: Server) 
         assert answer.status == 401, answer.body[:200]
         assert answer.message() == "Missing or expired token"
         assert answer.closes, answer.headers
-        assert answer.seconds < DRAIN_SECONDS + 2, f"answered after {answer.seconds:.2f} s"
+        assert answer.seconds < DRAIN_SECONDS + 4, f"answered after {answer.seconds:.2f} s"
         assert closed_by_server(sock, within=5)
 
 
