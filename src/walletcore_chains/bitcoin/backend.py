@@ -80,6 +80,38 @@ class TxView:
     vsize: int | None = None
 
 
+#: Confirmed transactions a backend keeps decoded (about 1.4 KB each with two inputs and
+#: two outputs: some 13 MB at the bound; docs/performance.md, "Memory per worker").
+CONFIRMED_REMEMBERED = 10_000
+
+
+class ConfirmedViews:
+    """Confirmed transactions, decoded once: a history page or the follow job reads the
+    same ones again, and a mined transaction does not change. Bounded: past `size`, the one
+    kept longest is forgotten (read again from the backend when it is asked for)."""
+
+    __slots__ = ("_size", "_views")
+
+    def __init__(self, size: int | None = None) -> None:
+        self._size = CONFIRMED_REMEMBERED if size is None else size
+        self._views: dict[str, TxView] = {}  # insertion-ordered: the oldest first
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    def get(self, txid: str) -> TxView | None:
+        return self._views.get(txid)
+
+    def keep(self, view: TxView) -> None:
+        """Remember `view` if it is confirmed (an unconfirmed one may still change)."""
+        if view.height is None:
+            return
+        views = self._views
+        views[view.txid] = view
+        if len(views) > self._size:
+            del views[next(iter(views))]
+
+
 @dataclass(frozen=True, slots=True)
 class Outspend:
     """Whether an output is spent, as the backend knows it (mempool and chain).

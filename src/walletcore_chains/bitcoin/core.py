@@ -23,6 +23,7 @@ from typing import Any
 from walletcore_chains.bitcoin.backend import (
     BackendError,
     BroadcastRefused,
+    ConfirmedViews,
     Outspend,
     TxIn,
     TxOut,
@@ -38,6 +39,9 @@ _ALREADY_LOADED = -35
 #: sendrawtransaction's refusals: verify error, verify rejected, already in chain
 _REFUSED = (-25, -26, -27, -22)
 _IMPORT_TIMEOUT = 3600.0
+#: Addresses this process knows the node's wallet watches (about 130 bytes each, 12 MB at
+#: the bound); past it the one known longest is forgotten, and asked about again when used.
+WATCHED_REMEMBERED = 100_000
 
 
 class CoreBackend:
@@ -57,11 +61,13 @@ class CoreBackend:
         self._wallet_path = f"/wallet/{wallet}"
         self._rescan_since = rescan_since
         self._depth = history_depth
-        self._watched: set[str] = set()
+        #: the addresses known to be in the node's wallet, the oldest first (a dict as an
+        #: ordered set: bounded by `WATCHED_REMEMBERED`)
+        self._watched: dict[str, None] = {}
         self._wallet_ready = False
         self._lock = asyncio.Lock()
         #: confirmed transactions never change: decoded once
-        self._confirmed: dict[str, TxView] = {}
+        self._confirmed = ConfirmedViews()
 
     def __repr__(self) -> str:
         return f"CoreBackend(wallet={self._wallet})"
@@ -112,7 +118,10 @@ class CoreBackend:
                 )
                 if not result or not result[0].get("success"):
                     raise BackendError("the node did not import the address into its wallet")
-            self._watched.add(address)
+            watched = self._watched
+            watched[address] = None
+            if len(watched) > WATCHED_REMEMBERED:
+                del watched[next(iter(watched))]
 
     # -- reads ---------------------------------------------------------------------------
     async def tip_height(self) -> int:
@@ -149,8 +158,7 @@ class CoreBackend:
                 raise
             return await self._wallet_conflict(txid)
         view = await self._view(raw)
-        if view.height is not None:
-            self._confirmed[txid] = view
+        self._confirmed.keep(view)
         return view
 
     async def _wallet_conflict(self, txid: str) -> TxView | None:

@@ -17,6 +17,7 @@ import httpx
 from walletcore_chains.bitcoin.backend import (
     BackendError,
     BroadcastRefused,
+    ConfirmedViews,
     Outspend,
     TxIn,
     TxOut,
@@ -37,7 +38,7 @@ class EsploraBackend:
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
         )
         self._floor = min_fee_rate
-        self._confirmed: dict[str, TxView] = {}
+        self._confirmed = ConfirmedViews()
 
     def __repr__(self) -> str:
         return "EsploraBackend(<url hidden>)"
@@ -97,8 +98,7 @@ class EsploraBackend:
         if response.status_code != 200:
             raise BackendError(f"the indexer answered HTTP {response.status_code}")
         view = _view(response.json())
-        if view.height is not None:
-            self._confirmed[txid] = view
+        self._confirmed.keep(view)
         return view
 
     async def outspend(self, txid: str, vout: int) -> Outspend:
