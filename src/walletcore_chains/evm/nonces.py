@@ -20,6 +20,12 @@ is abandoned, leave a gap that stalls every later one. The book prevents both:
 
 Without leases (`leases=None`) the turn is per process only: one signing process per
 address (the devnets, whose chains live in one process anyway).
+
+The book keeps a gate per address that sends. On leases, an idle gate (no holder, nobody
+waiting, its last floor stored) holds nothing the lease does not: past `GATES_REMEMBERED`
+gates the idle ones are forgotten, the oldest first, so a worker serving millions of
+addresses keeps a bounded map. Without leases a gate's floor is the only record of what
+was accepted, so none is forgotten.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from walletcore.ports import NonceLease, NonceLeases
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: Gates a book on leases keeps before it forgets idle ones (under 400 bytes each; it keeps
+#: half as many, the newest, and every gate in use).
+GATES_REMEMBERED = 10_000
 
 
 @dataclass
@@ -53,6 +62,27 @@ class _Gate:
     unstored: bool = False
     #: the node's pending count last seen below the floor (a stall, if it persists)
     behind: int | None = None
+    #: reservations (and floor reads or resets) waiting for `lock`
+    waiting: int = 0
+
+    async def take_turn(self) -> None:
+        """Wait for the lock, counted in `waiting` meanwhile (a gate waited on is in use)."""
+        self.waiting += 1
+        try:
+            await self.lock.acquire()
+        finally:
+            self.waiting -= 1
+
+    @property
+    def idle(self) -> bool:
+        """No holder, no one waiting for it, its last floor stored: forgetting it loses
+        nothing the lease does not hold."""
+        return (
+            self.holder is None
+            and not self.lock.locked()
+            and self.waiting == 0
+            and not self.unstored
+        )
 
 
 class NonceBook:
@@ -91,14 +121,28 @@ class NonceBook:
         gate = self._gates.get(key)
         if gate is None or gate.loop is not loop:
             floor = gate.floor if gate is not None else 0
+            if gate is None and len(self._gates) >= GATES_REMEMBERED:
+                self._forget_idle()
             gate = self._gates[key] = _Gate(loop, floor=floor)
         return gate
+
+    def _forget_idle(self) -> None:
+        """On leases, forget idle gates, the oldest first, until half the bound is left."""
+        if self._leases is None:
+            return  # each gate's floor is this process's only record
+        gates = self._gates
+        keep = GATES_REMEMBERED // 2
+        for key, gate in list(gates.items()):
+            if len(gates) <= keep:
+                return
+            if gate.idle:
+                del gates[key]
 
     async def reserve(self, address: str, pending: Callable[[], Awaitable[int]]) -> int:
         """The next nonce of `address`; the gate (and lease) is held until `accepted` or
         `release`."""
         gate = self._gate(address)
-        await gate.lock.acquire()
+        await gate.take_turn()
         lease: NonceLease | None = None
         try:
             if self._leases is not None:
@@ -156,7 +200,8 @@ class NonceBook:
         if self._leases is None:
             raise ValueError("this NonceBook keeps its floors in its process: nothing is stored")
         gate = self._gate(address)
-        async with gate.lock:
+        await gate.take_turn()
+        try:
             lease = await self._leases.acquire(self._chain, _key(address))
             try:
                 previous = lease.floor
@@ -165,6 +210,8 @@ class NonceBook:
                     gate.floor, gate.unstored, gate.behind = next_nonce, False, None
             finally:
                 await self._let_go(lease, None)
+        finally:
+            gate.lock.release()
         return previous
 
     async def accepted(self, address: str, nonce: int) -> None:

@@ -12,6 +12,7 @@ import pytest
 from walletcore.domain.errors import StorageUnavailable
 from walletcore.ports import NonceLease, NonceLeases
 from walletcore.testing.nonces import LocalNonceLeases
+from walletcore_chains.evm import nonces
 from walletcore_chains.evm.nonces import NonceBook
 
 CHAIN = "eip155:1"
@@ -216,3 +217,72 @@ async def test_a_holder_that_renews_its_turn_keeps_it_past_the_lapse() -> None:
     await slow.accepted(ALICE, 0)
     assert await asyncio.wait_for(waiting, 5) == 1
     await other.release(ALICE, 1)
+
+
+# -- the gates a book keeps ----------------------------------------------------------------
+def addresses(count: int) -> list[str]:
+    return [f"0x{n:040x}" for n in range(1, count + 1)]
+
+
+async def send_once(book: NonceBook, address: str) -> int:
+    nonce = await book.reserve(address, stale_node)
+    await book.accepted(address, nonce)
+    return nonce
+
+
+async def test_a_book_on_leases_keeps_a_bounded_map_of_gates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker that signs for ever more addresses forgets idle gates past the bound; an
+    address whose gate was forgotten continues from the lease's floor."""
+    monkeypatch.setattr(nonces, "GATES_REMEMBERED", 8)
+    (book,) = books(LocalNonceLeases(), 1)
+    assert [await send_once(book, ALICE) for _ in range(3)] == [0, 1, 2]
+    for address in addresses(40):
+        await send_once(book, address)
+        assert len(book._gates) <= 8
+    assert nonces._key(ALICE) not in book._gates  # forgotten, the oldest
+    assert await send_once(book, ALICE) == 3  # the lagging node says 0: the lease rules
+
+
+class _StuckFloorOf(_StuckFloors):
+    """`_StuckFloors` for one address; the others' floors are stored."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__()
+        self.address = nonces._key(address)
+
+    async def acquire(self, chain: str, address: str) -> NonceLease:
+        if address != self.address:
+            return await self.inner.acquire(chain, address)
+        return await super().acquire(chain, address)
+
+
+async def test_gates_in_use_are_never_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A held turn, a reservation waiting for it and a floor that could not be stored
+    stay, whatever the bound; idle gates go."""
+    monkeypatch.setattr(nonces, "GATES_REMEMBERED", 4)
+    bob = "0x" + "b0" * 20
+    (book,) = books(_StuckFloorOf(bob), 1)
+    await send_once(book, bob)  # accepted, its floor not stored: this process's record
+    assert book._gates[nonces._key(bob)].unstored
+    held = await book.reserve(ALICE, stale_node)
+    waiting = asyncio.ensure_future(book.reserve(ALICE, stale_node))
+    await asyncio.sleep(0.01)
+    for address in addresses(20):
+        await send_once(book, address)
+        assert len(book._gates) <= 4 + 2  # the bound, and the two gates in use
+    assert book.held(ALICE) == held and nonces._key(bob) in book._gates
+    await book.accepted(ALICE, held)
+    assert await asyncio.wait_for(waiting, 5) == held + 1
+    await book.release(ALICE, held + 1)
+    assert await send_once(book, bob) == 1  # its own floor: the lagging node says 0
+
+
+async def test_without_leases_no_gate_is_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each gate's floor is then the process's only record of the nonces accepted."""
+    monkeypatch.setattr(nonces, "GATES_REMEMBERED", 4)
+    book = NonceBook()
+    for address in addresses(12):
+        await send_once(book, address)
+    assert len(book._gates) == 12
