@@ -20,6 +20,7 @@ from litestar import Litestar
 
 from walletcore_litestar.app import create_app
 from walletcore_litestar.logs import BatchingStderrHandler, JsonFormatter, RequestIdFilter
+from walletcore_litestar.memory import snapshot_memory_on_sigusr2
 from walletcore_litestar.metrics import multiprocess_directory
 from walletcore_litestar.operations import OperationsSettings
 from walletcore_litestar.services import services_of
@@ -194,7 +195,9 @@ def app_factory() -> Litestar:
     dump_stacks_on_sigusr1()
     app = create_app()
     services_of(app).warm_up()
-    tune_collector(OperationsSettings().gc_young_threshold)
+    settings = OperationsSettings()
+    tune_collector(settings.gc_young_threshold)
+    snapshot_memory_on_sigusr2(settings.memory_snapshots)
     return app
 
 
