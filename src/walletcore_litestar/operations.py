@@ -43,7 +43,7 @@ class OperationsSettings(BaseSettings):
     #: (`walletcore_litestar.server.tune_collector`); Python's own is 700. `0` leaves
     #: Python's setting alone. Never disables the collector.
     gc_young_threshold: int = Field(default=YOUNG_THRESHOLD, ge=0, le=1_000_000)
-    #: `WALLETCORE_MEMORY_SNAPSHOTS`: a folder; when set, each `walletcore serve` worker
-    #: traces its allocations and writes a `tracemalloc` snapshot there on SIGUSR2
-    #: (`walletcore_litestar.memory`). For diagnosis only: tracing slows the worker.
+    #: `WALLETCORE_MEMORY_SNAPSHOTS`: a folder; when set, a `walletcore serve` worker
+    #: starts tracing its allocations on its first SIGUSR2 and writes a `tracemalloc`
+    #: snapshot there on each later one (`walletcore_litestar.memory`). For diagnosis.
     memory_snapshots: Path | None = None
