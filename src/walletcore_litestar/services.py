@@ -32,7 +32,8 @@ STATE_KEY = "walletcore"
 OPERATIONS_KEY = "walletcore_operations"
 #: Distinct client configurations whose `/config` view is kept.
 CONFIG_CACHE_SIZE = 1024
-#: Views of trades in a terminal status kept (the oldest dropped first).
+#: Views of trades in a terminal status kept (the oldest dropped first; about 1.2 KB each,
+#: some 56 MB of a worker at the bound: docs/performance.md, "Memory per worker").
 TERMINAL_VIEWS_SIZE = 50_000
 
 
