@@ -999,8 +999,22 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
             kept[f"bc1q{os.urandom(20).hex()[:38]}"] = None
         return kept
 
+    def gates() -> Any:
+        from walletcore.testing.nonces import LocalNonceLeases
+        from walletcore_chains.evm.nonces import GATES_REMEMBERED, NonceBook
+
+        book = NonceBook(leases=LocalNonceLeases(), chain="eip155:1")
+
+        async def made() -> None:  # a gate belongs to the loop that made it
+            for _ in range(GATES_REMEMBERED):
+                book._gate(f"0x{os.urandom(20).hex()}")
+
+        asyncio.run(made())
+        return book
+
     from walletcore_chains.bitcoin.backend import CONFIRMED_REMEMBERED
     from walletcore_chains.bitcoin.core import WATCHED_REMEMBERED
+    from walletcore_chains.evm.nonces import GATES_REMEMBERED
 
     return [
         ("Services._terminal_views (views of terminal trades)",
@@ -1019,6 +1033,8 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
          confirmed),
         ("bitcoin CoreBackend._watched (addresses in the node's wallet)", WATCHED_REMEMBERED,
          watched),
+        ("NonceBook._gates (addresses that sent; idle ones forgotten)", GATES_REMEMBERED,
+         gates),
     ]  # fmt: skip
 
 

@@ -40,7 +40,7 @@ from walletcore.ports import NonceLease, NonceLeases
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-#: Gates a book on leases keeps before it forgets idle ones (under 400 bytes each; it keeps
+#: Gates a book on leases keeps before it forgets idle ones (about 380 bytes each; it keeps
 #: half as many, the newest, and every gate in use).
 GATES_REMEMBERED = 10_000
 
