@@ -36,6 +36,9 @@ BIN = Path(sys.executable).parent
 EVM_CHAINS = (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON)
 #: Seconds between two price refreshes of the deployment.
 PRICE_INTERVAL = 2
+#: Seconds a `walletcore serve` may take to answer: a few on a quiet machine, but its
+#: imports and a worker's start share the CPU with the rest of a parallel test run.
+START_SECONDS = 180
 
 
 def free_port() -> int:
@@ -104,7 +107,7 @@ class Deployment:
             name, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
             port=port,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             assert process.popen.poll() is None, process.log.read_text()
             try:
