@@ -30,12 +30,12 @@ it, docs/performance.md):
 - CPU per pair of each workload: this process's (`time.process_time`) and the PostgreSQL
   server's (its processes' user + system time, psutil), over each timed run; with two
   cores shared by the client and the server, the sum bounds the rate;
-- the budget the goal leaves the service (issue 14: quote + approve at >= 0.5 of raw):
-  with the client and the server on one machine's cores, busy about as much in each
-  workload, a pair at half raw's rate may cost twice raw's CPU (client + server); less
-  what PostgreSQL spends on the service's own statements, that is what this process may
-  spend per pair, printed beside what it spends and what the hand-written statements
-  spend with no framework at all;
+- the budget the goal leaves the service (quote + approve at >= 0.5 of raw: docs/
+  performance.md, "Goals"): with the client and the server on one machine's cores, busy
+  about as much in each workload, a pair at half raw's rate may cost twice raw's CPU
+  (client + server); less what PostgreSQL spends on the service's own statements, that
+  is what this process may spend per pair, printed beside what it spends and what the
+  hand-written statements spend with no framework at all;
 - round trips: `--pairs` sequential sell+approve after the timed rounds, counted as
   (a) client->server writes on sockets to the PostgreSQL port (each message batch the
   driver flushes and then waits on: statements, BEGIN/COMMIT, pre-ping, connection start-up
@@ -55,8 +55,8 @@ it, docs/performance.md):
 The timed rounds run with the collector a server worker has (`walletcore_litestar.server.
 tune_collector`: what was built before frozen out of its passes, the youngest generation
 collected after `WALLETCORE_GC_YOUNG_THRESHOLD` allocations), shared by the three
-workloads; `--python-gc` keeps Python's own settings (item 32 measures one against the
-other).
+workloads; `--python-gc` keeps Python's own settings (to measure one against the other:
+docs/performance.md, "The workers' collector").
 
 `--service-only` times the service alone (no ratios): a run to attach a profiler to.
 
@@ -221,7 +221,8 @@ async def run_for(
     return done / elapsed
 
 
-#: Issue 14's goal for this row: quote + approve at this fraction of raw's rate, or more.
+#: The write path's goal (docs/performance.md, "Goals"): quote + approve at this fraction
+#: of raw's rate, or more.
 GOAL = 0.5
 
 
