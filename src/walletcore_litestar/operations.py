@@ -19,7 +19,7 @@ OPERATIONS_PATHS = (LIVE_PATH, READY_PATH, METRICS_PATH)
 #: A server worker's collector passes over its youngest objects after this many (net)
 #: allocations, not Python's 700: each pass then finds more of them already freed, and a
 #: request's objects are scanned fewer times while it waits on the database
-#: (docs/performance.md, item 32).
+#: (docs/performance.md, "The workers' collector").
 YOUNG_THRESHOLD = 10_000
 
 

@@ -206,7 +206,8 @@ def tune_collector(young_threshold: int) -> None:
     document, the imported chain libraries) lives as long as the process, so it is kept
     out of the collector's passes (`gc.freeze`: a full pass over it was a pause of 30 to
     50 ms that showed in p99); and the youngest generation is collected after
-    `young_threshold` allocations (0: Python's own setting). docs/performance.md, item 32.
+    `young_threshold` allocations (0: Python's own setting). docs/performance.md, "The
+    workers' collector".
     """
     gc.collect()
     gc.freeze()

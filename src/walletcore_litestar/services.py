@@ -87,8 +87,9 @@ class Services:
         writes a move as a compare-and-set on the stored status. So its view (six figures
         cut to six places, three dates) is built once per process, not on every `/trades`
         page that shows it (formatting was a third of a page's cost; docs/performance.md,
-        item 18). Keyed by trade, client and user; the oldest views go past
-        `TERMINAL_VIEWS_SIZE`. A trade in any other status is formatted every time.
+        "Caches, and why each is safe"). Keyed by trade, client and user; the oldest views
+        go past `TERMINAL_VIEWS_SIZE`. A trade in any other status is formatted every
+        time.
         """
         if not trade.status.is_terminal:
             return TradeView.of(trade)

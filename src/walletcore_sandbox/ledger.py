@@ -15,8 +15,8 @@ thread instead. A thread hop per balance read cost a sell up to a GIL switch int
 under load (docs/performance.md). A reader connection serves an address's shares (what a
 balance is summed from) again while the ledger is unchanged since it read them: `PRAGMA
 data_version` moves with every commit of any other connection, in any process, and is read
-before each balance (`_Seen`; docs/performance.md, item 32). The balance itself is summed
-each time, at the clock's instant, so a credit confirms on time.
+before each balance (`_Seen`; docs/performance.md, "Caches, and why each is safe"). The
+balance itself is summed each time, at the clock's instant, so a credit confirms on time.
 
 Rules:
 - A transaction is accepted only with a valid signature of its sender, and of its fee payer

@@ -134,7 +134,8 @@ def test_datetime_wire_form_parses_back_to_the_same_millisecond(moment: datetime
 
 
 def test_format_datetime_matches_the_strftime_form_it_replaced() -> None:
-    """Issue 14 moved `format_datetime` to isoformat: the same text for any instant."""
+    """`format_datetime` goes through isoformat: the same text for any instant as the
+    strftime form it replaced."""
     import random
 
     rng = random.Random(14)

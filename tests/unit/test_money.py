@@ -240,8 +240,8 @@ def test_parse_amount_keeps_every_digit_whatever_the_context(
 
 
 def test_format_amount_matches_the_localcontext_form_it_replaced() -> None:
-    """Issue 14 passes the 80-digit context to quantize instead of entering it: the same
-    text for amounts of every size and precision, including 18-decimal token amounts."""
+    """`format_amount` passes the 80-digit context to quantize instead of entering it: the
+    same text for amounts of every size and precision, including 18-decimal token amounts."""
     import random
     from decimal import ROUND_DOWN, localcontext
 

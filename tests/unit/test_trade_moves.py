@@ -1,5 +1,6 @@
 """`Trade._to`: a move built directly is, field for field, what `dataclasses.replace`
-made before (docs/performance.md, item 32), for every transition of the table."""
+made (docs/performance.md, "Fewer Python calls per request"), for every transition of
+the table."""
 
 from __future__ import annotations
 

@@ -21,10 +21,10 @@ def new_id() -> str:
 
     Drawn `ID_BATCH` at a time (one `os.urandom` of 12 x 128 bytes), then handed out: a
     system call per id was about 4 % of the process's CPU in the write path bench, three
-    ids a sell + approve (docs/performance.md, item 33). `list.pop` hands each out once,
-    from any thread; a child process starts with none drawn (`os.register_at_fork`), so
-    it never repeats its parent's. Ids are names, not secrets: nothing is derived from
-    them, and they are on the wire anyway."""
+    ids a sell + approve (docs/performance.md, "Fewer Python calls per request").
+    `list.pop` hands each out once, from any thread; a child process starts with none
+    drawn (`os.register_at_fork`), so it never repeats its parent's. Ids are names, not
+    secrets: nothing is derived from them, and they are on the wire anyway."""
     while True:
         try:
             return _drawn.pop()

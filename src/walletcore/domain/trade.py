@@ -348,7 +348,7 @@ class Trade:
         """This trade moved to `status`, with the `MOVED_FIELDS` given changed and every
         other field its own: what `dataclasses.replace` makes, built directly (replace
         looks up and reads every field by name: twice the cost, twice a sell and its
-        approval; docs/performance.md, item 32)."""
+        approval; docs/performance.md, "Fewer Python calls per request")."""
         return Trade(
             self.trade_id,
             self.client_id,

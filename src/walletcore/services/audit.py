@@ -111,7 +111,8 @@ class AuditNote:
 class Recording:
     """`Auditor.record`: the note of one use case, and the request's own entry when it
     ends (module rules). A class, not an `asynccontextmanager` generator: every use case
-    enters one (docs/performance.md, item 31). It never swallows the use case's error."""
+    enters one (docs/performance.md, "Fewer Python calls per request"). It never swallows
+    the use case's error."""
 
     __slots__ = ("_auditor", "_mutating", "note")
 

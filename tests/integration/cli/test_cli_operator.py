@@ -1,5 +1,5 @@
-"""The operator CLI of issue 18, in process against the same `WALLETCORE_HOME` as a running
-app: `clients update` / `enable`, `platform balances`, `--version`, help on every option, and
+"""The operator CLI, in process against the same `WALLETCORE_HOME` as a running app:
+`clients update` / `enable`, `platform balances`, `--version`, help on every option, and
 the home line on stderr."""
 
 from __future__ import annotations
@@ -359,7 +359,7 @@ def test_the_home_line_names_where_state_went(tmp_path: Path) -> None:
     assert default.is_absolute() and (default / "walletcore.db").exists(), line
 
 
-# -- worker (its module is another change of issue 18) ---------------------------------------
+# -- worker ----------------------------------------------------------------------------------
 def test_worker_is_a_command_with_a_concurrency_option() -> None:
     args = parser().parse_args(["worker", "--concurrency", "3"])
     assert (args.command, args.concurrency) == ("worker", 3)

@@ -67,10 +67,10 @@ def test_the_deployers_variables_of_before_the_plugins_still_work(
     and a missing one is named with the new name and the old."""
     monkeypatch.setenv("WALLETCORE_CHAINS", "rpc")
     monkeypatch.setenv("WALLETCORE_NETWORK", "testnet")
-    # BITCOIN has an rpc gateway since issue 15 (it needs WALLETCORE_BITCOIN_ESPLORA_URL);
-    # a deployment of before keeps it on the ledger like this
+    # BITCOIN's rpc gateway needs WALLETCORE_BITCOIN_ESPLORA_URL, which a deployment of
+    # the EVM chains and SOLANA alone does not have: it keeps BITCOIN on the ledger like this
     monkeypatch.setenv("WALLETCORE_CHAIN_BITCOIN", "sandbox")
-    # and TRON since issue 16 (WALLETCORE_TRON_NODE_URL)
+    # and TRON's needs WALLETCORE_TRON_NODE_URL
     monkeypatch.setenv("WALLETCORE_CHAIN_TRON", "sandbox")
     for chain in ("ETHEREUM", "POLYGON", "SOLANA"):
         monkeypatch.setenv(f"WALLETCORE_RPC_{chain}", f"http://127.0.0.1:1/{chain.lower()}")
@@ -101,7 +101,7 @@ def test_one_chain_takes_another_plugin_or_mode(
 
 
 def test_production_refuses_chains_without_a_real_gateway(tmp_path: Path) -> None:
-    # every chain has an rpc gateway since issue 16 (TRON): production plans them all
+    # every chain has an rpc gateway: production plans them all
     from walletcore_chains.bitcoin import BitcoinSettings
     from walletcore_chains.solana.plugin import SolanaSettings
     from walletcore_chains.tron import TronSettings

@@ -1,4 +1,4 @@
-"""Fixtures of the hardening tests (issue 12): real `walletcore serve` processes.
+"""Fixtures of the hardening tests: real `walletcore serve` processes.
 
 - `sqlite_server`: the default sandbox profile (the SQL repo on an SQLite file under
   WALLETCORE_HOME), one granian worker: every request meets the one primed worker.

@@ -307,8 +307,8 @@ class Server:
 
     def prime_workers(self, password: str = "priming the worker 1") -> None:
         """Run a /create in every worker not primed yet: the first /create imports
-        eth_account, whose py_ecc raises the recursion limit (the trap of issue 12: a
-        deeply nested body then overflowed the C stack instead of raising RecursionError)."""
+        eth_account, whose py_ecc raises the recursion limit (the trap: a deeply nested body
+        then overflowed the C stack instead of raising RecursionError)."""
         token = self.clients["A"].token(self.base)
         for worker in sorted(self.worker_pids() - self.primed):
             conn = self.connection_to(worker)

@@ -1,4 +1,4 @@
-"""A corpus of bad inputs sent over real HTTP to a real `walletcore serve` (issue 12).
+"""A corpus of bad inputs sent over real HTTP to a real `walletcore serve`.
 
 Every endpoint gets deep nesting (30,000 levels under 64 KB, 12,000 levels of objects,
 1,000, 33), invalid UTF-8, lone surrogates, overlong strings and wrong types in every field,
@@ -55,7 +55,8 @@ from walletcore_litestar.middleware import INVALID_REQUEST_ID
 EXPIRED = "Missing or expired token"
 INVALID_CREDENTIALS = "Invalid credentials"
 USER_HEADER_REFUSED = "X-USER-ID is not accepted on platform endpoints"
-#: How long an unknown field's name may be echoed in a message (issue 12: capped, ~64).
+#: How long an unknown field's name may be echoed in a message (capped, so a huge name is
+#: not sent back whole).
 NAME_ECHO_CAP = 64
 
 U, T, TX, PTX = "@USER@", "@TRADE@", "@TX@", "@PTX@"

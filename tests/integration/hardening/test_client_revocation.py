@@ -1,4 +1,4 @@
-"""Revocation across processes (issue 14): each worker keeps the api client it read to check
+"""Revocation across processes: each worker keeps the api client it read to check
 tokens for `client_cache_seconds` (default 1 s). A disable or a rotation made by another
 process (`walletcore clients ...`) stops the client's tokens in every worker within that
 bound; here every worker has the client cached (it just served the token) when the CLI

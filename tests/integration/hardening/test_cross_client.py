@@ -1,4 +1,4 @@
-"""One api client can never reach another's users, trades, transactions or sends (issue 12).
+"""One api client can never reach another's users, trades, transactions or sends.
 
 Clients A (fee payer USER) and B (PLATFORM) each have a user with an open, a completed and
 a cancelled trade, a user send and a platform send (`hardening_support.provision`); C has

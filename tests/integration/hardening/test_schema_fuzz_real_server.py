@@ -1,4 +1,4 @@
-"""Schemathesis against the real server process on PostgreSQL (issues 12 and 13).
+"""Schemathesis against the real server process on PostgreSQL.
 
 The schema is the one the running server serves (`/schema/openapi.json`, loaded with
 `schemathesis.openapi.from_url`), and every generated case goes over real HTTP to
@@ -7,7 +7,7 @@ database): the JSON reader, the middleware and the SQL repo are the production o
 
 Every operation runs schemathesis's phases (explicit examples, coverage, then fuzzing in
 positive and negative modes), derandomized, with every check on. `positive_data_acceptance`
-(issue 13) is judged as in the in-process run (tests/integration/http/
+is judged as in the in-process run (tests/integration/http/
 test_http_schema_fuzz.py), by the one shared `accepted_unless_a_business_rule`
 (tests/schema_business_rules.py): schema-valid input is accepted, or refused by one of the
 `BUSINESS_RULES` a schema cannot state, each with its reason (an unknown user is a 404,

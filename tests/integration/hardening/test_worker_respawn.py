@@ -1,4 +1,4 @@
-"""A dead granian worker is replaced and the service keeps answering (issue 12).
+"""A dead granian worker is replaced and the service keeps answering.
 
 Before the fix, one worker dying (a SIGSEGV from a deeply nested body) made granian shut the
 whole server down. `walletcore serve` now runs granian with `respawn_failed_workers`: the
@@ -167,8 +167,8 @@ def test_a_respawned_worker_refuses_deep_bodies_before_and_after_a_create(
 ) -> None:
     """The replacement is a fresh worker: deep bodies (1,000 levels: a RecursionError and
     a 500 before the fix; 30,000) are 400s there; then it runs a /create (eth_account
-    imported: the recursion-limit trap) and the 30,000-deep body of the review is still a
-    400. No worker dies."""
+    imported: the recursion-limit trap) and the 30,000-deep body is still a 400. No
+    worker dies."""
     settle(server)
     victim = min(server.worker_pids())
     os.kill(victim, signal.SIGKILL)

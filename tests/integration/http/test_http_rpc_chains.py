@@ -75,7 +75,7 @@ class Nodes:
             # BITCOIN's rpc gateway has its own end-to-end test on a regtest bitcoind
             # (tests/integration/bitcoin/test_bitcoin_http.py): here the ledger stands in
             "WALLETCORE_CHAIN_BITCOIN": "sandbox",
-            # and TRON's (issue 16) in tests/integration/http/test_http_tron_rpc.py
+            # and TRON's in tests/integration/http/test_http_tron_rpc.py
             "WALLETCORE_CHAIN_TRON": "sandbox",
             "WALLETCORE_NETWORK": "testnet",
             "WALLETCORE_RPC_ETHEREUM": self.evm[Chain.ETHEREUM].url,

@@ -1,5 +1,6 @@
 """A server worker's garbage collector (`walletcore_litestar.server.tune_collector`,
-`WALLETCORE_GC_YOUNG_THRESHOLD`; docs/operations.md, docs/performance.md item 32)."""
+`WALLETCORE_GC_YOUNG_THRESHOLD`; docs/operations.md, docs/performance.md, "The workers'
+collector")."""
 
 from __future__ import annotations
 

@@ -187,8 +187,8 @@ async def test_amounts_read_back_without_padding_zeros(storage: SqlStorage) -> N
 
 
 def test_every_sqlite_read_of_a_request_searches_an_index(tmp_path: Path) -> None:
-    """SQLite statements run on the event loop's thread (issue 14): none may scan a table
-    that grows with use. The plans of the per-request reads name an index."""
+    """SQLite statements run on the event loop's thread, where nothing may wait: none may
+    scan a table that grows with use. The plans of the per-request reads name an index."""
     from walletcore_sql import migrate, stores
     from walletcore_sql.engine import sqlite_inline_engine, sqlite_url
 

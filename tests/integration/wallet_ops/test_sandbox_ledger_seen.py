@@ -1,6 +1,7 @@
 """A reader connection of the sandbox ledger serves an address's shares again only while
 no connection, of this process or another, has committed since it read them (`_Seen`,
-`PRAGMA data_version`; docs/performance.md, item 32): a balance is never stale."""
+`PRAGMA data_version`; docs/performance.md, "Caches, and why each is safe"): a balance
+is never stale."""
 
 from __future__ import annotations
 

@@ -360,7 +360,8 @@ async def test_creation_fails_if_the_new_record_does_not_open(
 async def test_creation_runs_argon2id_once_and_the_record_opens(
     keystore: SealedKeyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14: the check that the new record opens reuses the one key derivation."""
+    """The check that the new record opens reuses the one key derivation (one Argon2id a
+    /create)."""
     real = sealing._argon2id
     runs: list[KdfParams] = []
 

@@ -276,7 +276,7 @@ def test_a_seed_must_be_64_bytes() -> None:
 
 
 def test_the_seed_of_a_new_mnemonic_is_its_bip39_seed() -> None:
-    """The /create shortcut (issue 14) gives the seed the full BIP39 path gives."""
+    """/create's shortcut (PBKDF2 alone) gives the seed the full BIP39 path gives."""
     for _ in range(20):
         mnemonic = hd.new_mnemonic()
         assert hd.seed_of_new_mnemonic(mnemonic) == hd.seed_from_mnemonic(mnemonic)
