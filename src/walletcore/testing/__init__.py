@@ -8,25 +8,32 @@ Fakes (importable without pytest, no I/O library):
 - `ManualClock`: time that moves when told;
 - `FakeKeyStore`: a FAKE KeyStore (no real keys; addresses no chain accepts);
 - `FixedPrices`, `InstantVenue`: a price source and a venue that fills at once;
-- `FixedHoldings`: what users' wallets hold, for trades that are not about sell backing.
+- `FixedHoldings`: what users' wallets hold, for trades that are not about sell backing;
+- `FakeGateway`, `FollowedFakeGateway` (`walletcore.testing.chains`): one chain in memory
+  for the FAKE KeyStore's addresses, every call recorded, broadcasts and (followed) what
+  the chain sees of each transaction scripted by the test.
 
 Contracts (`walletcore.testing.contracts`, needs pytest and pytest-asyncio): subclass
 `StorageContract` or `NonceLeasesContract` in a test module and override its fixture.
 """
 
 from walletcore.clock import ManualClock
+from walletcore.testing.chains import FakeGateway, FollowedFakeGateway, Outcome
 from walletcore.testing.keys import FakeKeyStore
 from walletcore.testing.markets import FixedHoldings, FixedPrices, InstantVenue
 from walletcore.testing.nonces import LocalNonceLeases
 from walletcore.testing.storage import InMemoryStorage, autocommit
 
 __all__ = [
+    "FakeGateway",
     "FakeKeyStore",
     "FixedHoldings",
     "FixedPrices",
+    "FollowedFakeGateway",
     "InMemoryStorage",
     "InstantVenue",
     "LocalNonceLeases",
     "ManualClock",
+    "Outcome",
     "autocommit",
 ]
