@@ -96,6 +96,16 @@ async def test_a_replay_answers_the_first_result_and_never_signs_or_sends_again(
     ]
 
 
+async def test_an_overlong_x_request_id_is_400_and_stores_nothing(
+    funded: tuple[Desk, str],
+) -> None:
+    desk, user = funded
+    error = await refused(desk.send(user, ETH, "0.1", request_id="x" * 256))
+    assert (error.status, error.message) == (400, "X-Request-Id is longer than 255 characters")
+    assert desk.gateway(ETH).prepared == []
+    assert await desk.db.sends.get(desk.client.client_id, "x" * 256) is None
+
+
 async def test_the_same_request_written_differently_is_a_replay(
     funded: tuple[Desk, str],
 ) -> None:
@@ -181,6 +191,8 @@ async def test_a_body_refused_before_the_claim_leaves_the_id_free(
             )
         )
         assert (error.status, error.message) == (400, message)
+    without = await refused(desk.send(user, ETH, "0.1", password=""))
+    assert (without.status, without.message) == (400, "password is required")
     assert await desk.db.sends.get(desk.client.client_id, "send-1") is None
     receipt = await desk.send(user, ETH, "0.2")  # another body under the same id: free
     assert receipt.status == "pending"

@@ -159,6 +159,28 @@ async def test_a_stuck_send_is_bumped_and_stays_one_transfer(desk: Desk) -> None
     assert len(eth.broadcasts) == 2
 
 
+async def test_a_replacement_is_stored_with_its_audit_entry_before_it_is_broadcast(
+    desk: Desk,
+) -> None:
+    _, first = await eth_send(desk)
+    eth = desk.gateway(ETH)
+    bump = (await desk.signed()).ladder[0].tx_hash
+    gate = eth.holds["broadcast"] = asyncio.Event()
+    desk.clock.advance(STUCK)
+    run = asyncio.create_task(desk.follow())
+    for _ in range(1000):
+        if eth.broadcasts[-1:] == [bump]:
+            break
+        await asyncio.sleep(0)
+    at_broadcast = await desk.record()
+    replaced = await desk.audit("send.replace")
+    gate.set()
+    await run
+    assert (at_broadcast.tx_hash, at_broadcast.chain_status) == (bump, ChainStatus.STUCK)
+    assert [e.target for e in replaced] == [bump]
+    assert eth.broadcasts == [first, bump]
+
+
 async def test_bumps_stop_at_the_fee_cap(make_desk: DeskFactory) -> None:
     desk = await make_desk(fee_caps={Chain.ETHEREUM: "0.0007"})
     cap = units(ETH, "0.0007")
