@@ -4,6 +4,7 @@ storage, a manual clock, the FAKE KeyStore) with an in-memory gateway per chain
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -33,6 +34,15 @@ BTC, ETH, USDT, BNB, TRX, TRC_USDT, POL, SOL, SPL_USDT = 1, 2, 21, 3, 4, 41, 5, 
 def elsewhere(chain: Chain, n: int = 1) -> str:
     """An address on `chain` of no wallet made here."""
     return fake_address(bytes([n]) * 8, chain)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Let the other tasks run until `condition` holds (a bounded number of turns)."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the condition never held")
 
 
 def units(asset_id: int, amount: str) -> int:
@@ -252,4 +262,5 @@ __all__ = [
     "FeePayer",
     "elsewhere",
     "units",
+    "until",
 ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -39,19 +38,11 @@ from .conftest import (
     DeskFactory,
     elsewhere,
     units,
+    until,
 )
 
 IN_PROGRESS = "A request with this X-Request-Id is still in progress"
 REUSED = "X-Request-Id was already used with a different request"
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Let the other tasks run until `condition` holds (a bounded number of turns)."""
-    for _ in range(1000):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("the condition never held")
 
 
 async def refused(call: Any) -> DomainError:
@@ -175,21 +166,15 @@ async def test_a_body_refused_before_the_claim_leaves_the_id_free(
 ) -> None:
     desk, user = funded
     invalid = "Invalid ETHEREUM address: expected fake-ethereum-<40 hex digits>"
-    for bad, message in (
-        ({"recipient": "0x52908400098527886E0F7030069857D2E4169EE7"}, invalid),
-        ({"recipient": elsewhere(Chain.BITCOIN)}, invalid),  # another chain's address
-        ({"amount": "0.1234567890123456789"}, "amount has more than 18 decimal places"),
-        ({"amount": "0"}, "amount must be greater than zero"),
-        ({"asset_id": 99}, "Unknown assetId"),  # not in the catalog
+    to = elsewhere(Chain.ETHEREUM)
+    for asset_id, amount, recipient, message in (
+        (ETH, "0.1", "0x52908400098527886E0F7030069857D2E4169EE7", invalid),
+        (ETH, "0.1", elsewhere(Chain.BITCOIN), invalid),  # another chain's address
+        (ETH, "0.1234567890123456789", to, "amount has more than 18 decimal places"),
+        (ETH, "0", to, "amount must be greater than zero"),
+        (99, "0.1", to, "Unknown assetId"),  # not in the catalog
     ):
-        error = await refused(
-            desk.send(
-                user,
-                bad.get("asset_id", ETH),
-                bad.get("amount", "0.1"),
-                recipient=bad.get("recipient", elsewhere(Chain.ETHEREUM)),
-            )
-        )
+        error = await refused(desk.send(user, asset_id, amount, recipient=recipient))
         assert (error.status, error.message) == (400, message)
     without = await refused(desk.send(user, ETH, "0.1", password=""))
     assert (without.status, without.message) == (400, "password is required")

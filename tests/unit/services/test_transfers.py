@@ -21,7 +21,7 @@ from walletcore.services.send_record import SignedSend
 from walletcore.services.transfers import Followed
 from walletcore.testing.chains import FollowedFakeGateway
 
-from .conftest import ETH, PASSWORD, SOL, TRX, WRONG, Desk, DeskFactory, units
+from .conftest import ETH, PASSWORD, SOL, TRX, WRONG, Desk, DeskFactory, units, until
 
 STUCK = 60  # the fakes' stuck time, seconds
 ETH_FEE = units(ETH, "0.00042")
@@ -168,10 +168,7 @@ async def test_a_replacement_is_stored_with_its_audit_entry_before_it_is_broadca
     gate = eth.holds["broadcast"] = asyncio.Event()
     desk.clock.advance(STUCK)
     run = asyncio.create_task(desk.follow())
-    for _ in range(1000):
-        if eth.broadcasts[-1:] == [bump]:
-            break
-        await asyncio.sleep(0)
+    await until(lambda: eth.broadcasts[-1:] == [bump])
     at_broadcast = await desk.record()
     replaced = await desk.audit("send.replace")
     gate.set()
@@ -555,6 +552,25 @@ async def test_an_expired_user_send_waits_for_the_clients_replay_with_the_passwo
     # a replay while the new one is live re-signs nothing
     third = await desk.send(user, SOL, "0.5")
     assert third.tx_hash == again.tx_hash and len(sol.broadcasts) == 2
+
+
+async def test_two_replays_at_once_store_one_resigned_transaction(desk: Desk) -> None:
+    user = await desk.user()
+    desk.fund(desk.address(user, SOL), SOL, "2")
+    first = (await desk.send(user, SOL, "0.5")).tx_hash
+    sol = desk.gateway(SOL)
+    sol.sightings[first] = Sighting.EXPIRED
+    await desk.follow()
+    gate = sol.holds["prepare"] = asyncio.Event()
+    replays = [asyncio.create_task(desk.send(user, SOL, "0.5")) for _ in range(2)]
+    # both re-sign from the same record, held at `prepare`
+    await until(lambda: sum(c[0] == "prepare" for c in sol.calls) == 3)
+    gate.set()
+    answers = await asyncio.gather(*replays)
+    stored = (await desk.record()).tx_hash
+    assert [a.tx_hash for a in answers] == [stored, stored]
+    assert sol.broadcasts == [first, stored]  # the loser's transaction never left
+    assert len(sol.released) == 1 and len(await desk.audit("send.resign")) == 1
 
 
 async def test_a_wrong_password_on_a_tron_replay_is_the_chains_401(desk: Desk) -> None:
