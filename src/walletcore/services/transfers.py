@@ -42,6 +42,7 @@ from walletcore.domain.assets import Asset, Chain, asset_by_id, native_asset
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import (
     DomainError,
+    InsufficientFunds,
     InvalidRequest,
     NotFound,
     ServerError,
@@ -125,6 +126,10 @@ class Wallets:
     sponsor: WalletRecord | None = None
 
 
+#: A platform wallet (a sender or a sponsor) that the operator's master key cannot open.
+PLATFORM_UNOPENABLE = "The platform wallet cannot be opened; contact the operator"
+
+
 async def sign_transfer(
     keystore: KeyStore,
     gateway: ChainGateway,
@@ -148,16 +153,19 @@ async def sign_transfer(
                     )
     except WrongWalletPassword:
         if password is None:  # the platform wallet: the operator's master key changed
-            raise ServerError(
-                "The platform wallet cannot be opened; contact the operator"
-            ) from None
+            raise ServerError(PLATFORM_UNOPENABLE) from None
         raise
     if wallets.sponsor is not None:
         payer = transfer.fee_payer
-        async with keystore.unseal(wallets.sponsor.sealed, None, chain) as key:
-            for index, item in enumerate(todo):
-                if payer in item.transfer.signers:
-                    signatures[index][payer] = _sign_as(key, payer, item.payload_for(payer))
+        try:
+            async with keystore.unseal(wallets.sponsor.sealed, None, chain) as key:
+                for index, item in enumerate(todo):
+                    if payer in item.transfer.signers:
+                        signatures[index][payer] = _sign_as(key, payer, item.payload_for(payer))
+        except WrongWalletPassword:
+            # the sponsor is the platform wallet, whatever the sender's password: never the
+            # user's wrong-password answer for an operator's problem
+            raise ServerError(PLATFORM_UNOPENABLE) from None
     signed = gateway.assemble(unsigned, signatures[0])
     rungs = tuple(
         Attempt(r.kind, s.tx_hash, s.raw, r.fee_units)
@@ -297,7 +305,7 @@ class Transfers:
         rung (a bump, else the cancel) takes its place."""
         try:
             await gateway.broadcast(signed.current.signed())
-        except TransferRejected as exc:
+        except (TransferRejected, InsufficientFunds) as exc:  # the port's two refusals
             log.info(
                 "send %s/%s: re-broadcast refused (%s)",
                 record.client_id,

@@ -383,15 +383,6 @@ async def test_a_platform_wallet_that_cannot_be_opened_is_a_500_for_the_operator
     assert desk.gateway(ETH).broadcasts == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "sign_transfer unseals the sponsor (the platform wallet) outside the guard that turns "
-        "its WrongWalletPassword into the operator's 500, and SendService._sign maps any "
-        "WrongWalletPassword to the user's password error: a sponsored send whose platform "
-        "wallet cannot be opened answers the user 401 Invalid credentials for a right password"
-    ),
-)
 async def test_a_sponsored_send_whose_platform_wallet_cannot_be_opened_is_a_500(
     funded: tuple[Desk, str],
 ) -> None:

@@ -319,15 +319,6 @@ async def test_a_dropped_send_with_nothing_left_to_refill_it_is_marked_dropped(
     assert eth.broadcasts == [first, first, first]  # the same bytes tried each run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Transfers re-fills a lost transaction only when its re-broadcast raises "
-        "TransferRejected; a refusal the port also allows (InsufficientFunds, 400: 'the "
-        "network refused it, nothing was sent') is taken for a node error, so the transfer "
-        "stays pending for ever and its EVM nonce stays empty"
-    ),
-)
 async def test_a_re_broadcast_refused_for_funds_is_a_refusal_and_is_refilled(
     desk: Desk,
 ) -> None:
