@@ -1000,7 +1000,7 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
         return kept
 
     def gates() -> Any:
-        from walletcore.testing.nonces import LocalNonceLeases
+        from walletcore.nonces import LocalNonceLeases
         from walletcore_chains.evm.nonces import GATES_REMEMBERED, NonceBook
 
         book = NonceBook(leases=LocalNonceLeases(), chain="eip155:1")

@@ -4,7 +4,7 @@ ports, and the contract suites an adapter proves itself with.
 Fakes (importable without pytest, no I/O library):
 - `InMemoryStorage` (also `WALLETCORE_REPO=memory`, by name), `autocommit(storage)`
   for seeding and checking state one call at a time;
-- `LocalNonceLeases`: the nonce leases of one process;
+- `LocalNonceLeases`: the nonce leases of one process (not a fake: `walletcore.nonces`);
 - `ManualClock`: time that moves when told;
 - `FakeKeyStore`: a FAKE KeyStore (no real keys; addresses no chain accepts);
 - `FixedPrices`, `InstantVenue`: a price source and a venue that fills at once;
@@ -18,10 +18,10 @@ Contracts (`walletcore.testing.contracts`, needs pytest and pytest-asyncio): sub
 """
 
 from walletcore.clock import ManualClock
+from walletcore.nonces import LocalNonceLeases
 from walletcore.testing.chains import FakeGateway, FollowedFakeGateway, Outcome
 from walletcore.testing.keys import FakeKeyStore
 from walletcore.testing.markets import FixedHoldings, FixedPrices, InstantVenue
-from walletcore.testing.nonces import LocalNonceLeases
 from walletcore.testing.storage import InMemoryStorage, autocommit
 
 __all__ = [

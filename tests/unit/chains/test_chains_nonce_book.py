@@ -10,8 +10,8 @@ import logging
 import pytest
 
 from walletcore.domain.errors import StorageUnavailable
+from walletcore.nonces import LocalNonceLeases
 from walletcore.ports import NonceLease, NonceLeases
-from walletcore.testing.nonces import LocalNonceLeases
 from walletcore_chains.evm import nonces
 from walletcore_chains.evm.nonces import NonceBook
 
