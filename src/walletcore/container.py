@@ -160,7 +160,9 @@ class Container(containers.DeclarativeContainer):
 
     token_signer = providers.Singleton(TokenSigner, token_key)
     auditor = providers.Singleton(Auditor, storage, clock)
-    asset_policy = providers.Singleton(AssetPolicy, settings)
+    asset_policy = providers.Singleton(
+        AssetPolicy, settings.provided.limited_assets, settings.provided.unavailable_assets
+    )
 
     auth = providers.Singleton(
         AuthService,

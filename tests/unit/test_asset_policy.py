@@ -36,7 +36,8 @@ def client(*enabled: int, **kwargs: object) -> ApiClient:
 
 
 def policy(tmp_path: Path, **kwargs: object) -> AssetPolicy:
-    return AssetPolicy(Settings(home=tmp_path, **kwargs))  # type: ignore[arg-type]
+    settings = Settings(home=tmp_path, **kwargs)  # type: ignore[arg-type]
+    return AssetPolicy(settings.limited_assets, settings.unavailable_assets)
 
 
 def refusal(policy: AssetPolicy, api_client: ApiClient, raw: object, endpoint: str) -> DomainError:

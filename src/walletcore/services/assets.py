@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from walletcore.domain.assets import CATALOG, Asset, Chain, asset_by_id, parse_asset_id
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import (
@@ -10,7 +12,6 @@ from walletcore.domain.errors import (
     TradingUnavailable,
     UnknownAsset,
 )
-from walletcore.settings import Settings
 
 TRADING_ENDPOINTS = frozenset({"sell", "order", "trade/approve"})
 
@@ -22,11 +23,20 @@ class AssetPolicy:
     - not in the catalog, or limited on this environment: `400 Unknown assetId`;
     - not enabled for the api client: `403` (permanent);
     - flagged unavailable on this endpoint: `503`.
+
+    `limited_assets`: the assets this environment does not offer; `unavailable_assets`:
+    endpoint (path without the leading slash) -> the assets answered with 503 there (the
+    settings of those names, `WALLETCORE_LIMITED_ASSETS` and `_UNAVAILABLE_ASSETS`, passed
+    by the container).
     """
 
-    def __init__(self, settings: Settings) -> None:
-        self._limited = frozenset(settings.limited_assets)
-        self._unavailable = {k: frozenset(v) for k, v in settings.unavailable_assets.items()}
+    def __init__(
+        self,
+        limited_assets: Iterable[int] = (),
+        unavailable_assets: Mapping[str, Iterable[int]] | None = None,
+    ) -> None:
+        self._limited = frozenset(limited_assets)
+        self._unavailable = {k: frozenset(v) for k, v in (unavailable_assets or {}).items()}
 
     def visible(self, client: ApiClient) -> list[Asset]:
         """Assets the client is enabled for and the environment offers, in catalog order."""

@@ -97,7 +97,7 @@ async def approve_trades(config: dict[str, Any], storage: Any, rng: random.Rando
         clock,
         Prices(clock),
         RecordingVenue(Path(config["venue_log"]), rng),
-        AssetPolicy(settings),
+        AssetPolicy(settings.limited_assets, settings.unavailable_assets),
         Auditor(storage, clock),
         quote_ttl_seconds=3600,
         holdings=FixedHoldings(storage=storage),

@@ -133,7 +133,7 @@ async def test_killed_approvals_leave_one_approve_entry_per_execution(
         clock,
         SandboxPriceSource(clock),
         SandboxVenue(SandboxPriceSource(clock)),
-        AssetPolicy(Settings(home=tmp_path / "home")),
+        AssetPolicy(),
         Auditor(setup, clock),
         quote_ttl_seconds=3600,
         holdings=FixedHoldings(storage=setup),

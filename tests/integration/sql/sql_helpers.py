@@ -98,7 +98,7 @@ def trading_service(
         clock,
         prices if prices is not None else ClockPrices(clock),
         venue,
-        AssetPolicy(settings),
+        AssetPolicy(settings.limited_assets, settings.unavailable_assets),
         Auditor(storage, clock),
         holdings=FixedHoldings(storage=storage),
     )

@@ -54,7 +54,6 @@ def wallets(clock: ManualClock, settings: Settings) -> Wallets:
     storage = InMemoryStorage()
     master_key = secrets.token_bytes(32)
     keystore = SealedKeyStore(master_key, kdf=FAST_KDF, allow_weak_kdf=True)
-    service = WalletService(
-        storage, clock, keystore, AssetPolicy(settings), Auditor(storage, clock)
-    )
+    policy = AssetPolicy(settings.limited_assets, settings.unavailable_assets)
+    service = WalletService(storage, clock, keystore, policy, Auditor(storage, clock))
     return Wallets(service, storage, keystore, clock, master_key)

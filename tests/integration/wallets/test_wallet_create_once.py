@@ -58,9 +58,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 def service(
     store: Storage, wallets: Wallets, clock: ManualClock, settings: Settings
 ) -> WalletService:
-    return WalletService(
-        store, clock, wallets.keystore, AssetPolicy(settings), Auditor(store, clock)
-    )
+    policy = AssetPolicy(settings.limited_assets, settings.unavailable_assets)
+    return WalletService(store, clock, wallets.keystore, policy, Auditor(store, clock))
 
 
 async def _client_caller(store: Storage, wallets: Wallets, request_id: str, given: bool) -> Caller:

@@ -138,10 +138,10 @@ async def test_addresses_follow_the_enabled_chains(wallets: Wallets) -> None:
 
 async def test_an_environment_limit_hides_a_chain(wallets: Wallets) -> None:
     from walletcore.services.assets import AssetPolicy
-    from walletcore.settings import Settings
+    from walletcore.settings import DEFAULT_UNAVAILABLE
 
     client = await wallets.client(BTC, SOL)
-    wallets.service._policy = AssetPolicy(Settings(limited_assets=[SOL]))
+    wallets.service._policy = AssetPolicy([SOL], DEFAULT_UNAVAILABLE)
     created = await wallets.service.create(await wallets.caller(client), password=PASSWORD)
     assert list(created.addresses) == [Chain.BITCOIN]
 
