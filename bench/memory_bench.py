@@ -914,6 +914,7 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
     from walletcore.domain.ids import new_id
     from walletcore.services import auth as auth_module
     from walletcore.services import holdings as holdings_module
+    from walletcore.services import remembered_quotes as remembered_module
     from walletcore.services import trading as trading_module
     from walletcore.services.tokens import TokenClaims, TokenSigner
     from walletcore_litestar import services as services_module
@@ -936,11 +937,10 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
         return trades
 
     def quotes() -> Any:
-        service = trading_module.TradingService.__new__(trading_module.TradingService)
-        service._quoted = trading_module.OrderedDict()
-        for _ in range(trading_module._QUOTES_REMEMBERED):
-            service._remember_quote(sample_trade("open", client))
-        return service
+        remembered = remembered_module.RememberedQuotes(None, None)  # type: ignore[arg-type] - its memory only
+        for _ in range(remembered_module.QUOTES_REMEMBERED):
+            remembered._remember(sample_trade("open", client))
+        return remembered
 
     def expired() -> Any:
         kept = trading_module.OrderedDict()
@@ -1021,8 +1021,8 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
          services_module.TERMINAL_VIEWS_SIZE, terminal_views),
         ("TradeRows._known (terminal trades built from rows)",
          rows_module.TERMINAL_TRADES_SIZE, terminal_trades),
-        ("TradingService._quoted (open quotes of this process)",
-         trading_module._QUOTES_REMEMBERED, quotes),
+        ("RememberedQuotes._quoted (open quotes of this process)",
+         remembered_module.QUOTES_REMEMBERED, quotes),
         ("TradingService._expired (quotes this process expired)",
          trading_module._EXPIRED_REMEMBERED, expired),
         ("AuthService._cache (api clients read)", auth_module.CLIENT_CACHE_SIZE, clients),

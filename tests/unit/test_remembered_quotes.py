@@ -1,25 +1,267 @@
-"""An approval in the process that made the quote reads nothing first
-(walletcore.services.trading): it decides on the quote it remembers, and the compare-and-set
-open -> executing is what tells whether the trade is still open. Every answer is the one an
-approval that reads the trade gives, whichever process moved the trade meanwhile."""
+"""An approval in the process that made the quote reads nothing first: the storage
+decorator that remembers the open quotes (walletcore.services.remembered_quotes), on the
+in-memory storage, and the trading service deciding on the quote it answers, where the
+compare-and-set open -> executing is what tells whether the trade is still open. Every
+answer is the one an approval that reads the trade gives, whichever process moved the
+trade meanwhile."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from walletcore.domain.errors import DomainError, QuoteLapsed, TradeNotFound
+from walletcore.clock import ManualClock
+from walletcore.domain.assets import Fiat
+from walletcore.domain.audit import AuditEntry
+from walletcore.domain.errors import DomainError, QuoteLapsed, StorageUnavailable, TradeNotFound
+from walletcore.domain.ids import new_id
 from walletcore.domain.money import KEPT_PLACES, keep_places
-from walletcore.domain.trade import Trade, TradeStatus
+from walletcore.domain.trade import FixedLeg, Quote, Side, Trade, TradeStatus
 from walletcore.ports import Clock, Storage
-from walletcore.services import trading as trading_module
-from walletcore.testing import FixedHoldings
+from walletcore.services import remembered_quotes as remembered_module
+from walletcore.services.assets import AssetPolicy
+from walletcore.services.audit import Auditor
+from walletcore.services.remembered_quotes import RememberedQuotes
+from walletcore.services.trading import TradingService
+from walletcore.testing import FixedHoldings, InMemoryStorage, InstantVenue, autocommit
 from walletcore.testing.markets import FixedPrices
 
 from .conftest import Core, CoreFactory, YieldingStorage
+
+CLIENT, USER = new_id(), new_id()
+TTL = timedelta(seconds=60)
+
+
+def quote(clock: ManualClock, *, client_id: str = CLIENT, user_id: str = USER) -> Trade:
+    """An open sell quote made now, as `TradingService.quote` makes one."""
+    now = clock.now()
+    return Trade(
+        trade_id=new_id(),
+        client_id=client_id,
+        user_id=user_id,
+        side=Side.SELL,
+        asset_id=1,
+        symbol="BTC",
+        fiat=Fiat.USD,
+        fixed_leg=FixedLeg.CRYPTO,
+        quote=Quote(Decimal("0.5"), Decimal(30000), Decimal(60000), now + TTL),
+        status=TradeStatus.OPEN,
+        created_at=now,
+    )
+
+
+def entry(clock: ManualClock, action: str = "trade.sell") -> AuditEntry:
+    return AuditEntry(clock.now(), CLIENT, action, "req-1", "ok", user_id=USER)
+
+
+async def stored(storage: Storage, trade: Trade) -> Trade | None:
+    found: Trade | None = await autocommit(storage).trades.get(
+        trade.client_id, trade.user_id, trade.trade_id
+    )
+    return found
+
+
+# -- the decorator ----------------------------------------------------------------------------
+async def test_a_quote_stored_through_it_is_remembered_and_answered_unread(
+    clock: ManualClock,
+) -> None:
+    storage = YieldingStorage()
+    quotes = RememberedQuotes(storage, clock)
+    trade = quote(clock)
+
+    await quotes.add_trade(trade, entry(clock))
+
+    assert await stored(storage, trade) == trade  # stored by the storage itself
+    storage.trade_reads.clear()
+    assert quotes.open_quote(CLIENT, USER, trade.trade_id) is trade
+    assert storage.trade_reads == []
+    # ownership is the quote's own: another user's or client's lookup finds nothing
+    assert quotes.open_quote(CLIENT, new_id(), trade.trade_id) is None
+    assert quotes.open_quote(new_id(), USER, trade.trade_id) is None
+    assert quotes.open_quote(CLIENT, USER, new_id()) is None
+
+
+async def test_an_approval_decided_on_it_forgets_it(clock: ManualClock) -> None:
+    storage = InMemoryStorage()
+    quotes = RememberedQuotes(storage, clock)
+    trade = quote(clock)
+    await quotes.add_trade(trade, entry(clock))
+    remembered = quotes.open_quote(CLIENT, USER, trade.trade_id)
+    assert remembered is not None
+    executing = remembered.start_approval(clock.now())
+
+    assert await quotes.swap_trade(TradeStatus.OPEN, executing, entry(clock, "trade.approve"))
+
+    assert await stored(storage, trade) == executing
+    assert quotes.open_quote(CLIENT, USER, trade.trade_id) is None
+    actions = [e.action for e in await autocommit(storage).audit.newest(10)]
+    assert actions == ["trade.approve", "trade.sell"]
+
+
+async def test_another_processs_move_is_told_by_the_swap_and_then_read(
+    clock: ManualClock,
+) -> None:
+    """Another process cancelled the quote: this one still answers it (it cannot know), the
+    compare-and-set matches no row and writes nothing, and the quote is forgotten: the next
+    approval reads the trade, and another process's decorator never knew it."""
+    storage = InMemoryStorage()
+    here, there = RememberedQuotes(storage, clock), RememberedQuotes(storage, clock)
+    trade = quote(clock)
+    await here.add_trade(trade, entry(clock))
+    assert there.open_quote(CLIENT, USER, trade.trade_id) is None  # a read, over there
+    cancelled = trade.cancel(clock.now())
+    assert await there.swap_trade(TradeStatus.OPEN, cancelled, entry(clock, "trade.cancel"))
+
+    remembered = here.open_quote(CLIENT, USER, trade.trade_id)
+    assert remembered == trade
+    executing = remembered.start_approval(clock.now())
+    assert not await here.swap_trade(TradeStatus.OPEN, executing, entry(clock, "trade.approve"))
+
+    assert await stored(storage, trade) == cancelled
+    assert here.open_quote(CLIENT, USER, trade.trade_id) is None
+    actions = [e.action for e in await autocommit(storage).audit.newest(10)]
+    assert actions == ["trade.cancel", "trade.sell"]  # the lost swap appended nothing
+
+
+async def test_a_swap_whose_outcome_is_unknown_forgets_it(clock: ManualClock) -> None:
+    class Unreachable(InMemoryStorage):
+        async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: Any) -> bool:
+            raise StorageUnavailable()
+
+    quotes = RememberedQuotes(Unreachable(), clock)
+    trade = quote(clock)
+    await quotes.add_trade(trade, entry(clock))
+
+    with pytest.raises(StorageUnavailable):
+        await quotes.swap_trade(TradeStatus.OPEN, trade.start_approval(clock.now()), entry(clock))
+
+    assert quotes.open_quote(CLIENT, USER, trade.trade_id) is None
+
+
+async def test_a_quote_whose_write_failed_is_not_remembered(clock: ManualClock) -> None:
+    class Refusing(InMemoryStorage):
+        async def add_trade(self, trade: Trade, entry: AuditEntry) -> None:
+            raise StorageUnavailable()
+
+    quotes = RememberedQuotes(Refusing(), clock)
+    trade = quote(clock)
+    with pytest.raises(StorageUnavailable):
+        await quotes.add_trade(trade, entry(clock))
+    assert quotes.open_quote(CLIENT, USER, trade.trade_id) is None
+
+
+async def test_a_quote_open_again_is_not_remembered_again(clock: ManualClock) -> None:
+    """executing -> open (the venue placed nothing): the next approval reads the quote."""
+    storage = InMemoryStorage()
+    quotes = RememberedQuotes(storage, clock)
+    trade = quote(clock)
+    await quotes.add_trade(trade, entry(clock))
+    executing = trade.start_approval(clock.now())
+    assert await quotes.swap_trade(TradeStatus.OPEN, executing, entry(clock))
+
+    assert await quotes.swap_trade(TradeStatus.EXECUTING, executing.reopen(), entry(clock))
+
+    assert await stored(storage, trade) == trade
+    assert quotes.open_quote(CLIENT, USER, trade.trade_id) is None
+
+
+async def test_units_and_other_moves_are_the_storages_own(clock: ManualClock) -> None:
+    storage = YieldingStorage()
+    quotes = RememberedQuotes(storage, clock)
+    trade = quote(clock)
+    await quotes.add_trade(trade, entry(clock))
+    settled = trade.start_approval(clock.now())
+    async with storage.write() as unit:
+        await unit.trades.swap(TradeStatus.OPEN, settled)
+
+    # a read unit is the storage's: what is stored, not what is remembered
+    storage.trade_reads.clear()
+    async with quotes.read() as unit:
+        assert await unit.trades.get(CLIENT, USER, trade.trade_id) == settled
+    assert storage.trade_reads == [trade.trade_id]
+    # a move from another status is the storage's compare-and-set alone
+    failed = settled.fail("venue said no", clock.now())
+    assert await quotes.swap_trade(TradeStatus.EXECUTING, failed, entry(clock))
+    assert storage.swaps[-1] is TradeStatus.EXECUTING
+    assert await stored(storage, trade) == failed
+    # a trade stored in another status than open is not a quote to remember
+    other = quote(clock)
+    await quotes.add_trade(other.cancel(clock.now()), entry(clock))
+    assert quotes.open_quote(CLIENT, USER, other.trade_id) is None
+
+
+async def test_a_lapsed_quote_is_forgotten_when_looked_up(clock: ManualClock) -> None:
+    quotes = RememberedQuotes(InMemoryStorage(), clock)
+    trade = quote(clock)
+    await quotes.add_trade(trade, entry(clock))
+    clock.advance(59)
+    assert quotes.open_quote(CLIENT, USER, trade.trade_id) is trade
+
+    clock.advance(1)  # at `expiresAt` the quote has lapsed
+
+    assert quotes.open_quote(CLIENT, USER, trade.trade_id) is None
+    assert not quotes._quoted
+
+
+async def test_lapsed_quotes_are_forgotten_as_new_ones_are_made(clock: ManualClock) -> None:
+    """What is remembered is the quotes still alive: a quote made after others lapsed
+    drops them (the service's quotes all live as long, so the oldest lapse first)."""
+    quotes = RememberedQuotes(InMemoryStorage(), clock)
+    old = [quote(clock) for _ in range(3)]
+    for trade in old:
+        await quotes.add_trade(trade, entry(clock))
+    clock.advance(30)
+    middle = quote(clock)
+    await quotes.add_trade(middle, entry(clock))
+    clock.advance(31)  # the first three lapsed; `middle` has not
+    newest = quote(clock)
+    await quotes.add_trade(newest, entry(clock))
+
+    remembered = {key[2] for key in quotes._quoted}
+    assert remembered == {middle.trade_id, newest.trade_id}
+
+
+async def test_past_the_bound_the_oldest_quote_is_forgotten(
+    clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remembered_module, "QUOTES_REMEMBERED", 3)
+    quotes = RememberedQuotes(InMemoryStorage(), clock)
+    trades = [quote(clock) for _ in range(4)]
+    for trade in trades:
+        await quotes.add_trade(trade, entry(clock))
+
+    assert quotes.open_quote(CLIENT, USER, trades[0].trade_id) is None
+    assert [quotes.open_quote(CLIENT, USER, t.trade_id) for t in trades[1:]] == trades[1:]
+
+
+def test_the_trading_service_wraps_its_storage_once(clock: ManualClock) -> None:
+    storage = InMemoryStorage()
+    quotes = RememberedQuotes(storage, clock)
+
+    def service(given: Storage) -> Storage:
+        prices = FixedPrices()
+        built = TradingService(
+            given,
+            clock,
+            prices,
+            InstantVenue(prices),
+            AssetPolicy(),
+            Auditor(storage, clock),
+            holdings=FixedHoldings(),
+        )
+        return built._storage
+
+    wrapped = service(storage)
+    assert isinstance(wrapped, RememberedQuotes) and wrapped.storage is storage
+    assert service(quotes) is quotes
+    assert service(storage) is not wrapped  # one memory per service
+
+
+# -- the trading service on it ----------------------------------------------------------------
 
 
 async def counting_core(make_core: CoreFactory, **changes: Any) -> Core:
@@ -182,7 +424,7 @@ async def test_a_lapsed_remembered_quote_is_read_and_expired(make_core: CoreFact
 async def test_the_oldest_quotes_are_forgotten_past_the_bound(
     make_core: CoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(trading_module, "_QUOTES_REMEMBERED", 3)
+    monkeypatch.setattr(remembered_module, "QUOTES_REMEMBERED", 3)
     core = await counting_core(make_core)
     trades = [await core.sell(crypto_amount="0.1") for _ in range(4)]
     core.storage.trade_reads.clear()  # type: ignore[attr-defined]
@@ -226,19 +468,3 @@ async def test_a_quotes_figures_are_cut_to_the_places_stores_keep(
     assert -trade.quote.fiat_amount.as_tuple().exponent <= KEPT_PLACES  # type: ignore[operator]
     assert trade.quote.fiat_amount == keep_places(Decimal("0.5") * trade.quote.price)
     assert await core.stored(trade) == trade
-
-
-async def test_lapsed_quotes_are_forgotten_as_new_ones_are_made(make_core: CoreFactory) -> None:
-    """What is remembered is the quotes still alive: a quote made after others lapsed
-    drops them (the service's quotes all live as long, so the oldest lapse first)."""
-    core = await make_core()
-    service = core.trading
-    old = [await core.sell(crypto_amount="0.1") for _ in range(3)]
-    core.clock.advance(30)
-    middle = await core.sell(crypto_amount="0.1")
-    core.clock.advance(31)  # the first three lapsed; `middle` has not
-    newest = await core.sell(crypto_amount="0.1")
-
-    remembered = {key[2] for key in service._quoted}
-    assert remembered == {middle.trade_id, newest.trade_id}
-    assert not remembered & {t.trade_id for t in old}

@@ -25,16 +25,13 @@ A quote lapsing under many pollers: the readers of one process that find it laps
 one expiry write (`_expire`), and a writer that loses the compare-and-set costs one
 conditional UPDATE that matches no row, then one read.
 
-An approval in the process that made the quote reads nothing first. A quote's terms never
-change (an open trade is, field for field, the trade its quote stored: `reopen` restores
-exactly that), so the process remembers its own open quotes (`_QUOTES_REMEMBERED`, keyed by
-client, user and trade, so ownership is the quote's own) and decides an approval on them:
-the lapse, the backing check, the executing trade. What it does not know, whether the trade
-is still open in storage, only the compare-and-set open -> executing can tell anyway; when
-that matches no row (another process approved, cancelled or expired it), the entry is
-dropped and the trade is read and decided as usual. A quote's figures are cut to the places
-every store keeps when it is made (`Figures.kept`), so the remembered trade is the stored one.
-An approval anywhere else (another worker, after a restart, an evicted quote) reads it.
+An approval in the process that made the quote reads nothing first: the service's storage
+is wrapped in `RememberedQuotes` (walletcore.services.remembered_quotes, its rules), which
+remembers the quotes stored through it, and the approval is decided on the one it answers:
+the lapse, the backing check, the executing trade. The compare-and-set open -> executing
+tells whether it is still open; when that matches no row (another process approved,
+cancelled or expired it), the trade is read and decided as usual. An approval anywhere
+else (another worker, after a restart, a forgotten quote) reads it.
 
 Units of work: reads in a read unit; a quote with its entry, and each compare-and-set
 with its entry, a write unit of its own (`storage.add_trade`, `storage.swap_trade`: one
@@ -89,6 +86,7 @@ from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
 from walletcore.services.holdings import Holdings, check_backed
+from walletcore.services.remembered_quotes import RememberedQuotes
 
 log = logging.getLogger("walletcore.trading")
 
@@ -99,10 +97,6 @@ _OutcomeT = TypeVar("_OutcomeT", Fill, Accepted)
 #: How many expiries this process remembers, for readers that read the quote `open` just
 #: before it was stored as expired (a terminal status: what is remembered stays true).
 _EXPIRED_REMEMBERED = 4096
-#: How many of its own open quotes this process remembers for their approval (the module
-#: docstring; under 1 KB each, the oldest forgotten first, and every lapsed one: an approval
-#: of a forgotten quote reads it).
-_QUOTES_REMEMBERED = 20_000
 
 
 class TradingService:
@@ -120,7 +114,10 @@ class TradingService:
         holdings: Holdings,
         limits: TradeLimits | None = None,
     ) -> None:
-        self._storage = storage
+        #: the storage, remembering this service's open quotes (module docstring)
+        self._storage = (
+            storage if isinstance(storage, RememberedQuotes) else RememberedQuotes(storage, clock)
+        )
         self._clock = clock
         self._prices = prices
         self._venue = venue
@@ -134,8 +131,6 @@ class TradingService:
         self._expiring: dict[str, asyncio.Future[Trade]] = {}
         #: trade id -> the terminal trade an expiry write of this process ended with
         self._expired: OrderedDict[str, Trade] = OrderedDict()
-        #: (client id, user id, trade id) -> the open quote as this process stored it
-        self._quoted: OrderedDict[tuple[str, str, str], Trade] = OrderedDict()
 
     # -- quotes -------------------------------------------------------------------------
     def sell(self, caller: Caller, **body: Any) -> Coroutine[Any, Any, Trade]:
@@ -195,40 +190,9 @@ class TradingService:
             )
             note.target = trade.trade_id
             entry = note.entry(at=now)
-            await self._storage.add_trade(trade, entry)
+            await self._storage.add_trade(trade, entry)  # remembered for its approval
             note.carried(entry)
-            self._remember_quote(trade)
             return trade
-
-    def _remember_quote(self, trade: Trade) -> None:
-        """Remember `trade`; forget the oldest quotes past the bound, and those that lapsed
-        (every quote of a service lives as long, so the oldest lapse first)."""
-        quoted = self._quoted
-        quoted[(trade.client_id, trade.user_id, trade.trade_id)] = trade
-        if len(quoted) > _QUOTES_REMEMBERED:
-            quoted.popitem(last=False)
-        now = trade.created_at
-        while quoted:
-            oldest = next(iter(quoted.values()))
-            if not oldest.lapses_unapproved(now):
-                break
-            quoted.popitem(last=False)
-
-    def _remembered_open(self, caller: Caller, user_id: str, trade_id: str) -> Trade | None:
-        """The open quote this process made, while it may still be approved; else None
-        (and forgotten when it lapsed). Whether it is still open in storage is for the
-        compare-and-set to tell."""
-        key = (caller.client_id, user_id, trade_id)
-        trade = self._quoted.get(key)
-        if trade is None:
-            return None
-        if trade.lapses_unapproved(self._clock.now()):
-            del self._quoted[key]
-            return None
-        return trade
-
-    def _forget_quote(self, trade: Trade) -> None:
-        self._quoted.pop((trade.client_id, trade.user_id, trade.trade_id), None)
 
     # -- approve ------------------------------------------------------------------------
     async def approve(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
@@ -237,7 +201,7 @@ class TradingService:
         async with self._auditor.record(
             "trade.approve", caller.request_id, caller.client_id, user_id=uid, target=tid
         ) as note:
-            remembered = self._remembered_open(caller, uid, tid)
+            remembered = self._storage.open_quote(caller.client_id, uid, tid)
             for _ in range(_MAX_RACE_RETRIES):
                 if remembered is not None:  # this process's quote: no read (module docstring)
                     trade, remembered = remembered, None
@@ -274,13 +238,10 @@ class TradingService:
 
     async def _approve(self, note: AuditNote, executing: Trade) -> bool:
         """open -> executing with the `trade.approve` entry: the one approval that wins.
-        Either way the quote is no longer this process's to approve unread."""
+        Either way the quote is no longer this process's to approve unread (the storage
+        forgets it: walletcore.services.remembered_quotes)."""
         entry = note.entry(at=executing.approved_at)
-        try:
-            swapped = await self._storage.swap_trade(TradeStatus.OPEN, executing, entry)
-        finally:  # also when the outcome is unknown (a 503): the next approval reads
-            self._forget_quote(executing)
-        if not swapped:
+        if not await self._storage.swap_trade(TradeStatus.OPEN, executing, entry):
             return False
         note.carried(entry)
         return True
@@ -409,7 +370,6 @@ class TradingService:
                     return cancelled  # cancelled already: audited as `replay`
                 entry = note.entry()
                 if await self._storage.swap_trade(trade.status, cancelled, entry):
-                    self._forget_quote(cancelled)
                     note.carried(entry)
                     return cancelled
             raise TradeNotFound()  # pragma: no cover - needs three lost races in a row
