@@ -1,6 +1,7 @@
 """What the venue and the ticker source share: a ccxt client, pointed at another host if
 asked, its numbers as Decimals, what a ccxt error says without secrets, and the FxSource a
-setting names.
+setting names. (What an error means for an order is the venue's:
+`walletcore_markets.exchange.errors`.)
 
 ccxt error texts may carry a request URL (a signed query string holds the signature and
 timestamp) or a response body; only the exchange's own `code` and `msg` are ever shown.
@@ -12,7 +13,6 @@ import json
 import logging
 import re
 from decimal import Decimal
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -146,54 +146,6 @@ def exchange_error(exc: BaseException) -> tuple[str | None, str | None]:
     return None, None
 
 
-class Failure(StrEnum):
-    """What a failed exchange request means for what it asked."""
-
-    #: the exchange has no such order
-    NOT_FOUND = "not found"
-    #: the key, signature or permissions were refused: nothing done
-    CREDENTIALS = "credentials"
-    #: the request's timestamp was outside the exchange's window: nothing done
-    TIMESTAMP = "timestamp"
-    #: the exchange answered no (balance, filters, market closed...): nothing done
-    REFUSED = "refused"
-    #: no answer in time: the outcome is unknown
-    TIMEOUT = "timeout"
-    #: a network error, a 5xx, an answer that could not be read: the outcome is unknown
-    UNKNOWN = "unknown"
-
-
-#: Binance codes: "sent, execution status unknown"; refused credentials; timestamp; no order.
-_STATUS_UNKNOWN_CODES = frozenset({"-1006", "-1007"})
-_AUTH_CODES = frozenset({"-1002", "-1022", "-2008", "-2014", "-2015"})
-_TIMESTAMP_CODE = "-1021"
-_NOT_FOUND_CODES = frozenset({"-2011", "-2013"})
-
-
-def classify(exc: BaseException) -> Failure:
-    """What a ccxt (or transport) error means. Binance's codes are read as well as ccxt's
-    classes: ccxt maps a code to different classes by host (on `api.binance.com` -1021 and
-    -1022 are `BadRequest`, -2011 `OperationRejected`; elsewhere `InvalidNonce`,
-    `AuthenticationError`, `OrderNotFound`)."""
-    errors = ccxt_errors()
-    code, _ = exchange_error(exc)
-    if code in _STATUS_UNKNOWN_CODES:
-        return Failure.UNKNOWN
-    if isinstance(exc, errors.OrderNotFound) or code in _NOT_FOUND_CODES:
-        return Failure.NOT_FOUND
-    if code == _TIMESTAMP_CODE:
-        return Failure.TIMESTAMP
-    if isinstance(exc, errors.AuthenticationError) or code in _AUTH_CODES:
-        return Failure.CREDENTIALS
-    if isinstance(exc, errors.RequestTimeout | TimeoutError):
-        return Failure.TIMEOUT
-    if isinstance(exc, errors.NetworkError):
-        return Failure.UNKNOWN
-    if isinstance(exc, errors.ExchangeError):
-        return Failure.REFUSED
-    return Failure.UNKNOWN
-
-
 def ccxt_errors() -> Any:
     """ccxt's async package, where its error classes are (imported when first needed)."""
     import ccxt.async_support as ccxt_async  # type: ignore[import-untyped]
@@ -234,9 +186,7 @@ async def close_quietly(resource: object) -> None:
 
 
 __all__ = [
-    "Failure",
     "ccxt_errors",
-    "classify",
     "close_quietly",
     "dec",
     "exchange_error",

@@ -28,8 +28,9 @@ from walletcore.domain.trade import Accepted, Fill, FixedLeg, Rejected, Side, Un
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Settings
 from walletcore_markets import exchange
-from walletcore_markets.ccxt_support import Failure, ccxt_errors, classify, exchange_error
+from walletcore_markets.ccxt_support import ccxt_errors, exchange_error
 from walletcore_markets.exchange import ExchangeSettings, ExchangeVenue
+from walletcore_markets.exchange.errors import PORT_ERRORS, Failure, Stage, classify
 from walletcore_markets.testing.binance_server import BinanceTestServer, Fault
 
 
@@ -510,6 +511,16 @@ def _binance(kind: str, code: int, msg: str) -> Exception:
 )
 def test_binance_answers_are_classified_by_their_code(error: Exception, failure: Failure) -> None:
     assert classify(error) is failure
+
+
+def test_every_failure_is_one_of_the_ports_errors_at_every_stage() -> None:
+    for stage in Stage:
+        assert set(PORT_ERRORS[stage]) == set(Failure), stage
+    # nothing was sent while pricing: no failure leaves the order's outcome unknown
+    assert VenueTimeout not in PORT_ERRORS[Stage.PRICING].values()
+    # a refusal placed nothing, whenever it came
+    assert PORT_ERRORS[Stage.PLACING][Failure.REFUSED] is OrderRejected
+    assert set(PORT_ERRORS[Stage.ASKING].values()) == {VenueTimeout}
 
 
 def test_an_error_text_with_a_signed_url_shows_nothing_of_it() -> None:
