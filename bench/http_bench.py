@@ -758,7 +758,7 @@ def fill_ledger(home: Path, count: int) -> None:
     db = sqlite3.connect(path, isolation_level=None)
     try:
         db.execute("BEGIN IMMEDIATE")
-        db.executemany(module._INSERT, txs)
+        db.executemany(module.store.INSERT, txs)
         db.execute("COMMIT")
         db.execute("ANALYZE")
     finally:

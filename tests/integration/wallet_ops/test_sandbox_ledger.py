@@ -162,7 +162,7 @@ async def test_an_addresss_reads_search_indexes_never_the_whole_ledger(
     """A balance, `knows` and a history read one address's transactions through the
     indexes of its roles, with or without the planner's statistics: an `OR` of the roles
     was a scan of every transaction, so each balance check grew with the whole ledger."""
-    from walletcore_sandbox import ledger as module
+    from walletcore_sandbox.ledger import store
 
     path = tmp_path / DATA_FILE
     ledger = ledger_at(path, clock)
@@ -172,9 +172,9 @@ async def test_an_addresss_reads_search_indexes_never_the_whole_ledger(
     assert await ledger.accept(transfer("0x1", 10**17, fee=21_000), b"p", SIGNED)
     await ledger.aclose()
     reads = {
-        "shares": (module._SHARES, (Chain.ETHEREUM.value, ALICE, 2, 1)),
-        "knows": (module._KNOWS, (Chain.ETHEREUM.value, ALICE)),
-        "history": (module._HISTORY, (Chain.ETHEREUM.value, ALICE, 2, 10)),
+        "shares": (store.SHARES, (Chain.ETHEREUM.value, ALICE, 2, 1)),
+        "knows": (store.KNOWS, (Chain.ETHEREUM.value, ALICE)),
+        "history": (store.HISTORY, (Chain.ETHEREUM.value, ALICE, 2, 10)),
     }
     with sqlite3.connect(path) as db:
         for analyzed in (False, True):
@@ -229,11 +229,11 @@ _PARTIES = ["0xa", "0xb", "0xc"]
 def test_a_balance_is_every_role_of_every_transaction_counted_once(
     tmp_path_factory: pytest.TempPathFactory, txs: list[tuple[Any, ...]]
 ) -> None:
-    """Balances read through the per-role index searches (`_SHARES`) are the rules folded
+    """Balances read through the per-role index searches (`store.SHARES`) are the rules folded
     over the whole ledger: received once confirmed, sent, and (of the native coin) the fees
     paid, for a self-transfer and a sender paying its own fee too; `known_balance` is None
     exactly for an address that took part in nothing on the chain."""
-    from walletcore_sandbox import ledger as module
+    from walletcore_sandbox.ledger import balances, store
 
     now = ManualClock().now()
     rows = [
@@ -253,9 +253,9 @@ def test_a_balance_is_every_role_of_every_transaction_counted_once(
     ]
     path = tmp_path_factory.mktemp("ledger") / DATA_FILE
     with sqlite3.connect(path) as db:
-        module._prepare(db, path)  # the ledger's own layout
+        store.prepare(db, path)  # the ledger's own layout
         for tx in rows:
-            module._insert(db, tx)
+            store.insert(db, tx)
     with sqlite3.connect(path) as db:
         for chain in (Chain.ETHEREUM, Chain.BSC):
             for address in [*_PARTIES, "0xd"]:
@@ -265,6 +265,6 @@ def test_a_balance_is_every_role_of_every_transaction_counted_once(
                 )
                 for asset in (2, 3, 6):
                     want = _folded_balance(rows, chain, address, asset, now)
-                    assert module._balance(db, None, (chain, address, asset), now) == want
-                    known = module._known_balance(db, None, (chain, address, asset), now)
+                    assert balances.balance(db, None, (chain, address, asset), now) == want
+                    known = balances.known_balance(db, None, (chain, address, asset), now)
                     assert known == (want if took_part else None)

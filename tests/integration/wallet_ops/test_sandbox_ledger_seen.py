@@ -1,7 +1,7 @@
 """A reader connection of the sandbox ledger serves an address's shares again only while
-no connection, of this process or another, has committed since it read them (`_Seen`,
-`PRAGMA data_version`; docs/performance.md, "Caches, and why each is safe"): a balance
-is never stale."""
+no connection, of this process or another, has committed since it read them (`balances.Seen`,
+`PRAGMA data_version`; docs/performance.md, "Caches, and why each is safe"): a balance is
+never stale."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from walletcore.clock import ManualClock, SystemClock
 from walletcore.domain.assets import Chain
-from walletcore_sandbox import ledger as module
+from walletcore.domain.errors import InsufficientFunds
 from walletcore_sandbox.ledger import DATA_FILE, SHARES_SEEN, LedgerTx, SandboxLedger
 
 ALICE = "0x52908400098527886E0F7030069857D2E4169EE7"
@@ -28,7 +28,7 @@ class Statements:
 
     def __init__(self, ledger: SandboxLedger) -> None:
         self.shares = 0
-        for conn in ledger._seen:
+        for conn in ledger._connections.seen:
             conn.set_trace_callback(self.traced)
 
     def traced(self, sql: str) -> None:
@@ -137,11 +137,11 @@ async def test_what_a_reader_keeps_is_bounded(tmp_path: Path, clock: ManualClock
     await ledger.credit(Chain.ETHEREUM, ALICE, 2, 1, "a" * 64)
     for n in range(SHARES_SEEN + 10):
         await ledger.balance(Chain.ETHEREUM, f"0x{n:040x}", 2)
-    (seen,) = ledger._seen.values()
+    (seen,) = ledger._connections.seen.values()
     assert 0 < len(seen.shares) <= SHARES_SEEN
     assert await ledger.balance(Chain.ETHEREUM, ALICE, 2) == 1
     await ledger.aclose()
-    assert ledger._seen == {}
+    assert ledger._connections.seen == {}
 
 
 async def test_the_writers_spend_check_reads_the_rows(tmp_path: Path, clock: ManualClock) -> None:
@@ -156,7 +156,7 @@ async def test_the_writers_spend_check_reads_the_rows(tmp_path: Path, clock: Man
     assert await ledger.accept(first, b"p", {ALICE: b"s"})
     try:
         await ledger.accept(second, b"p", {ALICE: b"s"})
-    except module.InsufficientFunds:
+    except InsufficientFunds:
         refused = True
     else:
         refused = False
