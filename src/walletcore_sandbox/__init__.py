@@ -4,7 +4,8 @@ ledger, the faucet (`walletcore sandbox fund`).
 Found through entry points (`walletcore.price_sources: sandbox`, `walletcore.venues:
 sandbox`, `walletcore.chains: sandbox`; `pip install 'walletcore[sandbox]'`). This package
 imports the core and the standard library only (the ledger is an SQLite file, `sqlite3`).
-The in-memory storage and nonce leases are the core's fakes, in `walletcore.testing`.
+The in-memory storage is the core's fake (`walletcore.testing`), and the nonce leases of one
+process are the core's own (`walletcore.nonces`).
 """
 
 from walletcore_sandbox.prices import SandboxPriceSource, sandbox_unit_price
