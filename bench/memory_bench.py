@@ -913,9 +913,9 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
     from walletcore.domain.clients import ApiClient
     from walletcore.domain.ids import new_id
     from walletcore.services import auth as auth_module
+    from walletcore.services import expiries as expiries_module
     from walletcore.services import holdings as holdings_module
     from walletcore.services import remembered_quotes as remembered_module
-    from walletcore.services import trading as trading_module
     from walletcore.services.tokens import TokenClaims, TokenSigner
     from walletcore_litestar import services as services_module
     from walletcore_litestar import tokens as tokens_module
@@ -943,11 +943,11 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
         return remembered
 
     def expired() -> Any:
-        kept = trading_module.OrderedDict()
-        for _ in range(trading_module._EXPIRED_REMEMBERED):
+        expiries = expiries_module.SharedExpiries(None)  # type: ignore[arg-type] - its memory only
+        for _ in range(expiries_module.EXPIRED_REMEMBERED):
             trade = sample_trade("expired", client)
-            kept[trade.trade_id] = trade
-        return kept
+            expiries._expired[trade.trade_id] = trade  # as a finished write keeps one
+        return expiries
 
     def clients() -> Any:
         cache = {}
@@ -1023,8 +1023,8 @@ def cache_fills() -> list[tuple[str, int, Callable[[], Any]]]:
          rows_module.TERMINAL_TRADES_SIZE, terminal_trades),
         ("RememberedQuotes._quoted (open quotes of this process)",
          remembered_module.QUOTES_REMEMBERED, quotes),
-        ("TradingService._expired (quotes this process expired)",
-         trading_module._EXPIRED_REMEMBERED, expired),
+        ("SharedExpiries._expired (quotes this process expired)",
+         expiries_module.EXPIRED_REMEMBERED, expired),
         ("AuthService._cache (api clients read)", auth_module.CLIENT_CACHE_SIZE, clients),
         ("CachingTokenSigner._verified (tokens verified)", tokens_module.DEFAULT_CAPACITY, tokens),
         ("WalletHoldings._addresses (wallet addresses of sellers)",

@@ -22,8 +22,9 @@ An approve or cancel that changed nothing is `replay` (it answered the stored tr
 refusal (`409`, ...).
 
 A quote lapsing under many pollers: the readers of one process that find it lapsed share
-one expiry write (`_expire`), and a writer that loses the compare-and-set costs one
-conditional UPDATE that matches no row, then one read.
+one expiry write (`SharedExpiries`, walletcore.services.expiries, its rules), and a writer
+that loses the compare-and-set costs one conditional UPDATE that matches no row, then one
+read.
 
 An approval in the process that made the quote reads nothing first: the service's storage
 is wrapped in `RememberedQuotes` (walletcore.services.remembered_quotes, its rules), which
@@ -41,9 +42,7 @@ statement each on PostgreSQL); never a unit open across a price, venue or networ
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -85,6 +84,7 @@ from walletcore.ports import Clock, PriceSource, Storage, TradeVenue, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
+from walletcore.services.expiries import SharedExpiries
 from walletcore.services.holdings import Holdings, check_backed
 from walletcore.services.remembered_quotes import RememberedQuotes
 
@@ -94,9 +94,6 @@ log = logging.getLogger("walletcore.trading")
 _MAX_RACE_RETRIES = 3
 #: a venue's outcome with figures: a fill or an acceptance (`_kept`)
 _OutcomeT = TypeVar("_OutcomeT", Fill, Accepted)
-#: How many expiries this process remembers, for readers that read the quote `open` just
-#: before it was stored as expired (a terminal status: what is remembered stays true).
-_EXPIRED_REMEMBERED = 4096
 
 
 class TradingService:
@@ -127,10 +124,8 @@ class TradingService:
         self._limits = limits if limits is not None else TradeLimits()
         self._quote_ttl = timedelta(seconds=quote_ttl_seconds)
         self._page_size = page_size
-        #: trade id -> the expiry write in flight for it (one per lapsed quote at a time)
-        self._expiring: dict[str, asyncio.Future[Trade]] = {}
-        #: trade id -> the terminal trade an expiry write of this process ended with
-        self._expired: OrderedDict[str, Trade] = OrderedDict()
+        #: the expiry writes of this service, one per lapsed quote (module docstring)
+        self._expiries = SharedExpiries(self._store_expiry)
 
     # -- quotes -------------------------------------------------------------------------
     def sell(self, caller: Caller, **body: Any) -> Coroutine[Any, Any, Trade]:
@@ -224,7 +219,7 @@ class TradingService:
                         if await self._storage.swap_trade(trade.status, expired, entry):
                             raise QuoteLapsed()
                         continue
-                    if (await self._expire(caller, trade)).status is TradeStatus.EXPIRED:
+                    if (await self._expiries.expire(caller, trade)).status is TradeStatus.EXPIRED:
                         raise QuoteLapsed()
                     continue
                 asset = self._policy.resolve(caller.client, trade.asset_id, "trade/approve")
@@ -321,40 +316,12 @@ class TradingService:
             at=at,
         )
 
-    async def _expire(self, caller: Caller, trade: Trade) -> Trade:
-        """Store the lapsed open quote `trade` as expired; the trade as stored after.
-
-        Readers of one process that find it lapsed together share one write (the expiry of
-        an open quote is the same whoever makes it), and one that read it `open` after that
-        write ended gets the terminal trade it ended with; processes race with a
-        compare-and-set, whose losers write nothing and read the winner's answer.
-        """
-        known = self._expired.get(trade.trade_id)
-        if known is not None:  # read before the expiry landed: no write, and no read
-            return known
-        loop = asyncio.get_running_loop()
-        flight = self._expiring.get(trade.trade_id)
-        if flight is None or flight.get_loop() is not loop:
-            flight = loop.create_task(self._store_expiry(caller, trade))
-            self._expiring[trade.trade_id] = flight
-            flight.add_done_callback(lambda done: self._forget(trade.trade_id, done))
-        return await asyncio.shield(flight)
-
     async def _store_expiry(self, caller: Caller, trade: Trade) -> Trade:
+        """Store the lapsed open quote `trade` as expired; the trade as stored after (each
+        is one write in this process, whoever reads it: `self._expiries`)."""
         return await self._move(
             caller, trade, trade.expire(self._clock.now()), action="trade.expire"
         )
-
-    def _forget(self, trade_id: str, done: asyncio.Future[Trade]) -> None:
-        if self._expiring.get(trade_id) is done:
-            del self._expiring[trade_id]
-        if done.cancelled() or done.exception() is not None:
-            return
-        stored = done.result()
-        if stored.status.is_terminal:
-            self._expired[trade_id] = stored
-            if len(self._expired) > _EXPIRED_REMEMBERED:
-                self._expired.popitem(last=False)
 
     # -- cancel, get, list --------------------------------------------------------------
     async def cancel(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
@@ -469,7 +436,7 @@ class TradingService:
         if trade is None:
             raise TradeNotFound()
         if expire and trade.lapses_unapproved(self._clock.now()):
-            trade = await self._expire(caller, trade)
+            trade = await self._expiries.expire(caller, trade)
         return trade
 
     async def _unit_price(self, asset: Asset, fiat: Any) -> Any:
