@@ -8,8 +8,8 @@ Rules:
 - A reader connection serves an address's shares (what a balance is summed from) again
   while the ledger is unchanged since it read them: `PRAGMA data_version` moves with every
   commit of any other connection, in any process, and is read before each balance
-  (docs/performance.md, item 32). The balance itself is summed each time, at the clock's
-  instant, so a credit confirms on time.
+  (docs/performance.md, "Caches, and why each is safe"). The balance itself is summed each
+  time, at the clock's instant, so a credit confirms on time.
 - The writer, whose reads check a spend under the write lock, always reads the rows.
 """
 
