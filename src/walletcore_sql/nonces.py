@@ -30,7 +30,7 @@ from walletcore.ports.nonces import NonceLease, NonceLeases
 from walletcore.secretfiles import ConfigurationError
 from walletcore.testing.nonces import LocalNonceLeases, checked_nonce
 from walletcore_sql.database import Database
-from walletcore_sql.errors import storage_errors
+from walletcore_sql.errors import sqlstate, storage_errors
 from walletcore_sql.filelocks import WAIT_SECONDS, FlockNonceLeases, FloorStore, lease_digest
 from walletcore_sql.storage import SqlStorage
 from walletcore_sql.tables import nonce_floors
@@ -143,7 +143,7 @@ class PgNonceLeases(NonceLeases):
                             text("SELECT pg_advisory_lock(CAST(:key AS bigint))"), {"key": key}
                         )
                 except sa_exc.DBAPIError as exc:
-                    if _sqlstate(exc) == LOCK_NOT_AVAILABLE:
+                    if sqlstate(exc) == LOCK_NOT_AVAILABLE:
                         raise AddressBusy() from exc
                     raise
                 # A transaction begun after the lock: it sees the last holder's floor.
@@ -211,15 +211,6 @@ class _PgLease(NonceLease):
             await conn.close()
         else:  # pragma: no cover - the session lost its lock: never reuse it
             await _discard(conn)
-
-
-def _sqlstate(exc: sa_exc.DBAPIError) -> str | None:
-    """The SQLSTATE of a driver error (asyncpg keeps it on the original exception)."""
-    for candidate in (exc.orig, getattr(exc.orig, "__cause__", None)):
-        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
-        if code:
-            return str(code)
-    return None
 
 
 async def _discard(conn: AsyncConnection) -> None:

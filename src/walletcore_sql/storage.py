@@ -1,14 +1,20 @@
 """`SqlStorage`: the Storage port on SQLAlchemy 2 (async), PostgreSQL or SQLite.
 
 Rules:
-- A write unit is one transaction (`Database.transaction(write=True)`): `BEGIN IMMEDIATE`
-  on SQLite, queued within the process on one asyncio lock; it commits when the block ends
+- A write unit is one transaction (`Database.unit(write=True)`): `BEGIN IMMEDIATE` on
+  SQLite, queued within the process on one asyncio lock; it commits when the block ends
   cleanly and rolls back when it raises. A read unit is a transaction that cannot write
   (on PostgreSQL every read in it is one autocommitted statement).
-- The stores' statements: `walletcore_sql.stores`. Connections, lazy migration and error
-  mapping: `walletcore_sql.database`. Nonce leases (advisory locks on PostgreSQL, lock
-  files on SQLite; floors in `nonce_floors`): `walletcore_sql.nonces`, entry point
-  `walletcore.nonce_leases: sql`, built on this storage's `database`.
+- The fast paths (`direct`, the default): the units straight on the driver, a quote and
+  a move of a trade each one statement, group commit (`walletcore_sql.direct`,
+  `walletcore_sql.database`). `SqlStorage(..., direct=False)` sends everything through
+  SQLAlchemy's engine instead, one transaction per unit: the plain path the storage
+  contract checks the fast ones against, with the same results.
+- The stores' statements: `walletcore_sql.stores`. Connections, lazy migration:
+  `walletcore_sql.database`; the one map of driver errors: `walletcore_sql.errors`.
+  Nonce leases (advisory locks on PostgreSQL, lock files on SQLite; floors in
+  `nonce_floors`): `walletcore_sql.nonces`, entry point `walletcore.nonce_leases: sql`,
+  built on this storage's `database`.
 """
 
 from __future__ import annotations
@@ -40,18 +46,30 @@ from walletcore_sql.stores import (
 
 class SqlStorage(Storage, Lifecycle):
     def __init__(
-        self, url: str, *, migrate: bool, schema: str | None = None, **engine_options: Any
+        self,
+        url: str,
+        *,
+        migrate: bool,
+        schema: str | None = None,
+        direct: bool = True,
+        **engine_options: Any,
     ) -> None:
         """`migrate`: upgrade the schema on first use (sandbox); else only check it.
 
         `schema` (PostgreSQL): the search_path, for tests and side-by-side installs.
+        `direct`: the fast paths (module rules); False: everything through SQLAlchemy.
         """
-        self.database = Database(url, migrate=migrate, schema=schema, **engine_options)
+        self.database = Database(
+            url, migrate=migrate, schema=schema, direct=direct, **engine_options
+        )
         #: this database's terminal trades, each built once (`rows.TradeRows`)
         self.trade_rows = rows.TradeRows()
 
     def __repr__(self) -> str:
-        return f"SqlStorage({redacted(self.database.url)!r}, migrate={self.database.migrate})"
+        plain = "" if self.database.direct else ", direct=False"
+        return (
+            f"SqlStorage({redacted(self.database.url)!r}, migrate={self.database.migrate}{plain})"
+        )
 
     async def start(self) -> None:
         """Migrate (sandbox) or check the schema (production); raises `SchemaError`."""
@@ -69,7 +87,7 @@ class SqlStorage(Storage, Lifecycle):
 
     def write(self) -> AbstractAsyncContextManager[UnitOfWork]:
         if self.database.inline is None:
-            return _PgWrite(self)
+            return _UnitWrite(self)
         return self._sqlite_write()
 
     @asynccontextmanager
@@ -91,12 +109,16 @@ class SqlStorage(Storage, Lifecycle):
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
         (atomic on its own; `stores.TRADE_SWAP_AUDITED`), in a batch with others when they
-        queue (group commit, `direct.GroupCommit`); SQLite: a write unit handed over whole
-        (`Database.submit`: its statements cost no round trip, and it joins the group
-        open)."""
-        if self.database.inline is None:
+        queue (group commit, `direct.PgGroupCommit`); SQLite: a write unit handed over
+        whole (`Database.submit`: its statements cost no round trip, and it joins the
+        group open). With the fast paths off, a write unit holding `trades.swap`."""
+        database = self.database
+        if database.pg_direct:
             values = audited_swap_values(expected, trade, entry)
-            return await self.database.run_alone(TRADE_SWAP_AUDITED, values) == 1
+            return await database.run_alone(TRADE_SWAP_AUDITED, values) == 1
+        if database.inline is None:
+            async with self.write() as unit:
+                return await unit.trades.swap(expected, trade, entry=entry)
 
         async def swap(conn: Any) -> bool:
             unit = SqlUnit(self.database, conn, writable=True, trade_rows=self.trade_rows)
@@ -110,8 +132,9 @@ class SqlStorage(Storage, Lifecycle):
         """PostgreSQL: the quote and its entry as one autocommitted statement
         (`stores.TRADE_ADD_AUDITED`, what a write unit of the two sends), with no unit of
         stores built around it, in a batch with others when they queue (group commit,
-        `direct.GroupCommit`); SQLite: that write unit (handed over whole when it ends)."""
-        if self.database.inline is None:
+        `direct.PgGroupCommit`); elsewhere that write unit (on SQLite's fast path handed
+        over whole when it ends)."""
+        if self.database.pg_direct:
             await self.database.run_alone(TRADE_ADD_AUDITED, audited_add_values(trade, entry))
             return
         await super().add_trade(trade, entry)
@@ -122,9 +145,10 @@ class SqlStorage(Storage, Lifecycle):
             yield SqlUnit(self.database, conn, writable=False, trade_rows=self.trade_rows)
 
 
-class _PgWrite:
-    """`SqlStorage.write()` on PostgreSQL: the stores' unit on a `Database.unit`, its
-    deferred inserts sent when it ends cleanly (autocommitted when they are all it sent).
+class _UnitWrite:
+    """`SqlStorage.write()` on PostgreSQL (and with the fast paths off): the stores' unit on
+    a `Database.unit`, its deferred inserts sent when it ends cleanly (on PostgreSQL's fast
+    path autocommitted when they are all it sent).
     A class, not an `asynccontextmanager` generator, as `Database.unit` is: a quote
     enters one (docs/performance.md, item 33). An error in the block, or in the last
     flush, rolls the unit back and is raised as it was."""

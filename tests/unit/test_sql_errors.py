@@ -1,16 +1,19 @@
-"""`storage_errors`: a driver's exception leaves as the port's 503 or 500, chained to the
-original for the log; anything else passes as it is."""
+"""The one map of driver exceptions (`walletcore_sql.errors`): a driver's exception leaves as
+the port's 503 or 500, chained to the original for the log, whichever path raised it
+(SQLAlchemy's, or the units' straight on asyncpg and pysqlite); anything else passes as it
+is."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
 
+import asyncpg
 import pytest
 from sqlalchemy import exc as sa_exc
 
 from walletcore.domain.errors import StorageError, StorageUnavailable
-from walletcore_sql.errors import storage_errors
+from walletcore_sql.errors import port_error, sqlite_locked, sqlstate, storage_errors
 
 
 def dbapi(kind: type[sa_exc.DBAPIError], *, invalidated: bool = False) -> sa_exc.DBAPIError:
@@ -31,6 +34,14 @@ def dbapi(kind: type[sa_exc.DBAPIError], *, invalidated: bool = False) -> sa_exc
         (sqlite3.OperationalError("database is locked"), StorageUnavailable),
         (sqlite3.IntegrityError("UNIQUE constraint failed"), StorageError),
         (sa_exc.NoResultFound("none"), StorageError),
+        # asyncpg's own, as the units straight on the driver meet them
+        (asyncpg.exceptions.UniqueViolationError("duplicate key"), StorageError),
+        (asyncpg.exceptions.DeadlockDetectedError("deadlock"), StorageError),
+        (asyncpg.exceptions.ConnectionDoesNotExistError("closed"), StorageUnavailable),
+        (asyncpg.exceptions.AdminShutdownError("terminating"), StorageUnavailable),
+        (asyncpg.exceptions.TooManyConnectionsError("too many clients"), StorageUnavailable),
+        (asyncpg.InterfaceError("connection is closed"), StorageUnavailable),
+        (asyncpg.InternalClientError("protocol state lost"), StorageUnavailable),
     ],
     ids=lambda value: type(value).__name__,
 )
@@ -64,3 +75,23 @@ async def test_it_guards_an_await() -> None:
 
     with pytest.raises(StorageUnavailable), storage_errors():
         await fails()
+
+
+def test_the_map_itself_names_the_ports_error_or_none() -> None:
+    assert isinstance(port_error(asyncpg.exceptions.UniqueViolationError("x")), StorageError)
+    assert isinstance(port_error(ConnectionResetError()), StorageUnavailable)
+    assert port_error(ValueError("ours")) is None
+
+
+def test_sqlite_lock_refusals_are_told_apart_raw_or_wrapped() -> None:
+    locked = sqlite3.OperationalError("database is locked")
+    assert sqlite_locked(locked)
+    assert sqlite_locked(sa_exc.OperationalError("BEGIN IMMEDIATE", {}, locked))
+    assert not sqlite_locked(sqlite3.OperationalError("disk I/O error"))
+
+
+def test_the_sqlstate_of_a_postgresql_error_raw_or_wrapped() -> None:
+    raw = asyncpg.exceptions.LockNotAvailableError("lock timeout")
+    assert sqlstate(raw) == "55P03"
+    assert sqlstate(sa_exc.OperationalError("SELECT 1", {}, raw)) == "55P03"
+    assert sqlstate(ValueError("no state")) is None

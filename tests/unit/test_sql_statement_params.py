@@ -1,8 +1,8 @@
 """The parameters of the write path's PostgreSQL statements, built in one step each
 (`walletcore_sql.stores`): the audited compare-and-set (`audited_swap`,
-`TRADE_SWAP_AUDITED`), the quote with its entry as one statement (`TRADE_ADD_AUDITED`, and
-`_combined` in a unit). Each must bind exactly what its statement names, with the values
-the stores' own row dicts hold: a name missing would be filled in as NULL, not refused.
+`TRADE_SWAP_AUDITED`), the quote with its entry as one statement (`TRADE_ADD_AUDITED`,
+and `statements.combined` in a unit). Each must bind exactly what its statement names, with
+the values the stores' own row dicts hold: a name missing would be filled in as NULL, not refused.
 A statement sent positionally (`direct.Positional`) sends each value to its own bind."""
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.trade import TradeStatus
 from walletcore_sql import direct, rows, stores
+from walletcore_sql.direct import plans
+from walletcore_sql.direct.plans import plan_of
+from walletcore_sql.stores import statements
+from walletcore_sql.stores import trades as trade_store
 from walletcore_sql.tables import audit_log, trades
 
 from .test_trade_rows import row
@@ -42,7 +46,7 @@ def entry(detail: str | None = "open -> executing") -> AuditEntry:
 
 
 def bind_names(statement: Any, parameters: dict[str, Any]) -> set[str]:
-    plan = direct._plan(statement, DIALECT, parameters)
+    plan = plan_of(statement, DIALECT, parameters)
     assert plan is not None
     return {name for name, _ in plan.binds}
 
@@ -65,7 +69,7 @@ def test_the_audited_swap_binds_the_move_the_row_and_the_entry(
         "b_expected": "open",
         **renamed(rows.audit_values(entry(detail)), "a_"),
     }
-    assert statement is stores._TRADE_SWAP_AUDITED
+    assert statement is trade_store._TRADE_SWAP_AUDITED
     assert set(params) == bind_names(statement, params)
 
 
@@ -78,11 +82,11 @@ def test_the_audited_swap_binds_every_column_a_move_changes() -> None:
 def test_a_quote_and_its_entry_bind_each_insert_s_values() -> None:
     trade = rows.trade_from(row(status="open"))
     quote, note = rows.trade_values(trade), rows.audit_values(entry())
-    statement, params = stores._combined([(trades, quote), (audit_log, note)])
+    statement, params = statements.combined([(trades, quote), (audit_log, note)])
     assert params == {**renamed(quote, "p0_"), **renamed(note, "p1_")}
     assert set(params) == bind_names(statement, params)
     # the statement is built once per shape
-    again, _ = stores._combined([(trades, dict(quote)), (audit_log, dict(note))])
+    again, _ = statements.combined([(trades, dict(quote)), (audit_log, dict(note))])
     assert again is statement
 
 
@@ -93,9 +97,9 @@ def test_the_values_go_to_their_binds_in_any_order_of_their_names(order: list[st
     quote = rows.trade_values(trade)
     note = {key: rows.audit_values(entry())[key] for key in order}
     note["detail"] = f"detail {order}"
-    statement, params = stores._combined([(trades, quote), (audit_log, note)])
+    statement, params = statements.combined([(trades, quote), (audit_log, note)])
     assert params == {**renamed(quote, "p0_"), **renamed(note, "p1_")}
-    plan = direct._plan(statement, DIALECT, params)
+    plan = plan_of(statement, DIALECT, params)
     assert plan is not None
     sent = dict(zip([name for name, _ in plan.binds], plan.arguments(params), strict=True))
     assert sent["p1_detail"] == f"detail {order}"
@@ -105,33 +109,33 @@ def test_the_values_go_to_their_binds_in_any_order_of_their_names(order: list[st
 
 def test_a_table_that_comes_twice_is_not_combined() -> None:
     note = rows.audit_values(entry())
-    assert stores._combined([(audit_log, note), (audit_log, dict(note))]) == (None, {})
+    assert statements.combined([(audit_log, note), (audit_log, dict(note))]) == (None, {})
     # the second time from the shapes already seen
-    assert stores._combined([(audit_log, note), (audit_log, dict(note))]) == (None, {})
+    assert statements.combined([(audit_log, note), (audit_log, dict(note))]) == (None, {})
 
 
 def test_one_insert_is_the_table_s_own() -> None:
     note = rows.audit_values(entry())
-    statement, params = stores._combined([(audit_log, note)])
-    assert statement is stores._INSERTS["audit_log"] and params is note
+    statement, params = statements.combined([(audit_log, note)])
+    assert statement is statements.INSERTS["audit_log"] and params is note
 
 
 def test_a_plan_is_the_same_sql_whatever_the_order_of_its_names(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # a cache of its own: a test process compiles more statements than the bound keeps
-    monkeypatch.setattr(direct, "_PLANS", {})
+    monkeypatch.setattr(plans, "_PLANS", {})
     note = rows.audit_values(entry())
     backwards = dict(reversed(list(note.items())))
-    statement = stores._INSERTS["audit_log"]
+    statement = statements.INSERTS["audit_log"]
     plan, other = (
-        direct._plan(statement, DIALECT, note),
-        direct._plan(statement, DIALECT, backwards),
+        plan_of(statement, DIALECT, note),
+        plan_of(statement, DIALECT, backwards),
     )
     assert plan is not None and other is not None
     assert plan.sql == other.sql
     assert plan.arguments(note) == other.arguments(backwards)
-    assert direct._plan(statement, DIALECT, dict(note)) is plan  # cached per order
+    assert plan_of(statement, DIALECT, dict(note)) is plan  # cached per order
 
 
 def test_a_moves_values_are_each_its_own_columns() -> None:
@@ -181,7 +185,7 @@ def test_the_positional_swap_sends_what_the_unit_s_swap_binds(status: str) -> No
     trade = rows.trade_from(row(status=status, failure_reason="no" if status == "failed" else None))
     values = stores.audited_swap_values(TradeStatus.OPEN, trade, entry())
     _, params = stores.audited_swap(TradeStatus.OPEN, trade, entry())
-    plan = direct._plan(stores._TRADE_SWAP_AUDITED, DIALECT, params)
+    plan = plan_of(trade_store._TRADE_SWAP_AUDITED, DIALECT, params)
     assert plan is not None
     assert stores.TRADE_SWAP_AUDITED.plan(DIALECT)[0].sql == plan.sql
     by_name = dict(zip([name for name, _ in plan.binds], plan.arguments(params), strict=True))
@@ -201,8 +205,10 @@ def test_the_quote_alone_sends_the_trade_s_row_and_the_entry() -> None:
 
 def test_a_positional_statement_refuses_what_it_cannot_send() -> None:
     with pytest.raises(ValueError, match="twice"):
-        direct.Positional(stores._TRADE_SWAP_AUDITED, ("a", "a"))
-    missing = direct.Positional(stores._TRADE_SWAP_AUDITED, stores.TRADE_SWAP_AUDITED.names[:-1])
+        direct.Positional(trade_store._TRADE_SWAP_AUDITED, ("a", "a"))
+    missing = direct.Positional(
+        trade_store._TRADE_SWAP_AUDITED, stores.TRADE_SWAP_AUDITED.names[:-1]
+    )
     with pytest.raises(RuntimeError, match="no value"):
         missing.plan(DIALECT)
     assert stores.TRADE_SWAP_AUDITED.parameters(range(21)) == dict(
@@ -250,8 +256,12 @@ def test_a_batched_quote_is_the_quote_alone_keyed_by_its_trade() -> None:
 
 
 def test_a_batch_form_must_bind_the_statement_s_names_in_order() -> None:
-    other = direct.Positional(stores._TRADE_SWAP_AUDITED, tuple(reversed(stores._SWAP_NAMES)))
+    other = direct.Positional(
+        trade_store._TRADE_SWAP_AUDITED, tuple(reversed(trade_store._SWAP_NAMES))
+    )
     with pytest.raises(ValueError, match="batch form"):
         direct.Positional(
-            stores._TRADE_SWAP_AUDITED, stores._SWAP_NAMES, batch=direct.Batch(other, key=0)
+            trade_store._TRADE_SWAP_AUDITED,
+            trade_store._SWAP_NAMES,
+            batch=direct.Batch(other, key=0),
         )

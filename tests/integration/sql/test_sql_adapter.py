@@ -189,22 +189,23 @@ async def test_amounts_read_back_without_padding_zeros(storage: SqlStorage) -> N
 def test_every_sqlite_read_of_a_request_searches_an_index(tmp_path: Path) -> None:
     """SQLite statements run on the event loop's thread, where nothing may wait: none may
     scan a table that grows with use. The plans of the per-request reads name an index."""
-    from walletcore_sql import migrate, stores
+    from walletcore_sql import migrate
     from walletcore_sql.engine import sqlite_inline_engine, sqlite_url
+    from walletcore_sql.stores import clients, sends, trades, wallets
 
     engine = sqlite_inline_engine(sqlite_url(tmp_path / "plans.db"))
     migrate.upgrade_sync(engine)
     now = datetime.now(UTC)
     ids = {"b_client_id": "c" * 24, "b_user_id": "u" * 24}
     reads = {
-        "client": (stores._CLIENT_GET, {"b_client_id": "c" * 24}),
-        "user": (stores._USER_GET, ids),
-        "wallet": (stores._WALLET_GET_USER, {**ids, "b_owner": "user"}),
-        "trade": (stores._TRADE_GET, {**ids, "b_trade_id": "t" * 24}),
-        "lapsed": (stores._TRADE_LAPSED, {**ids, "b_now": now}),
-        "send": (stores._SEND_GET, {"b_client_id": "c" * 24, "b_request_id": "r"}),
+        "client": (clients._CLIENT_GET, {"b_client_id": "c" * 24}),
+        "user": (wallets._USER_GET, ids),
+        "wallet": (wallets._WALLET_GET_USER, {**ids, "b_owner": "user"}),
+        "trade": (trades._TRADE_GET, {**ids, "b_trade_id": "t" * 24}),
+        "lapsed": (trades._TRADE_LAPSED, {**ids, "b_now": now}),
+        "send": (sends._SEND_GET, {"b_client_id": "c" * 24, "b_request_id": "r"}),
     }
-    for (side, status), page in stores._TRADE_PAGES.items():
+    for (side, status), page in trades._TRADE_PAGES.items():
         params = {**ids, "b_limit": 10, "b_side": "sell", "b_status": "open"}
         reads[f"page side={side} status={status}"] = (page, params)
     try:

@@ -26,6 +26,8 @@ from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import UnitOfWork
 from walletcore.testing import autocommit
 from walletcore_sql import direct
+from walletcore_sql.direct.plans import plan_of
+from walletcore_sql.direct.pool import is_open, raw_of
 from walletcore_sql.storage import SqlStorage
 from walletcore_sql.stores import SqlUnit
 from walletcore_sql.tables import trades
@@ -139,7 +141,7 @@ async def test_a_statement_it_cannot_send_as_is_goes_through_sqlalchemy(
     await autocommit(storage).trades.add(trade)
     expanding = select(trades.c.trade_id).where(trades.c.trade_id.in_([trade.trade_id, "x"]))
     async with storage.database.unit(write=False) as reader:
-        assert direct._plan(expanding, reader.dialect) is None
+        assert plan_of(expanding, reader.dialect) is None
         rows = (await reader.execute(expanding)).all()
     assert [r[0] for r in rows] == [trade.trade_id]
 
@@ -409,7 +411,7 @@ async def test_a_unit_running_while_the_storage_closes_ends_cleanly(pg_database:
 
 
 async def test_a_unit_calls_the_connection_behind_the_pools_proxy(storage: SqlStorage) -> None:
-    """The units call asyncpg's `Connection` itself (`direct._raw`), not its pool's proxy:
+    """The units call asyncpg's `Connection` itself (`direct.pool.raw_of`), not its pool's proxy:
     if an asyncpg release named the proxy's connection otherwise, this fails here rather
     than every call quietly going through the proxy again. A proxy given back (detached)
     is its own `_raw`, so a call on it still raises as asyncpg's pool makes it."""
@@ -421,14 +423,14 @@ async def test_a_unit_calls_the_connection_behind_the_pools_proxy(storage: SqlSt
         proxy = unit.conn.driver  # type: ignore[attr-defined]
         raw = unit.conn._raw  # type: ignore[attr-defined]
         assert isinstance(proxy, asyncpg.pool.PoolConnectionProxy)
-        assert type(raw) is asyncpg.Connection and direct._raw(proxy) is raw
+        assert type(raw) is asyncpg.Connection and raw_of(proxy) is raw
         assert raw.get_server_pid() == proxy.get_server_pid()
     assert unit.conn._raw is None  # type: ignore[attr-defined]  # nothing kept past the unit
     pool = _units_pool(storage)
     while pool._kept:  # back to asyncpg's pool, which detaches the proxy
         kept, _ = pool._kept.pop()
         await pool._hand_back(kept)
-    assert direct._raw(proxy) is proxy
+    assert raw_of(proxy) is proxy
     with pytest.raises(asyncpg.InterfaceError, match="released back to the pool"):
         proxy.get_server_pid()
 
@@ -479,7 +481,7 @@ async def test_a_unit_waiting_for_the_last_connection_gets_it_when_given_back(
 ) -> None:
     """With every connection out, a connection given back goes to the unit waiting in
     asyncpg's pool, never to the kept list (where the waiter would not see it)."""
-    monkeypatch.setattr(direct, "KEPT_SECONDS", 60.0)  # no trim comes to the rescue
+    monkeypatch.setattr(direct.pool, "KEPT_SECONDS", 60.0)  # no trim comes to the rescue
     storage = _pg_storage(pg_database, size=1, timeout=10)
     try:
         await storage.start()
@@ -509,7 +511,7 @@ async def test_a_kept_connection_unused_goes_back_to_asyncpgs_pool(
     storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After `KEPT_SECONDS` unused it is asyncpg's again, whose idle clock closes it."""
-    monkeypatch.setattr(direct, "KEPT_SECONDS", 0.05)
+    monkeypatch.setattr(direct.pool, "KEPT_SECONDS", 0.05)
     client_id, _ = await _client_and_user(storage)
     pool = _units_pool(storage)
     pids = await _pids(storage, client_id, 3)
@@ -528,7 +530,7 @@ async def test_a_connection_out_past_its_lease_goes_back_through_asyncpgs_pool(
 ) -> None:
     client_id, _ = await _client_and_user(storage)
     pool = _units_pool(storage)
-    monkeypatch.setattr(direct, "LEASE_SECONDS", 0.0)
+    monkeypatch.setattr(direct.pool, "LEASE_SECONDS", 0.0)
     async with storage.read() as unit:
         assert await unit.clients.get(client_id) is not None
     assert not pool._kept and not pool._leased
@@ -545,10 +547,10 @@ async def test_a_kept_connection_the_server_closed_is_replaced_not_a_503(
     async with storage.database.transaction(write=True) as other:
         await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     for _ in range(250):  # the client sees its socket closed (asyncpg detaches the proxy)
-        if not direct._open(kept):
+        if not is_open(kept):
             break
         await asyncio.sleep(0.02)
-    assert not direct._open(kept)
+    assert not is_open(kept)
     async with storage.read() as unit:
         assert await unit.clients.get(client_id) is not None
         assert unit.conn.driver.get_server_pid() != pid  # type: ignore[attr-defined]
@@ -593,7 +595,7 @@ def test_a_connection_kept_on_one_event_loop_is_never_handed_to_another(
 async def test_closing_hands_back_the_kept_connections_at_once(
     pg_database: Db, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(direct, "KEPT_SECONDS", 60.0)  # no trim comes to the rescue
+    monkeypatch.setattr(direct.pool, "KEPT_SECONDS", 60.0)  # no trim comes to the rescue
     storage = pg_database.storage(migrate=True)
     await storage.start()
     client_id, _ = await _client_and_user(storage)
@@ -630,19 +632,19 @@ async def test_a_quote_alone_is_one_autocommitted_statement_on_a_kept_connection
 ) -> None:
     client_id, uid, pool, first = await _one_kept(storage)
     sent: list[str] = []
-    execute = type(direct._raw(first)).execute
+    execute = type(raw_of(first)).execute
 
     async def recorded(self: object, sql: str, *args: object) -> object:
         sent.append(sql)
         return await execute(self, sql, *args)
 
-    monkeypatch.setattr(type(direct._raw(first)), "execute", recorded)
+    monkeypatch.setattr(type(raw_of(first)), "execute", recorded)
     quote = _open(client_id, uid)
     entry = _entry("trade.sell", client_id, uid, quote.trade_id)
     await storage.add_trade(quote, entry)
     assert len(sent) == 1 and sent[0].startswith("WITH w0 AS")  # no BEGIN, no COMMIT
     assert [kept for kept, _ in pool._kept] == [first]  # answered: kept as it is
-    assert not direct._raw(first).is_in_transaction()
+    assert not raw_of(first).is_in_transaction()
     async with storage.read() as unit:
         assert await unit.trades.get(client_id, uid, quote.trade_id) == quote
         assert (await unit.audit.newest(limit=1)) == [entry]
@@ -673,7 +675,7 @@ async def test_a_statement_alone_on_a_dropped_session_is_a_503_then_a_fresh_conn
     storage: SqlStorage,
 ) -> None:
     client_id, uid, pool, first = await _one_kept(storage)
-    pid = direct._raw(first).get_server_pid()
+    pid = raw_of(first).get_server_pid()
     async with storage.database.transaction(write=True) as other:
         await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     await asyncio.sleep(0.2)  # the session's end reaches the client
@@ -685,7 +687,7 @@ async def test_a_statement_alone_on_a_dropped_session_is_a_503_then_a_fresh_conn
     else:  # the pool saw it closed first and took another: the quote is stored
         async with storage.read() as unit:
             assert await unit.trades.get(client_id, uid, quote.trade_id) == quote
-    assert all(direct._raw(kept).get_server_pid() != pid for kept, _ in pool._kept)
+    assert all(raw_of(kept).get_server_pid() != pid for kept, _ in pool._kept)
     again = _open(client_id, uid)
     await storage.add_trade(again, _entry("trade.sell", client_id, uid, again.trade_id))
     async with storage.read() as unit:
@@ -696,7 +698,7 @@ async def test_a_statement_alone_cancelled_mid_statement_is_never_kept(
     storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client_id, uid, pool, first = await _one_kept(storage)
-    pid = direct._raw(first).get_server_pid()
+    pid = raw_of(first).get_server_pid()
     slow = direct.Positional(text("SELECT pg_sleep(5)"), ())
     task = asyncio.create_task(storage.database.run_alone(slow, ()))
     await asyncio.sleep(0.3)

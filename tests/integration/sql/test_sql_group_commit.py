@@ -1,4 +1,4 @@
-"""SQLite group commit (`walletcore_sql.database.SqliteInline`): write units that queue while
+"""SQLite group commit (`walletcore_sql.database.sqlite_group`): write units that queue while
 one runs share its transaction, each in a savepoint, and one COMMIT (one fsync) makes them
 all durable. Each unit still commits or fails alone, and returns only once its transaction
 committed."""
@@ -15,7 +15,7 @@ from sql_helpers import committed_marks, count_commits, marks_storage
 from sqlalchemy import text
 
 from walletcore.domain.errors import StorageUnavailable
-from walletcore_sql import database as database_module
+from walletcore_sql.database.sqlite_group import WriteQueue
 from walletcore_sql.storage import SqlStorage
 
 
@@ -86,7 +86,7 @@ async def test_a_failed_commit_fails_every_unit_of_the_group(
     def refuse(_batch: Any) -> None:
         raise StorageUnavailable("disk full")
 
-    monkeypatch.setattr(database_module.SqliteInline, "_commit", staticmethod(refuse))
+    monkeypatch.setattr(WriteQueue, "_commit", staticmethod(refuse))
     outcomes = await asyncio.gather(
         *(_mark(storage, f"u{i}") for i in range(6)), return_exceptions=True
     )

@@ -1,4 +1,4 @@
-"""Group commit on PostgreSQL (`walletcore_sql.direct.GroupCommit`, docs/storage.md):
+"""Group commit on PostgreSQL (`walletcore_sql.direct.PgGroupCommit`, docs/storage.md):
 quotes and moves of trades that arrive while every lane is busy are sent together, each
 still stored with its entry or not at all, answered only once committed, and decided as it
 would be alone.
@@ -82,7 +82,7 @@ def _completed(trade: Trade) -> Trade:
     )
 
 
-def _group(storage: SqlStorage, statement: direct.Positional) -> direct.GroupCommit:
+def _group(storage: SqlStorage, statement: direct.Positional) -> direct.PgGroupCommit:
     bound = storage.database._bound
     assert bound is not None and bound.units is not None
     return bound.units.group(statement)
@@ -106,9 +106,9 @@ async def _waiting_on_locks(storage: SqlStorage, blocker: int, sessions: int) ->
     raise AssertionError(f"{sessions} statements never waited on a lock")
 
 
-async def _queued(group: direct.GroupCommit, writes: int) -> None:
+async def _queued(group: direct.PgGroupCommit, writes: int) -> None:
     for _ in range(200):
-        if len(group._waiting) >= writes:
+        if len(group.waiting) >= writes:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"{writes} writes never queued")

@@ -1,4 +1,4 @@
-"""SQLite write units handed over whole (`Database.submit`, `SqliteInline.submit`): queued
+"""SQLite write units handed over whole (`Database.submit`, `SqliteJobs.submit`): queued
 behind the unit holding the write lock, they are run by the queue's runner one after
 another, each in its own savepoint of one group, with no loop turn of their own; each
 still commits or fails alone and returns only once its group committed. And the stores'
@@ -19,7 +19,8 @@ from sqlalchemy import text
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import StorageError, StorageUnavailable
-from walletcore_sql import database as database_module
+from walletcore_sql.database import sqlite as sqlite_module
+from walletcore_sql.database.sqlite_group import WriteQueue
 from walletcore_sql.storage import SqlStorage
 
 
@@ -71,7 +72,7 @@ async def test_jobs_queued_behind_a_unit_share_one_group_and_each_is_durable_on_
     jobs = [asyncio.create_task(_job(storage, f"j{i}")) for i in range(40)]
     await asyncio.sleep(0.01)
     queue = storage.database._bound.writers  # type: ignore[union-attr]
-    assert queue is not None and len(queue.jobs) == 40  # handed over, not run yet
+    assert queue is not None and len(queue.jobs.waiting) == 40  # handed over, not run yet
     assert committed_marks(storage) == set()
     holder.release.set()
     seen = await asyncio.wait_for(asyncio.gather(*jobs), 10)
@@ -150,7 +151,7 @@ async def test_a_failed_commit_fails_the_unit_and_every_job_that_joined_its_grou
     def disk_full(_batch: Any) -> None:
         raise StorageUnavailable("disk full")
 
-    monkeypatch.setattr(database_module.SqliteInline, "_commit", staticmethod(disk_full))
+    monkeypatch.setattr(WriteQueue, "_commit", staticmethod(disk_full))
     holder.release.set()
     outcomes = await asyncio.wait_for(jobs, 10)
     assert all(isinstance(o, StorageUnavailable) for o in outcomes), outcomes
@@ -164,7 +165,7 @@ async def test_a_failed_commit_fails_the_unit_and_every_job_that_joined_its_grou
 async def test_jobs_fail_together_while_another_process_holds_the_lock_then_run_again(
     storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(database_module, "SQLITE_BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(sqlite_module, "SQLITE_BUSY_TIMEOUT_MS", 100)
     other = sqlite3.connect(sqlite_path(storage), isolation_level=None)
     try:
         other.execute("BEGIN IMMEDIATE")  # another process's writer
@@ -174,7 +175,7 @@ async def test_jobs_fail_together_while_another_process_holds_the_lock_then_run_
         )
         assert all(isinstance(o, StorageUnavailable) for o in outcomes), outcomes
         queue = storage.database._bound.writers  # type: ignore[union-attr]
-        assert queue is not None and not queue.jobs and not queue.running
+        assert queue is not None and not queue.jobs.waiting and not queue.jobs.busy
     finally:
         other.execute("ROLLBACK")
         other.close()
@@ -199,9 +200,9 @@ async def test_a_runner_cancelled_midway_cancels_its_job_and_the_queue_goes_on(
     await asyncio.sleep(0.01)
     holder.release.set()
     await asyncio.wait_for(started.wait(), 5)
-    inline = storage.database.inline
-    assert inline is not None
-    runners = [t for t in inline._tasks if "_run_jobs" in repr(t)]
+    queue = storage.database._bound.writers  # type: ignore[union-attr]
+    assert queue is not None
+    runners = list(queue.jobs.flights)
     assert len(runners) == 1
     runners[0].cancel()
     with pytest.raises(asyncio.CancelledError):
