@@ -52,32 +52,23 @@ def copied(exc: StorageUnavailable) -> StorageUnavailable:
     return fresh
 
 
-class Waiting(Generic[P, R]):
+class Waiting(collections.deque[tuple[P, asyncio.Future[R]]], Generic[P, R]):
     """The writes waiting for a group, the longest waiting first: each its payload and the
-    future its caller awaits (done when the caller left: skipped, never sent)."""
+    future its caller awaits (done when the caller left: skipped, never sent). A deque:
+    every write asks whether any waits, and a deque answers with no Python call."""
 
-    __slots__ = ("_queue",)
-
-    def __init__(self) -> None:
-        self._queue: collections.deque[tuple[P, asyncio.Future[R]]] = collections.deque()
-
-    def __len__(self) -> int:
-        return len(self._queue)
-
-    def __bool__(self) -> bool:
-        return bool(self._queue)
+    __slots__ = ()
 
     def put(self, payload: P) -> asyncio.Future[R]:
         """`payload` queued; the future its caller awaits."""
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._queue.append((payload, future))
+        self.append((payload, future))
         return future
 
     def next(self) -> tuple[P, asyncio.Future[R]] | None:
         """The write waiting longest whose caller is still there; None when none is."""
-        queue = self._queue
-        while queue:
-            write = queue.popleft()
+        while self:
+            write = self.popleft()
             if not write[1].done():
                 return write
         return None
@@ -88,12 +79,11 @@ class Waiting(Generic[P, R]):
         """The next batch: the writes waiting longest, up to `most`, none whose caller
         left; with `key`, none of a row the batch has already (that one waits for the
         next batch, in its place)."""
-        queue = self._queue
         batch: list[tuple[P, asyncio.Future[R]]] = []
         keys: set[Any] = set()
         later = []
-        while queue and len(batch) < most:
-            write = queue.popleft()
+        while self and len(batch) < most:
+            write = self.popleft()
             if write[1].done():  # cancelled while it waited: never sent
                 continue
             if key is not None:
@@ -103,14 +93,13 @@ class Waiting(Generic[P, R]):
                     continue
                 keys.add(row)
             batch.append(write)
-        queue.extendleft(reversed(later))
+        self.extendleft(reversed(later))
         return batch
 
     def fail_all(self, failure: BaseException | None) -> None:
         """Every waiting write fails with `failure` (cancelled when None)."""
-        queue = self._queue
-        while queue:
-            refuse(queue.popleft()[1], failure)
+        while self:
+            refuse(self.popleft()[1], failure)
 
 
 class GroupCommit(Generic[P, R]):
