@@ -22,8 +22,9 @@ it, docs/performance.md):
   committed before the venue is called; the settlement with its entry), each one
   autocommitted statement, with no framework around them. Its rate against raw is what
   the guarantees cost the storage, whoever writes the Python: it bounds the service's ratio;
-- group commit (`walletcore_sql.direct.GroupCommit`, docs/storage.md): how many batches
-  the service's quotes and moves went in, and how many writes they held, over the run;
+- group commit (`walletcore_sql.direct.pg_group.PgGroupCommit`, docs/storage.md): how many
+  batches the service's quotes and moves went in, and how many writes they held, over the
+  run;
 - the three take turns for `--rounds` rounds (each round starts with the next one, so
   drift hits each); rates are pairs (iterations) per second, the ratios service/raw and
   same/raw per round, medians printed;
@@ -237,8 +238,8 @@ def client_budget(cpu: dict[str, dict[str, float]], goal: float) -> int:
 
 
 def group_commit_counts(units: Any) -> dict[str, int]:
-    """What the service's group commits did (`walletcore_sql.direct.GroupCommit`): batches
-    of two writes or more sent, the writes they held, and those the server refused."""
+    """What the service's group commits did (`walletcore_sql.direct.pg_group.PgGroupCommit`):
+    batches of two writes or more sent, the writes they held, and those the server refused."""
     groups = list(getattr(units, "_groups", {}).values())
     return {
         name: sum(getattr(group, name) for group in groups)

@@ -120,7 +120,7 @@ class storage_errors:
 
     A class rather than a `contextlib.contextmanager` generator: it guards each statement
     and each unit's end, where the generator's own calls showed (docs/performance.md,
-    item 31).
+    "Fewer Python calls per request").
     """
 
     __slots__ = ()

@@ -7,7 +7,7 @@ never in a thread; the floors read and raised in short transactions of their own
 lock held across signing would stall the storage's other writes). A process that dies
 closes its descriptors, and the kernel drops its locks with them. Waiters are not served in
 order across processes (PostgreSQL's advisory locks are). The leases of one process:
-`walletcore.testing.nonces.LocalNonceLeases`.
+`walletcore.nonces.LocalNonceLeases`.
 
 filelock 4 or newer (`walletcore[sql]`), for `fallback_to_soft=False`: never an existence
 marker, which would outlive a killed holder.
@@ -22,9 +22,9 @@ from typing import Protocol
 from filelock import AsyncFileLock, Timeout
 
 from walletcore.domain.errors import AddressBusy
+from walletcore.nonces import HeldLease
 from walletcore.ports.nonces import NonceLease, NonceLeases
 from walletcore.secretfiles import private_folder
-from walletcore.testing.nonces import HeldLease
 
 #: Seconds an `acquire` waits for a lease another holder keeps, before `AddressBusy`. A
 #: holder keeps it from `prepare` to `broadcast` (a sponsored EVM transfer waits for its

@@ -26,9 +26,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from walletcore.domain.errors import AddressBusy
+from walletcore.nonces import LocalNonceLeases, checked_nonce
 from walletcore.ports.nonces import NonceLease, NonceLeases
 from walletcore.secretfiles import ConfigurationError
-from walletcore.testing.nonces import LocalNonceLeases, checked_nonce
 from walletcore_sql.database import Database
 from walletcore_sql.errors import sqlstate, storage_errors
 from walletcore_sql.filelocks import WAIT_SECONDS, FlockNonceLeases, FloorStore, lease_digest

@@ -256,15 +256,14 @@ class TradeRows:
     """Trades from their rows, a terminal trade built once per database (one per
     `SqlStorage`, so two databases in one process never share one).
 
-    A completed, failed, expired or cancelled trade never changes again: the domain moves a
-    trade only out of `open`, `approved` and `executing`, and every store writes a move as
-    a compare-and-set on the stored status (the reason `Services.trade_view` formats one
-    once). Its row is still read every time, and the trade built from it is reused when
-    the row is the one it was built from (same trade, owner, status and completion
-    instant): building one was ~16 us, and a page of ten completed trades went from 553 to
-    423 us of CPU (docs/performance.md, item 24). A trade in any other status is built
-    every time. The oldest go past `TERMINAL_TRADES_SIZE`.
-    """
+    A completed, failed, expired or cancelled trade never changes again: the domain moves a trade
+    only out of `open`, `approved` and `executing`, and every store writes a move as a
+    compare-and-set on the stored status (the reason `Services.trade_view` formats one once). Its
+    row is still read every time, and the trade built from it is reused when the row is the one it
+    was built from (same trade, owner, status and completion instant): building one was ~16 us, and
+    a page of ten completed trades went from 553 to 423 us of CPU (docs/performance.md, "Caches, and
+    why each is safe"). A trade in any other status is built every time. The oldest go past
+    `TERMINAL_TRADES_SIZE`."""
 
     __slots__ = ("_known", "_size")
 

@@ -147,11 +147,10 @@ class SqlStorage(Storage, Lifecycle):
 
 class _UnitWrite:
     """`SqlStorage.write()` on PostgreSQL (and with the fast paths off): the stores' unit on
-    a `Database.unit`, its deferred inserts sent when it ends cleanly (on PostgreSQL's fast
-    path autocommitted when they are all it sent).
-    A class, not an `asynccontextmanager` generator, as `Database.unit` is: a quote
-    enters one (docs/performance.md, item 33). An error in the block, or in the last
-    flush, rolls the unit back and is raised as it was."""
+    a `Database.unit`, its deferred inserts sent when it ends cleanly (on PostgreSQL's fast path
+    autocommitted when they are all it sent). A class, not an `asynccontextmanager` generator, as
+    `Database.unit` is: a quote enters one (docs/performance.md, "Fewer Python calls per request").
+    An error in the block, or in the last flush, rolls the unit back and is raised as it was."""
 
     __slots__ = ("_storage", "_unit", "_work")
 

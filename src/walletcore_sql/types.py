@@ -95,9 +95,9 @@ def _utc_naive(value: datetime | None) -> datetime | None:
 class _BoundByRule(TypeDecorator[T]):
     """A column type that binds a value with one function per database (`_rules`:
     PostgreSQL's, SQLite's), composed with the inner type's processor as
-    `TypeDecorator.bind_processor` composes them: one Python call per value fewer, two for
-    a null (docs/performance.md, item 31). `process_bind_param` applies the same rule for
-    SQLAlchemy's other uses."""
+    `TypeDecorator.bind_processor` composes them: one Python call per value fewer, two for a null
+    (docs/performance.md, "Fewer Python calls per request"). `process_bind_param` applies the same
+    rule for SQLAlchemy's other uses."""
 
     #: (PostgreSQL's rule, SQLite's rule)
     _rules: tuple[Callable[[Any], Any], Callable[[Any], Any]]

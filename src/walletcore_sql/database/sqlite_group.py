@@ -65,7 +65,7 @@ class Savepoint:
     as the group's BEGIN IMMEDIATE is (`engine._sqlite_events`). SQLAlchemy's
     `begin_nested` sent SAVEPOINT and RELEASE through its whole execution path (statement
     compilation cache, events, an execution context): 8 % of a worker's CPU on `/sell`
-    (docs/performance.md, item 26). The outer transaction stays SQLAlchemy's."""
+    (docs/performance.md, "SQLite's write queue"). The outer transaction stays SQLAlchemy's."""
 
     __slots__ = ("_dbapi", "_name")
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 class Unit:
     """`Database.unit`: a class, not an `asynccontextmanager` generator, since every use
     case enters one or more (the generator's frames, its loop hooks and its weak set were
-    about nine Python calls a unit; docs/performance.md, item 31)."""
+    about nine Python calls a unit; docs/performance.md, "Fewer Python calls per request")."""
 
     __slots__ = ("_conn", "_database", "_transaction", "_write")
 

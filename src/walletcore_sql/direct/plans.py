@@ -98,7 +98,7 @@ class Positional:
     """One of the stores' statements sent with its values in a fixed order (`names`, each
     bind's name): its plan looked up once per dialect, with each bind's value index and
     processor, so a call builds no dict of parameters and looks none up by name
-    (`execute_alone`; docs/performance.md, item 34)."""
+    (`execute_alone`; docs/performance.md, "The stores on the driver")."""
 
     __slots__ = ("_bound", "batch", "names", "statement")
 

@@ -60,12 +60,11 @@ class DriverPool:
     close after `IDLE_SECONDS` idle; past it a unit waits up to `timeout` seconds, then
     503.
 
-    A connection given back settled is kept for the next unit (`_kept`, newest first)
-    rather than returned to asyncpg's pool at once: asyncpg's checkout and return (its
-    queue, a task to shield the return, a timer for the idle clock, the proxy) were about
-    240 Python calls each, the largest single cost of a quote + approve (three checkouts;
-    docs/performance.md, item 30). Kept connections are still checked out of asyncpg's
-    pool, so its bound holds. Rules:
+    A connection given back settled is kept for the next unit (`_kept`, newest first) rather than
+    returned to asyncpg's pool at once: asyncpg's checkout and return (its queue, a task to shield
+    the return, a timer for the idle clock, the proxy) were about 240 Python calls each, the largest
+    single cost of a quote + approve (three checkouts; docs/performance.md, "The stores on the
+    driver"). Kept connections are still checked out of asyncpg's pool, so its bound holds. Rules:
     - a unit takes the newest kept connection that is open, with no await; else it waits
       for asyncpg's pool as before (counted in `_waiting`);
     - a connection is handed back to asyncpg's pool, not kept, while a unit waits there

@@ -148,8 +148,8 @@ _TRADE_PAGES = {
 }
 
 #: A quote and its entry as one PostgreSQL statement: what a write unit of `trades.add` and
-#: `audit.append` sends (`SqlUnit.flush`, `statements.combined`), built by the same builder, with its
-#: binds in `audited_add_values`' order: the trade's row (`rows.trade_row`, as
+#: `audit.append` sends (`SqlUnit.flush`, `statements.combined`), built by the same builder,
+#: with its binds in `audited_add_values`' order: the trade's row (`rows.trade_row`, as
 #: `p0_<column>`), then the entry (`rows.audit_row`, as `p1_<column>`).
 #: `SqlStorage.add_trade` sends it alone, or in a batch of such quotes (group commit: the
 #: same statement once for each; the batch stores every quote or none).
