@@ -15,6 +15,8 @@ from dependency_injector import containers, providers
 from walletcore import plugins
 from walletcore.chainplugins import ChainDefinitions, ChainPlugin, build_gateways, plan_chains
 from walletcore.clock import SystemClock
+from walletcore.domain.assets import Chain
+from walletcore.domain.chains import ChainDescription
 from walletcore.domain.trade_limits import TradeLimits
 from walletcore.jobs import InProcessJobs, Jobs, JobSettings, JobsMode
 from walletcore.jobs import jobs_mode as resolve_jobs_mode
@@ -51,6 +53,11 @@ def _validator(registry: Mapping[str, ChainPlugin[Any]]) -> AddressValidator:
 def _verifier(registry: Mapping[str, ChainPlugin[Any]]) -> SignatureVerifier:
     """Every chain's signature verifier: its defining plugin's."""
     return ChainDefinitions.of(registry).verify_signature
+
+
+def _descriptions(registry: Mapping[str, ChainPlugin[Any]]) -> dict[Chain, ChainDescription]:
+    """Every defined chain's description: its defining plugin's."""
+    return ChainDefinitions.of(registry).descriptions
 
 
 def _served_prices(mode: JobsMode, feed: Any, shared: Any) -> Any:
@@ -185,6 +192,8 @@ class Container(containers.DeclarativeContainer):
     chain_plan = providers.Singleton(plan_chains, settings, chain_plugins, chain_settings)
     address_validator = providers.Singleton(_validator, chain_plugins)
     signature_verifier = providers.Singleton(_verifier, chain_plugins)
+    #: chain -> its `ChainDescription` (fee caps, wrong-password answers, `/fee`'s shape)
+    descriptions = providers.Singleton(_descriptions, chain_plugins)
     gateways = providers.Singleton(
         build_gateways,
         chain_plan,
@@ -202,7 +211,7 @@ class Container(containers.DeclarativeContainer):
     # the transfer lifecycle (services/transfers.py): ladders, following, replacements
     transfer_settings = providers.Singleton(TransferSettings)
     transfers = providers.Singleton(
-        Transfers, storage, clock, keystore, gateways, transfer_settings
+        Transfers, storage, clock, keystore, gateways, descriptions, transfer_settings
     )
     sends = providers.Singleton(
         SendService, storage, clock, keystore, gateways, asset_policy, auditor, transfers

@@ -36,7 +36,7 @@ async def fund(
     except ValueError:
         raise InvalidRequest(f"chain must be one of {', '.join(c.value for c in Chain)}") from None
     asset = read_asset(asset_id)
-    if asset.chain is not on:
+    if asset.chain != on:
         raise InvalidRequest(f"asset {asset.id} ({asset.symbol}) is on {asset.chain}, not {on}")
     gateway = gateways[on]
     if not isinstance(gateway, SandboxGateway):

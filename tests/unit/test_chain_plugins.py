@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from walletcore.chainplugins import (
     plan_chains,
 )
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import CATALOG, Chain
+from walletcore.domain.chains import HEX, ChainDescription, WrongPassword
 from walletcore.ports import NonceLeases
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
@@ -75,6 +77,20 @@ def _keys(chains: frozenset[Chain]) -> dict[Chain, KeyDerivation]:
     return {c: KeyDerivation("m/0'", "secp256k1", lambda public: public.hex()) for c in chains}
 
 
+def _describes(chains: frozenset[Chain]) -> dict[Chain, ChainDescription]:
+    return {
+        c: ChainDescription(
+            chain=c,
+            assets=tuple(a for a in CATALOG if a.chain == c),
+            replaces_by="fee-bump",
+            default_fee_cap=Decimal(1),
+            wrong_password=WrongPassword.INVALID_CREDENTIALS,
+            hashes=HEX,
+        )
+        for c in chains
+    }
+
+
 def _node(context: GatewayContext[NodeSettings]) -> Gateway:
     return Gateway(context, "node")
 
@@ -91,6 +107,7 @@ DEFINES = ChainPlugin[None](
     validate_address=_validate,
     verify_signature=_verify,
     keys=_keys(EVERY),
+    describes=_describes(EVERY),
 )
 NODES = ChainPlugin(
     name="nodes",
@@ -260,6 +277,7 @@ def test_each_chain_is_defined_by_exactly_one_plugin(tmp_path: Path) -> None:
         validate_address=_validate,
         verify_signature=_verify,
         keys=_keys(frozenset({Chain.TRON})),
+        describes=_describes(frozenset({Chain.TRON})),
     )
     with pytest.raises(ConfigurationError, match=r"defines TRON \(defines, twice\)"):
         ChainDefinitions.of({**REGISTRY, "twice": twice})
@@ -277,6 +295,25 @@ def test_a_plugin_defines_its_chains_whole_or_not_at_all() -> None:
             validate_address=_validate,
             verify_signature=_verify,
             keys=_keys(frozenset({Chain.TRON})),
+            describes=_describes(EVERY),
+        )
+    with pytest.raises(TypeError, match="a description of each of its chains"):
+        ChainPlugin[None](
+            name="undescribed",
+            chains=EVERY,
+            validate_address=_validate,
+            verify_signature=_verify,
+            keys=_keys(EVERY),
+            describes=_describes(frozenset({Chain.TRON})),
+        )
+    with pytest.raises(TypeError, match="another chain's description"):
+        ChainPlugin[None](
+            name="misdescribed",
+            chains=frozenset({Chain.TRON}),
+            validate_address=_validate,
+            verify_signature=_verify,
+            keys=_keys(frozenset({Chain.TRON})),
+            describes={Chain.TRON: _describes(frozenset({Chain.BSC}))[Chain.BSC]},
         )
     with pytest.raises(TypeError, match="plain word"):
         ChainPlugin[None](name="a:b", chains=EVERY)

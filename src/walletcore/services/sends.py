@@ -251,7 +251,7 @@ class SendService:
                 self._keystore, plan.gateway, unsigned, wallets, password, ladder
             )
         except WrongWalletPassword:
-            raise password_error_for(plan.asset.chain) from None
+            raise password_error_for(self._transfers.description(plan.asset.chain)) from None
 
     async def _replay(
         self, record: SendRecord, request: SendRequest, note: AuditNote
@@ -274,7 +274,8 @@ class SendService:
         try:
             return await self._transfers.resign(record, password, note.request_id)
         except WrongWalletPassword:
-            raise password_error_for(SignedSend.from_bytes(record.raw_tx).chain) from None
+            chain = SignedSend.from_bytes(record.raw_tx).chain
+            raise password_error_for(self._transfers.description(chain)) from None
 
     async def _broadcast(
         self, record: SendRecord, signed: SignedSend, note: AuditNote

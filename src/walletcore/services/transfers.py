@@ -38,8 +38,9 @@ from typing import Any, Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from walletcore.domain.assets import Asset, Chain, asset_by_id, native_asset
+from walletcore.domain.assets import Asset, Chain, asset_by_id
 from walletcore.domain.audit import AuditEntry
+from walletcore.domain.chains import ChainDescription
 from walletcore.domain.errors import (
     DomainError,
     InsufficientFunds,
@@ -76,16 +77,6 @@ SEND_REPLACE = "send.replace"
 SEND_REBROADCAST = "send.rebroadcast"
 SEND_RESIGN = "send.resign"
 
-#: The most a replacement may cost, per chain, in the native coin (`WALLETCORE_FEE_CAPS`).
-DEFAULT_FEE_CAPS: dict[Chain, Decimal] = {
-    Chain.BITCOIN: Decimal("0.0005"),
-    Chain.ETHEREUM: Decimal("0.005"),
-    Chain.BSC: Decimal("0.005"),
-    Chain.POLYGON: Decimal(5),
-    Chain.TRON: Decimal(100),
-    Chain.SOLANA: Decimal("0.001"),
-}
-
 
 class TransferSettings(BaseSettings):
     """`WALLETCORE_FEE_BUMP`, `WALLETCORE_FEE_CAPS` (docs/transfers.md)."""
@@ -97,12 +88,15 @@ class TransferSettings(BaseSettings):
     #: send's same bytes are still broadcast again: that replaces nothing).
     fee_bump: Literal["auto", "manual"] = "auto"
     #: Chain -> the most one transaction of a transfer may cost in fees, in the chain's
-    #: native coin (a decimal string); chains left out keep `DEFAULT_FEE_CAPS`.
+    #: native coin (a decimal string); a chain left out keeps its description's
+    #: `default_fee_cap`.
     fee_caps: dict[Chain, Decimal] = Field(default_factory=dict)
 
-    def cap_units(self, chain: Chain) -> int:
-        cap = self.fee_caps.get(chain, DEFAULT_FEE_CAPS[chain])
-        return to_base_units(cap, native_asset(chain).decimals)
+    def cap_units(self, description: ChainDescription) -> int:
+        """The chain's cap in its native coin's base units: the one set, else its
+        description's default."""
+        cap = self.fee_caps.get(description.chain, description.default_fee_cap)
+        return to_base_units(cap, description.native.decimals)
 
     @property
     def automatic(self) -> bool:
@@ -198,14 +192,28 @@ class Transfers:
         clock: Clock,
         keystore: KeyStore,
         gateways: Mapping[Chain, ChainGateway],
+        descriptions: Mapping[Chain, ChainDescription],
         settings: TransferSettings | None = None,
     ) -> None:
         self._storage = storage
         self._clock = clock
         self._keystore = keystore
         self._gateways = gateways
+        self._descriptions = descriptions
         self.settings = settings or TransferSettings()
         self._auditor = Auditor(storage, clock)
+
+    def description(self, chain: Chain) -> ChainDescription:
+        """The chain's description, from the plugin that defines it."""
+        found = self._descriptions.get(chain)
+        if found is None:
+            raise ServerError(f"no installed chain plugin describes {chain}")
+        return found
+
+    def cap_units(self, chain: Chain) -> int:
+        """The most one transaction of a transfer on `chain` may cost in fees, in its
+        native coin's base units (`WALLETCORE_FEE_CAPS`, else the chain's default)."""
+        return self.settings.cap_units(self.description(chain))
 
     # -- the ladder, when a send is signed --------------------------------------------
     def ladder(self, gateway: ChainGateway, unsigned: UnsignedTransfer) -> list[Replacement]:
@@ -213,7 +221,7 @@ class Transfers:
         chain_follower = follower(gateway)
         if chain_follower is None or chain_follower.resigns:
             return []
-        cap = self.settings.cap_units(gateway.chain)
+        cap = self.cap_units(gateway.chain)
         rungs = list(chain_follower.replacements(unsigned, cap))
         for rung in rungs:
             if rung.fee_units > cap:  # a gateway's bug must never spend past the cap
@@ -558,7 +566,7 @@ class Transfers:
             signed.amount_units,
             fee_payer=None if payer == signed.sender else payer,
         )
-        cap = self.settings.cap_units(signed.chain)
+        cap = self.cap_units(signed.chain)
         if fee.native_units > cap:
             raise TransferRejected(
                 "Transfer rejected: re-signing it would cost more than the fee cap "
@@ -728,7 +736,6 @@ def describe(record: SendRecord) -> dict[str, Any]:
 
 
 __all__ = [
-    "DEFAULT_FEE_CAPS",
     "Followed",
     "TransferSettings",
     "Transfers",

@@ -27,14 +27,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.chains import ChainDescription
 from walletcore.domain.clients import User
 from walletcore.domain.errors import (
     ApiClientNotFound,
     Conflict,
     DomainError,
     InvalidCredentials,
-    InvalidPassword,
-    InvalidPasswordBadRequest,
     InvalidRequest,
     WrongWalletPassword,
 )
@@ -72,17 +71,12 @@ class WalletAlreadyCreated(Conflict):
         self.user_id = user_id
 
 
-def password_error_for(chain: Chain) -> DomainError:
-    """The spec's answer to a wrong wallet password when sending on `chain`.
-
-    EVM chains and TRON: `401 Invalid credentials`; SOLANA: `401 Invalid password`;
-    BITCOIN: `400 Invalid password`.
-    """
-    if chain is Chain.SOLANA:
-        return InvalidPassword()
-    if chain is Chain.BITCOIN:
-        return InvalidPasswordBadRequest()
-    return InvalidCredentials()
+def password_error_for(description: ChainDescription) -> DomainError:
+    """The spec's answer to a wrong wallet password when sending on the described chain:
+    its description's `wrong_password` (the contract's chains: EVM chains and TRON
+    `401 Invalid credentials`; SOLANA `401 Invalid password`; BITCOIN `400 Invalid
+    password`)."""
+    return description.wrong_password.error()
 
 
 def new_password(value: object) -> str:

@@ -207,7 +207,7 @@ class FakeGateway(ChainGateway, MinimumSends):
     async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:
         self._call("prepare", transfer.sender, transfer.recipient)
         await self._held("prepare")
-        if transfer.asset.chain is not self.chain:
+        if transfer.asset.chain != self.chain:
             raise ValueError(f"{transfer.asset.symbol} is not on {self.chain}")
         self._nonce += 1
         body = {

@@ -172,7 +172,7 @@ class BitcoinGateway(ChainGateway, TransferFollower, MinimumSends):
 
     @staticmethod
     def _native(asset: Asset) -> None:
-        if asset.chain is not Chain.BITCOIN or not asset.is_native:
+        if asset.chain != Chain.BITCOIN or not asset.is_native:
             raise InvalidRequest(f"{asset.symbol} is not BITCOIN's coin")
 
     # -- coins --------------------------------------------------------------------------
@@ -556,7 +556,7 @@ class BitcoinGateway(ChainGateway, TransferFollower, MinimumSends):
         bumps out of the payer's change (the recipient's output when the whole balance
         was sent), then a cancel (the coins back to their owners); each costs at most
         `cap_units` sat and is signed like the send (`payload_for` each signer)."""
-        if unsigned.transfer.asset.chain is not Chain.BITCOIN:
+        if unsigned.transfer.asset.chain != Chain.BITCOIN:
             return []
         script, witness = self._script(unsigned.transfer.recipient)
         return follow.ladder(

@@ -47,7 +47,7 @@ class DevnetEvmGateway(EvmGateway):
         tokens = {
             asset.id: self._deploy(asset)
             for asset in ASSETS_BY_ID.values()
-            if asset.chain is chain and not asset.is_native
+            if asset.chain == chain and not asset.is_native
         }
         super().__init__(evm_config(chain, "devnet"), AsyncWeb3(provider), validator, tokens=tokens)
 
@@ -68,7 +68,7 @@ class DevnetEvmGateway(EvmGateway):
     async def fund(self, address: str, asset: Asset, units: int) -> int:
         """Pay `units` of `asset` to `address` from the prefunded account (mined at once);
         the new balance."""
-        if asset.chain is not self.chain:
+        if asset.chain != self.chain:
             raise InvalidRequest(f"asset {asset.id} is not on {self.chain}")
         if units <= 0:
             raise InvalidRequest("amount must be greater than zero")

@@ -46,7 +46,7 @@ class DevnetSolanaGateway(SolanaGateway):
         mints = {
             asset.id: self._create_mint(node, asset)
             for asset in ASSETS_BY_ID.values()
-            if asset.chain is Chain.SOLANA and not asset.is_native
+            if asset.chain == Chain.SOLANA and not asset.is_native
         }
         super().__init__(node, validator, mints, **options)
 
@@ -80,7 +80,7 @@ class DevnetSolanaGateway(SolanaGateway):
     async def fund(self, address: str, asset: Asset, units: int) -> int:
         """Pay `units` of `asset` to `address` from the faucet (lands at once); the new
         balance."""
-        if asset.chain is not self.chain:
+        if asset.chain != self.chain:
             raise InvalidRequest(f"asset {asset.id} is not on {self.chain}")
         if units <= 0:
             raise InvalidRequest("amount must be greater than zero")

@@ -118,7 +118,7 @@ class EvmRpcNode(LoopbackRpcServer):
         return {
             asset.id: self.devnet.token_address(asset)
             for asset in ASSETS_BY_ID.values()
-            if asset.chain is self.devnet.chain and not asset.is_native
+            if asset.chain == self.devnet.chain and not asset.is_native
         }
 
     def refuse_sends(self, message: str, *, code: int = SERVER_ERROR, times: int = 1) -> None:

@@ -72,7 +72,7 @@ class TronSettings(BaseSettings):
     def _token_ids(cls, value: dict[int, str]) -> dict[int, str]:
         for asset_id in value:
             asset = ASSETS_BY_ID.get(asset_id)
-            if asset is None or asset.chain is not Chain.TRON or asset.is_native:
+            if asset is None or asset.chain != Chain.TRON or asset.is_native:
                 raise ValueError(f"asset {asset_id} is not a TRC20 token of TRON (41, 42)")
         return {asset_id: address.strip() for asset_id, address in value.items()}
 

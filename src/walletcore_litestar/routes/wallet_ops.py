@@ -111,7 +111,8 @@ async def _fee(
 ) -> str | TronFee:
     # A platform send pays its own fee on top of the amount: its fee takes no amount.
     amount = data.amount if isinstance(data, WalletFeeRequest) else None
-    answer = await services_of(request.app).wallet_reads.fee(
+    services = services_of(request.app)
+    answer = await services.wallet_reads.fee(
         caller_of(request),
         asset_id=data.assetId,
         recipient=data.recipient,
@@ -119,7 +120,8 @@ async def _fee(
         user_id=owner.user_id,
         platform=owner.platform,
     )
-    return fee_result(answer.quote, answer.asset)
+    fee_wire = services.descriptions[answer.asset.chain].fee_wire
+    return fee_result(answer.quote, answer.asset, fee_wire)
 
 
 async def _send(request: AnyRequest, data: PlatformSendRequest, owner: Owner) -> SendResult:
