@@ -13,7 +13,13 @@ from typing import Any
 from dependency_injector import containers, providers
 
 from walletcore import plugins
-from walletcore.chainplugins import ChainDefinitions, ChainPlugin, build_gateways, plan_chains
+from walletcore.chainplugins import (
+    ChainDefinitions,
+    ChainPlan,
+    ChainPlugin,
+    build_gateways,
+    plan_chains,
+)
 from walletcore.clock import SystemClock
 from walletcore.domain.assets import Chain
 from walletcore.domain.chains import ChainDescription
@@ -55,9 +61,9 @@ def _verifier(registry: Mapping[str, ChainPlugin[Any]]) -> SignatureVerifier:
     return ChainDefinitions.of(registry).verify_signature
 
 
-def _descriptions(registry: Mapping[str, ChainPlugin[Any]]) -> dict[Chain, ChainDescription]:
-    """Every defined chain's description: its defining plugin's."""
-    return ChainDefinitions.of(registry).descriptions
+def _descriptions(plan: ChainPlan) -> dict[Chain, ChainDescription]:
+    """Every defined chain's description: the plan's defining plugins'."""
+    return plan.definitions.descriptions
 
 
 def _served_prices(mode: JobsMode, feed: Any, shared: Any) -> Any:
@@ -163,6 +169,8 @@ class Container(containers.DeclarativeContainer):
         settings=settings,
         clock=clock,
         master_key=master_key,
+        # the chains' key derivations and verifiers, from the plugins that define them
+        chain_definitions=providers.Callable(lambda c: c.chain_plan().definitions, __self__),
     )
 
     token_signer = providers.Singleton(TokenSigner, token_key)
@@ -193,7 +201,7 @@ class Container(containers.DeclarativeContainer):
     address_validator = providers.Singleton(_validator, chain_plugins)
     signature_verifier = providers.Singleton(_verifier, chain_plugins)
     #: chain -> its `ChainDescription` (fee caps, wrong-password answers, `/fee`'s shape)
-    descriptions = providers.Singleton(_descriptions, chain_plugins)
+    descriptions = providers.Singleton(_descriptions, chain_plan)
     gateways = providers.Singleton(
         build_gateways,
         chain_plan,

@@ -14,7 +14,7 @@ Allowed elsewhere, and only there:
 - the core's test fakes, which may not import the plugins (the `core-pure` contract) and
   play the contract's chains as fixtures: `testing/chains.py` (the fake gateways' fees per
   chain and `RESIGNING_CHAINS`, checked against the descriptions in
-  tests/unit/test_chain_descriptions.py), `testing/keys.py` (the fake keystore's ed25519
+  tests/unit/chains/test_chain_descriptions.py), `testing/keys.py` (the fake keystore's ed25519
   signature length on SOLANA) and `testing/contracts/storage.py` (wallet addresses stored
   and read back).
 """
