@@ -62,8 +62,8 @@ def _verifier(registry: Mapping[str, ChainPlugin[Any]]) -> SignatureVerifier:
 
 
 def _descriptions(plan: ChainPlan) -> dict[Chain, ChainDescription]:
-    """Every defined chain's description: the plan's defining plugins'."""
-    return plan.definitions.descriptions
+    """The served chains' descriptions, from the plan's defining plugins."""
+    return plan.descriptions
 
 
 def _served_prices(mode: JobsMode, feed: Any, shared: Any) -> Any:

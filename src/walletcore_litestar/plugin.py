@@ -62,7 +62,7 @@ class WalletcorePlugin(InitPluginProtocol):
         return app_config
 
     def _address_chains(self) -> list[Chain]:
-        """The chains a wallet can hold an address on: the catalog's and the described."""
+        """The chains a wallet can hold an address on: the catalog's and the served."""
         described = self.container.descriptions()
         return list(dict.fromkeys([*(a.chain for a in CATALOG), *described]))
 

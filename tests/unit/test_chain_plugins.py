@@ -260,6 +260,8 @@ def test_gateways_get_the_chains_definition_and_share_a_scope_per_plugin(
     assert eth.context.validate_address(Chain.ETHEREUM, " 0xabc ") == "0xabc"
     assert eth.context.verify_signature(Chain.ETHEREUM, "a", b"", b"ok")
     assert eth.context.keys.path == "m/0'"
+    assert eth.context.description is DEFINES.describes[Chain.ETHEREUM]
+    assert plan.descriptions == {c: DEFINES.describes[c] for c in plan.choices}
     ledger = gateways[Chain.BITCOIN]
     assert isinstance(ledger, Gateway)
     assert ledger.context.shared("ledger", list) == [
@@ -268,6 +270,27 @@ def test_gateways_get_the_chains_definition_and_share_a_scope_per_plugin(
         Chain.TRON,
         Chain.POLYGON,
     ]
+
+
+def test_a_gateway_must_replace_transfers_as_its_chain_is_described(tmp_path: Path) -> None:
+    def resigning(context: GatewayContext[None]) -> Gateway:
+        gateway = Gateway(context, "resigning")
+        gateway.resigns = True  # type: ignore[attr-defined]
+        return gateway
+
+    plugin = ChainPlugin[None](
+        name="resigning",
+        chains=frozenset({Chain.BITCOIN}),
+        gateways={"rpc": GatewayFactory(resigning)},
+    )
+    registry = {**REGISTRY, "resigning": plugin}
+    plan = plan_chains(settings(tmp_path, gateways={"BITCOIN": "resigning"}), registry, URL)
+
+    def leases() -> NonceLeases:
+        raise AssertionError("not asked for")
+
+    with pytest.raises(ConfigurationError, match="re-signs stuck transfers; BITCOIN's description"):
+        build_gateways(plan, settings=settings(tmp_path), clock=ManualClock(), nonce_leases=leases)
 
 
 def test_each_chain_is_defined_by_exactly_one_plugin(tmp_path: Path) -> None:

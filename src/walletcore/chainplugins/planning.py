@@ -17,6 +17,7 @@ from walletcore.chainplugins.definitions import ChainDefinitions
 from walletcore.chainplugins.plugin import ChainPlugin, GatewayFactory
 from walletcore.chainplugins.reading import read_settings
 from walletcore.domain.assets import Chain
+from walletcore.domain.chains import ChainDescription
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
 
@@ -57,6 +58,12 @@ class ChainPlan:
     definitions: ChainDefinitions
     #: plugin name -> its settings instance (None without a model), for the chosen plugins
     settings: Mapping[str, Any]
+
+    @property
+    def descriptions(self) -> dict[Chain, ChainDescription]:
+        """The served chains' descriptions (in catalog order), from their defining plugins:
+        an installed chain the deployment does not serve is not among them."""
+        return {chain: self.definitions.description(chain) for chain in self.choices}
 
 
 def plan_chains(
