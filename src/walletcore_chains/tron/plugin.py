@@ -1,6 +1,6 @@
 """The chain plugin `tron`: TRON's addresses, signatures, keys and gateway (docs/tron.md).
 
-- Gateway `rpc` (`TronGateway`, `tron/gateway.py`): TRX and the TRC20 tokens on a full
+- Gateway `rpc` (`TronGateway`, the package `tron/gateway/`): TRX and the TRC20 tokens on a full
   node's HTTP API (java-tron, TronGrid) through tronpy; settings `TronSettings`.
 
 - Addresses: base58check, 34 characters, version byte 0x41 (`T...`), mainnet only.
