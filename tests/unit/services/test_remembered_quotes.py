@@ -30,7 +30,7 @@ from walletcore.services.trading import TradingService
 from walletcore.testing import FixedHoldings, InMemoryStorage, InstantVenue, autocommit
 from walletcore.testing.markets import FixedPrices
 
-from .conftest import Core, CoreFactory, YieldingStorage
+from ..conftest import Core, CoreFactory, YieldingStorage
 
 CLIENT, USER = new_id(), new_id()
 TTL = timedelta(seconds=60)
