@@ -216,7 +216,7 @@ class Container(containers.DeclarativeContainer):
         asset_policy,
         page_size=settings.provided.transactions_page_size,
     )
-    # the transfer lifecycle (services/transfers.py): ladders, following, replacements
+    # the transfer lifecycle (services/transfers/): ladders, following, replacements
     transfer_settings = providers.Singleton(TransferSettings)
     transfers = providers.Singleton(
         Transfers, storage, clock, keystore, gateways, descriptions, transfer_settings

@@ -8,6 +8,7 @@ from typing import Any
 from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.money import format_balance
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore.services.send_plan import read_amount, read_asset
@@ -18,10 +19,10 @@ async def fund(
     settings: Any,
     gateways: Mapping[Chain, ChainGateway],
     *,
-    chain: object,
-    address: object,
-    asset_id: object,
-    amount: object,
+    chain: JsonValue,
+    address: JsonValue,
+    asset_id: JsonValue,
+    amount: JsonValue,
 ) -> dict[str, Any]:
     """Credit `amount` of the asset to `address`; the new balance, as JSON-ready values.
 

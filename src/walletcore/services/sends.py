@@ -47,6 +47,7 @@ from walletcore.domain.errors import (
     WrongWalletPassword,
 )
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import (
     ChainGateway,
     Clock,
@@ -109,11 +110,11 @@ class SendService:
         caller: Caller,
         *,
         request_id: str | None,
-        user_id: object,
-        asset_id: object,
-        recipient: object,
-        amount: object,
-        password: object,
+        user_id: JsonValue,
+        asset_id: JsonValue,
+        recipient: JsonValue,
+        amount: JsonValue,
+        password: JsonValue,
     ) -> SendReceipt:
         """`/send`: from the user's wallet; the fee payer rule of the asset applies."""
         async with self._auditor.record("wallet.send", caller.request_id, caller.client_id) as note:
@@ -150,9 +151,9 @@ class SendService:
         caller: Caller,
         *,
         request_id: str | None,
-        asset_id: object,
-        recipient: object,
-        amount: object,
+        asset_id: JsonValue,
+        recipient: JsonValue,
+        amount: JsonValue,
     ) -> SendReceipt:
         """`/platform/send`: from the api client's platform wallet, which pays the fee."""
         async with self._auditor.record(

@@ -39,6 +39,7 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.ids import is_id, new_id, parse_id
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import Clock, KeyStore, Storage, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
@@ -79,7 +80,7 @@ def password_error_for(description: ChainDescription) -> DomainError:
     return description.wrong_password.error()
 
 
-def new_password(value: object) -> str:
+def new_password(value: JsonValue) -> str:
     """A password chosen at creation: a string of 8 to 256 characters."""
     password = _password_text(value)
     if not PASSWORD_MIN_LENGTH <= len(password) <= PASSWORD_MAX_LENGTH:
@@ -89,7 +90,7 @@ def new_password(value: object) -> str:
     return password
 
 
-def given_password(value: object) -> str:
+def given_password(value: JsonValue) -> str:
     """A password presented to open a wallet: any non-empty string of at most 256
     characters (a wrong one is a 401 later, not a 400 here)."""
     password = _password_text(value)
@@ -98,7 +99,7 @@ def given_password(value: object) -> str:
     return password
 
 
-def _password_text(value: object) -> str:
+def _password_text(value: JsonValue) -> str:
     if value is None or value == "":
         raise InvalidRequest("password is required")
     if not isinstance(value, str):
@@ -127,7 +128,7 @@ class WalletService:
         self._auditor = auditor
 
     # -- user wallets -------------------------------------------------------------------
-    async def create(self, caller: Caller, *, password: object) -> CreatedWallet:
+    async def create(self, caller: Caller, *, password: JsonValue) -> CreatedWallet:
         """`/create`: a new user and wallet; the seed phrase is in the answer, once.
 
         With an X-Request-Id the caller sent, at most one per (api client, X-Request-Id):
@@ -178,7 +179,7 @@ class WalletService:
             raise WalletAlreadyCreated(existing)
 
     async def extend(
-        self, caller: Caller, *, user_id: object, password: object
+        self, caller: Caller, *, user_id: JsonValue, password: JsonValue
     ) -> Mapping[Chain, str]:
         """`/extend`: add addresses for chains enabled since creation; answer the map."""
         uid = parse_id(user_id, "userId")
@@ -204,7 +205,7 @@ class WalletService:
                 await self._update(wallet, note)
             return _ordered(wallet.addresses, chains)  # nothing missing: audited `replay`
 
-    async def addresses(self, caller: Caller, *, user_id: object) -> Mapping[Chain, str]:
+    async def addresses(self, caller: Caller, *, user_id: JsonValue) -> Mapping[Chain, str]:
         """`/addresses`: the stored map, only the chains enabled now."""
         wallet = await self._user_wallet(caller, parse_id(user_id, "userId"))
         return _ordered(wallet.addresses, self._policy.enabled_chains(caller.client))

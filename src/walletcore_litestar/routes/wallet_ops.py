@@ -20,6 +20,7 @@ from litestar.params import JSONBody
 
 from walletcore.domain.errors import PlatformWalletNotFound
 from walletcore.domain.money import format_balance
+from walletcore.domain.wire import JsonValue
 from walletcore_litestar.envelope import request_id_of
 from walletcore_litestar.routes._docs import WALLET, errors
 from walletcore_litestar.security import caller_of, user_id_of
@@ -59,7 +60,7 @@ class Owner:
     """Whose wallet: a user's (`user_id` as sent), or the api client's platform wallet."""
 
     platform: bool
-    user_id: object = None
+    user_id: JsonValue = None
 
 
 def _idempotency_key(request: AnyRequest) -> str | None:
