@@ -36,8 +36,12 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 EXTRAS = {"serve": "all", "walletcore": "all", "test": "all,test"}
 #: Packages of the tests, installed after the project with the `test` extra: a third
-#: party's chain plugin (tests/integration/http/test_http_chain_plugins.py).
-TEST_PACKAGES = (ROOT / "tests" / "plugins" / "walletcore_testchain",)
+#: party's chain plugin (tests/integration/http/test_http_chain_plugins.py) and a third
+#: party's EVM chain of its own (tests/integration/http/test_http_new_chain.py).
+TEST_PACKAGES = (
+    ROOT / "tests" / "plugins" / "walletcore_testchain",
+    ROOT / "tests" / "plugins" / "walletcore_l2chain",
+)
 #: A real `bitcoind` for the Bitcoin gateway's regtest tests (tests/integration/bitcoin),
 #: cached here; `walletcore_chains.testing.bitcoind` finds it. Installed from Debian's
 #: development suite (Bitcoin Knots, a Core fork) by the recipe in `install_bitcoind`.
