@@ -2,26 +2,10 @@
 
 The built-in plugin `evm` (ETHEREUM, BSC, POLYGON) is built here too. A third party that
 adds an EVM chain (an L2 with its own chain id, native coin and token contracts) writes
-no gateway: it declares the chain and builds its plugin, in its own package::
-
-    from decimal import Decimal
-    from walletcore.domain.assets import Asset, AssetKind, Chain
-    from walletcore_chains.evm import EvmChain, EvmConfig, evm_plugin
-
-    BASECHAIN = Chain("BASECHAIN")
-    ETH = Asset(8453, BASECHAIN, "ETH", AssetKind.NATIVE, None, 18)
-    USDC = Asset(84531, BASECHAIN, "USDC", AssetKind.TOKEN, "ERC20", 6)
-    CHAIN = EvmChain(
-        chain=BASECHAIN,
-        assets=(ETH, USDC),
-        networks={
-            "mainnet": EvmConfig(BASECHAIN, "mainnet", 8453, "ETH",
-                                 {84531: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}),
-        },
-        default_fee_cap=Decimal("0.001"),
-        sandbox_gas_price_wei=10**8,
-    )
-    PLUGIN = evm_plugin("basechain", [CHAIN])  # entry point `walletcore.chains: basechain`
+no gateway: it declares the chain (`EvmChain`: the chain, its assets, its networks'
+`EvmConfig`, its default fee cap and the sandbox ledger's gas price) and builds its plugin
+(`evm_plugin(name, [chain])`), named by an entry point of `walletcore.chains`, in its own
+package (docs/chains.md, "EVM: a chain of your own", has a worked example).
 
 The plugin defines its chains (EVM addresses and keys: `m/44'/60'/0'/0/0`, the same
 address as on ETHEREUM), describes them (`EvmChain.description`), and serves them with
@@ -31,7 +15,7 @@ default), `_TOKENS` (asset id -> checksummed contract, JSON, over the network's 
 `_RPC_TIMEOUT_SECONDS`, `_RECEIPT_TIMEOUT_SECONDS`, `_HISTORY_BLOCKS`,
 `_STUCK_AFTER_SECONDS`. Nonces are reserved on the deployment's nonce leases under
 `eip155:<chain id>`. A deployment serves the chain only when it names it:
-`WALLETCORE_CHAIN_BASECHAIN=basechain:rpc`.
+`WALLETCORE_CHAIN_<CHAIN>=<plugin>:rpc`.
 
 Chain libraries are imported when a gateway is built, not with this module.
 """
