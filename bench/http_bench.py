@@ -737,10 +737,11 @@ def fill_ledger(home: Path, count: int) -> None:
     the rows `LedgerTx` values through its own insert, one transaction."""
     from walletcore.clock import SystemClock
     from walletcore.domain.assets import Chain
+    from walletcore.testing import CONTRACT_CATALOG
     from walletcore_sandbox import ledger as module
 
     path = home / module.DATA_FILE
-    ledger = module.SandboxLedger(path, SystemClock(), lambda *_: True)
+    ledger = module.SandboxLedger(path, SystemClock(), lambda *_: True, catalog=CONTRACT_CATALOG)
 
     async def made() -> None:
         await ledger.credit(Chain.BITCOIN, "bench-faucet", 1, 10**18, "f" * 64)

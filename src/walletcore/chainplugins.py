@@ -29,7 +29,8 @@ from typing import Any, Generic, Literal, TypeVar, cast
 from pydantic import AliasChoices, ValidationError
 from pydantic_settings import BaseSettings
 
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
+from walletcore.domain.catalog import Catalog, chain_order
 from walletcore.ports import AddressValidator, ChainGateway, Clock, NonceLeases, SignatureVerifier
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
@@ -70,6 +71,9 @@ class GatewayContext(Generic[S]):
     #: The core's settings (`WALLETCORE_HOME`, the profile, ...).
     core: Settings
     clock: Clock
+    #: The served assets (the container's catalog): the chain's own are
+    #: `catalog.assets_of(chain)`, its coin `catalog.native_asset(chain)`.
+    catalog: Catalog
     #: The chain's, from the plugin that defines it.
     validate_address: AddressValidator
     verify_signature: SignatureVerifier
@@ -267,12 +271,12 @@ def plan_chains(
     `ConfigurationError`, naming the variables to change.
     """
     definitions = ChainDefinitions.of(registry)
-    missing = [c.value for c in Chain if c not in definitions]
+    missing = [c for c in CONTRACT_CHAINS if c not in definitions]
     if missing:
-        definitions.plugin_of(Chain(missing[0]))  # raises, naming what is installed
+        definitions.plugin_of(missing[0])  # raises, naming what is installed
     problems: list[str] = []
     choices: dict[Chain, ChainChoice] = {}
-    for chain in Chain:
+    for chain in served_chains(settings, definitions, problems):
         choice = _choose(chain, settings, registry, problems)
         if choice is not None:
             choices[chain] = choice
@@ -294,11 +298,33 @@ def plan_chains(
     return ChainPlan(choices, definitions, plugin_settings)
 
 
+def served_chains(
+    settings: Settings, definitions: ChainDefinitions, problems: list[str]
+) -> list[Chain]:
+    """The chains a deployment serves, in catalog order: the contract's six, and each other
+    chain the operator names (`WALLETCORE_CHAIN_<CHAIN>`) that an installed plugin defines;
+    a named chain no installed plugin defines is a problem."""
+    served = list(CONTRACT_CHAINS)
+    for chain in sorted(settings.gateways, key=chain_order):
+        if chain in served:
+            continue
+        if chain not in definitions:
+            known = ", ".join(c.value for c in sorted(definitions, key=chain_order))
+            problems.append(
+                f"WALLETCORE_CHAIN_{chain.value}={settings.gateways[chain]}: no installed "
+                f"chain plugin defines {chain}; chains: {known}"
+            )
+            continue
+        served.append(chain)
+    return served
+
+
 def build_gateways(
     plan: ChainPlan,
     *,
     settings: Settings,
     clock: Clock,
+    catalog: Catalog,
     nonce_leases: Callable[[], NonceLeases],
 ) -> dict[Chain, ChainGateway]:
     """One gateway per chain, from the chosen factories (in catalog order)."""
@@ -310,6 +336,7 @@ def build_gateways(
             settings=plan.settings[choice.plugin.name],
             core=settings,
             clock=clock,
+            catalog=catalog,
             validate_address=plan.definitions.validator(chain),
             verify_signature=plan.definitions.verifier(chain),
             keys=plan.definitions.derivation(chain),
@@ -392,7 +419,7 @@ def _chosen(
         )
         return None
     if chain not in plugin.chains:
-        served = ", ".join(c.value for c in Chain if c in plugin.chains)
+        served = ", ".join(c.value for c in sorted(plugin.chains, key=chain_order))
         problems.append(f"{source}: the chain plugin {name} serves {served}, not {chain}")
         return None
     if not mode:

@@ -35,6 +35,7 @@ from walletcore_litestar.wire import (
     AssetIdNumber,
     Body,
     DateTime,
+    DecimalsRule,
     DecimalString,
     Envelope,
     HexId,
@@ -42,7 +43,6 @@ from walletcore_litestar.wire import (
     Result,
     UserIdIn,
     amount_pattern,
-    decimals_rule,
     doc,
     hiding,
 )
@@ -83,7 +83,7 @@ class QuoteRequest(Body):
             {"required": [name], "properties": {name: {"type": "string"}}}
             for name in ("cryptoAmount", "fiatAmount")
         ],
-        "allOf": decimals_rule("cryptoAmount"),
+        "allOf": DecimalsRule("cryptoAmount"),
     }
 
     assetId: AssetIdIn
@@ -165,7 +165,8 @@ def price_map(prices: Mapping[str, Mapping[str, float]]) -> dict[str, FiatPrices
 
 class ConfigAsset(Result):
     assetId: AssetIdNumber
-    chain: Chain
+    #: a served chain's name (the document's `Chain`: `openapi.describe_catalog`)
+    chain: str
     symbol: str
     kind: AssetKind
     decimals: int
@@ -178,7 +179,7 @@ class ConfigAsset(Result):
         standard = msgspec.UNSET if asset.standard is None else asset.standard
         return cls(
             asset.id,
-            asset.chain,
+            asset.chain.value,
             asset.symbol,
             asset.kind,
             asset.decimals,

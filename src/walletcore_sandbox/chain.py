@@ -41,7 +41,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from walletcore.chainplugins import ChainPlugin, GatewayContext, GatewayFactory
-from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Asset, Chain
 from walletcore.domain.errors import (
     AddressUnknown,
     InvalidRequest,
@@ -129,7 +129,7 @@ class SandboxGateway(ChainGateway, MinimumSends):
         self._validator = validator
         self._fees = fees or FeeModel()
         if signs_digest is None:
-            signs_digest = self.chain is not Chain.SOLANA
+            signs_digest = self.chain != Chain.SOLANA
         self._signs_digest = signs_digest
 
     def __repr__(self) -> str:
@@ -142,7 +142,7 @@ class SandboxGateway(ChainGateway, MinimumSends):
         return self._validator(self.chain, address)
 
     async def balance(self, address: str, asset: Asset) -> int:
-        if self.chain is Chain.BITCOIN:  # an indexer knows only addresses it has seen
+        if self.chain == Chain.BITCOIN:  # an indexer knows only addresses it has seen
             known = await self._ledger.known_balance(self.chain, address, asset.id)
             if known is None:
                 raise AddressUnknown()
@@ -153,9 +153,9 @@ class SandboxGateway(ChainGateway, MinimumSends):
         return await self._ledger.history(self.chain, address, asset.id, limit)
 
     async def lookup(self, address: str, asset: Asset, tx_hash: str) -> TxRow:
-        wanted = tx_hash if self.chain is Chain.SOLANA else tx_hash.lower()  # hex: any case
+        wanted = tx_hash if self.chain == Chain.SOLANA else tx_hash.lower()  # hex: any case
         tx = await self._ledger.find(wanted)
-        if tx is None or tx.chain is not self.chain or tx.asset_id != asset.id:
+        if tx is None or tx.chain != self.chain or tx.asset_id != asset.id:
             raise TransactionNotFound()
         if address not in (tx.sender, tx.recipient):
             raise TransactionNotFound()
@@ -172,13 +172,13 @@ class SandboxGateway(ChainGateway, MinimumSends):
     ) -> FeeQuote:
         sponsored = fee_payer is not None and fee_payer != sender
         f, chain = self._fees, self.chain
-        if chain is Chain.BITCOIN:
+        if chain == Chain.BITCOIN:
             vbytes = f.btc_transfer_vbytes + (f.btc_sponsor_vbytes if sponsored else 0)
             return FeeQuote(vbytes * f.btc_sat_per_vbyte)
         if chain in EVM_CHAINS:
             gas = f.evm_native_gas if asset.is_native else f.evm_token_gas
             return FeeQuote(gas * GAS_PRICE[chain])
-        if chain is Chain.TRON:
+        if chain == Chain.TRON:
             if asset.is_native:
                 bandwidth = f.tron_native_bandwidth
                 return FeeQuote(bandwidth * f.tron_sun_per_bandwidth, bandwidth=bandwidth)
@@ -187,7 +187,7 @@ class SandboxGateway(ChainGateway, MinimumSends):
             energy = f.tron_energy_holder if holder else f.tron_energy_new_holder
             units = bandwidth * f.tron_sun_per_bandwidth + energy * f.tron_sun_per_energy
             return FeeQuote(units, bandwidth=bandwidth, energy=energy)
-        if chain is not Chain.SOLANA:
+        if chain != Chain.SOLANA:
             return FeeQuote(f.other_native_units)
         lamports = f.sol_lamports_per_signature * (2 if sponsored else 1)
         if not asset.is_native and not await self._ledger.has_received(chain, recipient, asset.id):
@@ -197,12 +197,12 @@ class SandboxGateway(ChainGateway, MinimumSends):
     async def minimum_send(self, recipient: str, asset: Asset) -> SendMinimum | None:
         """BITCOIN's dust limit, and SOLANA's rent-exempt minimum of a new account (the
         module's docstring); None on the other chains."""
-        if self.chain is Chain.BITCOIN:
+        if self.chain == Chain.BITCOIN:
             return SendMinimum(
                 btc_dust_limit(recipient, self._fees.btc_dust_relay_sat_per_kvb), DUST_RULE
             )
         new_account = (
-            self.chain is Chain.SOLANA
+            self.chain == Chain.SOLANA
             and asset.is_native
             and await self._ledger.balance(self.chain, recipient, asset.id) == 0
         )
@@ -210,7 +210,7 @@ class SandboxGateway(ChainGateway, MinimumSends):
 
     # -- transfers ----------------------------------------------------------------------
     async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:
-        if transfer.asset.chain is not self.chain:
+        if transfer.asset.chain != self.chain:
             raise ValueError(f"{transfer.asset.symbol} is not on {self.chain}")
         body = _canonical(
             {
@@ -263,7 +263,7 @@ class SandboxGateway(ChainGateway, MinimumSends):
             raise TransferRejected("Transfer rejected by the network: malformed transaction")
         raw_body = body_text.encode("utf-8")
         first = signatures.get(tx.fee_payer or "", b"")
-        if tx.chain is not self.chain or self._hash(raw_body, signed.raw, first) != tx.tx_hash:
+        if tx.chain != self.chain or self._hash(raw_body, signed.raw, first) != tx.tx_hash:
             raise TransferRejected("Transfer rejected by the network: malformed transaction")
         if tx.amount_units <= 0 or tx.fee_units < 0:
             raise TransferRejected("Transfer rejected by the network: invalid amount")
@@ -289,7 +289,7 @@ class SandboxGateway(ChainGateway, MinimumSends):
     # -- the sandbox faucet -------------------------------------------------------------
     async def fund(self, address: str, asset: Asset, units: int) -> int:
         """Credit `units` of `asset` to `address` (confirmed at once); the new balance."""
-        if asset.chain is not self.chain:
+        if asset.chain != self.chain:
             raise InvalidRequest(f"asset {asset.id} is not on {self.chain}")
         if units <= 0:
             raise InvalidRequest("amount must be greater than zero")
@@ -302,11 +302,11 @@ class SandboxGateway(ChainGateway, MinimumSends):
         return hashlib.sha256(body).digest() if self._signs_digest else body
 
     def _hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:
-        if self.chain is Chain.SOLANA:
+        if self.chain == Chain.SOLANA:
             return b58encode(first_signature)
-        if self.chain is Chain.TRON:
+        if self.chain == Chain.TRON:
             return hashlib.sha256(body).hexdigest()
-        if self.chain is Chain.BITCOIN:
+        if self.chain == Chain.BITCOIN:
             return hashlib.sha256(hashlib.sha256(raw).digest()).digest()[::-1].hex()
         if self.chain in EVM_CHAINS:
             return "0x" + hashlib.sha3_256(raw).hexdigest()
@@ -354,6 +354,7 @@ def _ledger_gateway(context: GatewayContext[SandboxChainSettings]) -> SandboxGat
             context.clock,
             verify,
             confirm_seconds=context.settings.sandbox_confirm_seconds,
+            catalog=context.catalog,
         ),
     )
     return SandboxGateway(
@@ -368,7 +369,7 @@ def _ledger_gateway(context: GatewayContext[SandboxChainSettings]) -> SandboxGat
 #: profile only). It stands in for a chain that has no gateway of the mode asked for.
 PLUGIN: ChainPlugin[SandboxChainSettings] = ChainPlugin(
     name="sandbox",
-    chains=frozenset(Chain),
+    chains=frozenset(CONTRACT_CHAINS),
     settings_model=SandboxChainSettings,
     gateways={"sandbox": GatewayFactory(_ledger_gateway, sandbox_only=True)},
 )

@@ -27,10 +27,11 @@ from walletcore.chainplugins import (
     plan_chains,
 )
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.ports import NonceLeases
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
+from walletcore.testing import CONTRACT_CATALOG
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +85,7 @@ def _ledger(context: GatewayContext[None]) -> Gateway:
     return Gateway(context, "ledger")
 
 
-EVERY = frozenset(Chain)
+EVERY = frozenset(CONTRACT_CHAINS)
 DEFINES = ChainPlugin[None](
     name="defines",
     chains=EVERY,
@@ -124,7 +125,7 @@ def test_the_shorthand_picks_a_mode_and_the_ledger_stands_in(tmp_path: Path) -> 
     assert labels(plan)[Chain.BITCOIN] == "sandbox:sandbox" and plan.choices[Chain.TRON].stand_in
     assert plan.settings == {"nodes": URL["nodes"], "sandbox": None}
     assert labels(plan_chains(settings(tmp_path), REGISTRY)) == dict.fromkeys(
-        Chain, "sandbox:sandbox"
+        CONTRACT_CHAINS, "sandbox:sandbox"
     )
 
 
@@ -234,9 +235,13 @@ def test_gateways_get_the_chains_definition_and_share_a_scope_per_plugin(
         raise AssertionError("not asked for")
 
     gateways = build_gateways(
-        plan, settings=settings(tmp_path), clock=ManualClock(), nonce_leases=leases
+        plan,
+        settings=settings(tmp_path),
+        clock=ManualClock(),
+        catalog=CONTRACT_CATALOG,
+        nonce_leases=leases,
     )
-    assert list(gateways) == list(Chain)
+    assert list(gateways) == list(CONTRACT_CHAINS)
     eth = gateways[Chain.ETHEREUM]
     assert isinstance(eth, Gateway) and eth.kind == "node"
     assert eth.context.settings is URL["nodes"]

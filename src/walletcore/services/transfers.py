@@ -38,8 +38,9 @@ from typing import Any, Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from walletcore.domain.assets import Asset, Chain, asset_by_id, native_asset
+from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.audit import AuditEntry
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import (
     DomainError,
     InsufficientFunds,
@@ -100,9 +101,10 @@ class TransferSettings(BaseSettings):
     #: native coin (a decimal string); chains left out keep `DEFAULT_FEE_CAPS`.
     fee_caps: dict[Chain, Decimal] = Field(default_factory=dict)
 
-    def cap_units(self, chain: Chain) -> int:
+    def cap_units(self, chain: Chain, native: Asset) -> int:
+        """The chain's cap in base units of `native`, its coin (the catalog's)."""
         cap = self.fee_caps.get(chain, DEFAULT_FEE_CAPS[chain])
-        return to_base_units(cap, native_asset(chain).decimals)
+        return to_base_units(cap, native.decimals)
 
     @property
     def automatic(self) -> bool:
@@ -199,13 +201,20 @@ class Transfers:
         keystore: KeyStore,
         gateways: Mapping[Chain, ChainGateway],
         settings: TransferSettings | None = None,
+        *,
+        catalog: Catalog,
     ) -> None:
         self._storage = storage
+        self._catalog = catalog
         self._clock = clock
         self._keystore = keystore
         self._gateways = gateways
         self.settings = settings or TransferSettings()
         self._auditor = Auditor(storage, clock)
+
+    def cap_units(self, chain: Chain) -> int:
+        """The most one transaction on `chain` may cost in fees, in its coin's base units."""
+        return self.settings.cap_units(chain, self._catalog.native_asset(chain))
 
     # -- the ladder, when a send is signed --------------------------------------------
     def ladder(self, gateway: ChainGateway, unsigned: UnsignedTransfer) -> list[Replacement]:
@@ -213,7 +222,7 @@ class Transfers:
         chain_follower = follower(gateway)
         if chain_follower is None or chain_follower.resigns:
             return []
-        cap = self.settings.cap_units(gateway.chain)
+        cap = self.cap_units(gateway.chain)
         rungs = list(chain_follower.replacements(unsigned, cap))
         for rung in rungs:
             if rung.fee_units > cap:  # a gateway's bug must never spend past the cap
@@ -234,7 +243,7 @@ class Transfers:
             log.debug("send %s (%s) cannot be followed here", key, signed.chain.value)
             return Followed.SKIPPED
         chain_follower = follower(gateway)
-        asset = asset_by_id(signed.asset_id)
+        asset = self._catalog.asset_by_id(signed.asset_id)
         if chain_follower is None:
             return await self._follow_by_lookup(record, signed, gateway, asset, request_id)
         seen = await self._sightings(chain_follower, signed, asset, stop_at_pending=True)
@@ -523,7 +532,7 @@ class Transfers:
         chain_follower = follower(gateway)
         if gateway is None or chain_follower is None or not chain_follower.resigns:
             return record
-        asset = asset_by_id(signed.asset_id)
+        asset = self._catalog.asset_by_id(signed.asset_id)
         seen = await self._sightings(chain_follower, signed, asset, stop_at_pending=False)
         _, after = await self._resign(record, signed, gateway, seen, password, request_id)
         return after
@@ -547,7 +556,7 @@ class Transfers:
                 return outcome, await self._reload(record)
         if any(s is not Sighting.EXPIRED for _, s in seen):
             return Followed.PENDING, record  # one may still land: never sign a second one
-        asset = asset_by_id(signed.asset_id)
+        asset = self._catalog.asset_by_id(signed.asset_id)
         wallets = await self._wallets(record, signed)
         payer = signed.fee_payer_address or signed.sender
         transfer = Transfer(asset, signed.sender, signed.recipient, signed.amount_units, payer)
@@ -558,7 +567,7 @@ class Transfers:
             signed.amount_units,
             fee_payer=None if payer == signed.sender else payer,
         )
-        cap = self.settings.cap_units(signed.chain)
+        cap = self.cap_units(signed.chain)
         if fee.native_units > cap:
             raise TransferRejected(
                 "Transfer rejected: re-signing it would cost more than the fee cap "
@@ -666,7 +675,7 @@ class Transfers:
         cancel: bool,
         request_id: str,
     ) -> None:
-        asset = asset_by_id(signed.asset_id)
+        asset = self._catalog.asset_by_id(signed.asset_id)
         seen = await self._sightings(chain_follower, signed, asset, stop_at_pending=False)
         expired = all(s is Sighting.EXPIRED for _, s in seen)
         if not expired:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from walletcore.domain.assets import Asset, Chain, native_asset
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.errors import (
     AddressUnknown,
     BroadcastTimeout,
@@ -88,6 +88,8 @@ STUCK_AFTER_SECONDS = 3600.0
 REGTEST_STUCK_AFTER_SECONDS = 30.0
 #: a transaction has at most this many unconfirmed ancestors (the node's default limit)
 _ANCESTOR_LIMIT = 25
+#: BITCOIN's coin, as the plugin declares it (the contract's asset 1).
+BTC = next(a for a in CONTRACT_ASSETS if a.chain == Chain.BITCOIN and a.is_native)
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,7 @@ class BitcoinGateway(ChainGateway, TransferFollower, MinimumSends):
 
     @staticmethod
     def _native(asset: Asset) -> None:
-        if asset.chain is not Chain.BITCOIN or not asset.is_native:
+        if asset.chain != Chain.BITCOIN or not asset.is_native:
             raise InvalidRequest(f"{asset.symbol} is not BITCOIN's coin")
 
     # -- coins --------------------------------------------------------------------------
@@ -556,7 +558,7 @@ class BitcoinGateway(ChainGateway, TransferFollower, MinimumSends):
         bumps out of the payer's change (the recipient's output when the whole balance
         was sent), then a cancel (the coins back to their owners); each costs at most
         `cap_units` sat and is signed like the send (`payload_for` each signer)."""
-        if unsigned.transfer.asset.chain is not Chain.BITCOIN:
+        if unsigned.transfer.asset.chain != Chain.BITCOIN:
             return []
         script, witness = self._script(unsigned.transfer.recipient)
         return follow.ladder(
@@ -655,7 +657,7 @@ class BitcoinGateway(ChainGateway, TransferFollower, MinimumSends):
             await self._give_back(turns)
             raise
         # moves nothing: the wallet's own coins back to it (as the ladder's cancel)
-        transfer = Transfer(native_asset(Chain.BITCOIN), address, address, 0, address)
+        transfer = Transfer(BTC, address, address, 0, address)
         return UnsignedTransfer(
             transfer, FeeQuote(fee), payloads[address], body.encode(), payloads=payloads
         )

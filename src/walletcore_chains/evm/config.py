@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from eth_utils.address import is_checksum_address
 
-from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Chain
 from walletcore.secretfiles import ConfigurationError
 
 NETWORKS = ("mainnet", "testnet", "devnet")
@@ -159,7 +159,7 @@ def token_overrides(chain: Chain, tokens: Mapping[int, str]) -> dict[int, str]:
     out: dict[int, str] = {}
     for key, address in tokens.items():
         try:
-            asset = ASSETS_BY_ID.get(int(key))
+            asset = _DECLARED.get(int(key))
         except (TypeError, ValueError):
             asset = None
         if asset is None or asset.is_native or asset.chain not in EVM_CHAINS:
@@ -172,7 +172,7 @@ def token_overrides(chain: Chain, tokens: Mapping[int, str]) -> dict[int, str]:
                 f"WALLETCORE_EVM_TOKENS: the contract of asset {asset.id} ({asset.symbol} on "
                 f"{asset.chain.value}) is not a checksummed (EIP-55) 0x address"
             )
-        if asset.chain is chain:
+        if asset.chain == chain:
             out[asset.id] = address.strip()
     return out
 
@@ -181,6 +181,8 @@ EVM_CHAINS = (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON)
 #: chains whose blocks carry a validator's seal in `extraData` (97 bytes and more, where
 #: web3 expects 32): web3 reads them through `ExtraDataToPOAMiddleware`
 POA_CHAINS = frozenset({Chain.BSC, Chain.POLYGON})
+#: The assets the EVM plugin declares (the contract's, of its chains).
+_DECLARED = {a.id: a for a in CONTRACT_ASSETS if a.chain in EVM_CHAINS}
 
 __all__ = [
     "DEVNET_STUCK_AFTER_SECONDS",

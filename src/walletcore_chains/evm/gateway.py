@@ -194,7 +194,7 @@ class EvmGateway(ChainGateway, TransferFollower):
     # -- transfers ----------------------------------------------------------------------
     async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:
         asset = transfer.asset
-        if asset.chain is not self.chain:
+        if asset.chain != self.chain:
             raise ValueError(f"{asset.symbol} is not on {self.chain}")
         sponsored = transfer.fee_payer != transfer.sender
         try:

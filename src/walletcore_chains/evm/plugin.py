@@ -31,7 +31,7 @@ from walletcore.chainplugins import (
     env_aliases,
     env_name,
 )
-from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
@@ -42,6 +42,9 @@ CHAINS = frozenset({Chain.ETHEREUM, Chain.BSC, Chain.POLYGON})
 RPC_NETWORKS = ("mainnet", "testnet")
 _ADDRESS = re.compile(r"\A0x[0-9a-fA-F]{40}\Z")
 _TOKEN_STANDARDS = frozenset({"ERC20", "BEP20"})
+#: The assets this plugin declares (the contract's, of its chains): what
+#: `WALLETCORE_EVM_TOKENS` may name.
+_DECLARED = {a.id: a for a in CONTRACT_ASSETS if a.chain in CHAINS}
 
 
 class EvmSettings(BaseSettings):
@@ -89,7 +92,7 @@ class EvmSettings(BaseSettings):
     @classmethod
     def _token_contracts(cls, value: dict[int, str]) -> dict[int, str]:
         for asset_id, address in value.items():
-            asset = ASSETS_BY_ID.get(asset_id)
+            asset = _DECLARED.get(asset_id)
             if asset is None or asset.standard not in _TOKEN_STANDARDS:
                 raise ValueError(
                     f"asset {asset_id} is not a token of ETHEREUM, BSC or POLYGON "
@@ -211,7 +214,9 @@ def _devnet(context: GatewayContext[EvmSettings]) -> ChainGateway:
     shared with other workers, or kept across restarts, would point past its nonces."""
     from walletcore_chains.evm.devnet import DevnetEvmGateway
 
-    return DevnetEvmGateway(context.chain, context.validate_address)
+    return DevnetEvmGateway(
+        context.chain, context.validate_address, context.catalog.assets_of(context.chain)
+    )
 
 
 #: Entry point `walletcore.chains: evm`.

@@ -323,7 +323,7 @@ class SolanaGateway(ChainGateway, TransferFollower, MinimumSends):
 
     async def prepare(self, transfer_: Transfer, fee: FeeQuote) -> UnsignedTransfer:
         asset = transfer_.asset
-        if asset.chain is not self.chain:
+        if asset.chain != self.chain:
             raise ValueError(f"{asset.symbol} is not on {self.chain}")
         payer = Pubkey.from_string(transfer_.fee_payer)
         creates = await self._creates_token_account(transfer_)

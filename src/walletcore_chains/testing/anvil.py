@@ -45,7 +45,7 @@ from eth_abi.abi import encode as abi_encode
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 
-from walletcore.domain.assets import ASSETS_BY_ID, Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 
 ANVIL_ENV = "WALLETCORE_ANVIL"
 PACKAGE = "@foundry-rs/anvil-linux-amd64"
@@ -141,8 +141,8 @@ class AnvilNode:
             if not self.legacy:  # Token.vy's bytecode needs later opcodes (PUSH0)
                 self.tokens = {
                     asset.id: self._deploy(asset)
-                    for asset in ASSETS_BY_ID.values()
-                    if asset.chain is self.chain and not asset.is_native
+                    for asset in CONTRACT_ASSETS
+                    if asset.chain == self.chain and not asset.is_native
                 }
         except BaseException:
             self.__exit__()  # no anvil left running behind a failed start

@@ -136,7 +136,7 @@ class TronGateway(ChainGateway, TransferFollower):
         return contract
 
     def _contract_of(self, asset: Asset) -> str | None:
-        if asset.chain is not Chain.TRON:
+        if asset.chain != Chain.TRON:
             raise ValueError(f"{asset.symbol} is not on TRON")
         return None if asset.is_native else self.token_address(asset)
 

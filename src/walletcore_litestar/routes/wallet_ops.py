@@ -91,7 +91,7 @@ async def _transactions(
     page = await reads.transactions(
         caller_of(request), asset_id=data.assetId, user_id=owner.user_id, platform=owner.platform
     )
-    return transaction_rows(page.rows, page.asset)
+    return transaction_rows(page.rows, page.asset, page.native)
 
 
 async def _txid(request: AnyRequest, data: PlatformTxRequest, owner: Owner) -> TransactionRow:
@@ -103,7 +103,7 @@ async def _txid(request: AnyRequest, data: PlatformTxRequest, owner: Owner) -> T
         user_id=owner.user_id,
         platform=owner.platform,
     )
-    return TransactionRow.of(found.row, found.asset)
+    return TransactionRow.of(found.row, found.asset, found.native)
 
 
 async def _fee(
@@ -119,7 +119,7 @@ async def _fee(
         user_id=owner.user_id,
         platform=owner.platform,
     )
-    return fee_result(answer.quote, answer.asset)
+    return fee_result(answer.quote, answer.asset, answer.native)
 
 
 async def _send(request: AnyRequest, data: PlatformSendRequest, owner: Owner) -> SendResult:

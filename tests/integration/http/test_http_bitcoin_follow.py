@@ -130,7 +130,7 @@ async def test_a_stuck_send_is_bumped_until_mined_under_one_request_id(
 ) -> None:
     gateway = worker.gateways()[Chain.BITCOIN]
     assert isinstance(gateway, BitcoinGateway) and gateway.resigns is False
-    assert worker.transfer_settings().cap_units(Chain.BITCOIN) == CAP_UNITS
+    assert worker.transfers().cap_units(Chain.BITCOIN) == CAP_UNITS
     jobs = worker.jobs()
     alice, _ = await funded_user(api, node, "0.1")
     bob = assert_ok(await api.post("/create", {"password": PASSWORD}))

@@ -166,9 +166,9 @@ async def test_fee_quotes_follow_each_chains_model(
 ) -> None:
     client = await ops.client()
     user = await ops.user(client)
-    from walletcore.domain.assets import asset_by_id
+    from walletcore.testing import CONTRACT_CATALOG
 
-    chain = asset_by_id(asset_id).chain
+    chain = CONTRACT_CATALOG.asset_by_id(asset_id).chain
     answer = await ops.reads.fee(
         ops.caller(client), asset_id=asset_id, user_id=user, recipient=ELSEWHERE[chain]
     )
@@ -304,6 +304,6 @@ async def test_platform_send_rules(ops: Ops) -> None:
 
 
 def _on(asset_id: int) -> str:
-    from walletcore.domain.assets import asset_by_id
+    from walletcore.testing import CONTRACT_CATALOG
 
-    return ELSEWHERE[asset_by_id(asset_id).chain]
+    return ELSEWHERE[CONTRACT_CATALOG.asset_by_id(asset_id).chain]

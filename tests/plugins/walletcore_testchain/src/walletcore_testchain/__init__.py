@@ -119,7 +119,7 @@ class RecordingGateway:
             sort_keys=True,
         ).encode()
         # what the chain's keys sign: a 32-byte digest on secp256k1, the message on ed25519
-        payload = body if self.chain is Chain.SOLANA else hashlib.sha256(body).digest()
+        payload = body if self.chain == Chain.SOLANA else hashlib.sha256(body).digest()
         return UnsignedTransfer(transfer, fee, payload, body)
 
     def assemble(
@@ -169,9 +169,9 @@ class RecordingGateway:
 
 
 def _assets(chain: Chain) -> list[Asset]:
-    from walletcore.domain.assets import CATALOG
+    from walletcore.testing import CONTRACT_CATALOG
 
-    return [a for a in CATALOG if a.chain is chain]
+    return [a for a in CONTRACT_CATALOG.assets if a.chain == chain]
 
 
 def _fake(context: GatewayContext[RecordingSettings]) -> RecordingGateway:
