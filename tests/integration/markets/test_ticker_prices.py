@@ -201,7 +201,7 @@ async def test_build_reads_the_environment(
     monkeypatch.setenv("WALLETCORE_TICKERS_FX", "exchange_support:FakeFx")
     monkeypatch.setenv("WALLETCORE_TICKERS_RATE_LIMIT_MS", "0")
 
-    source = tickers.build(clock=ManualClock(), settings=Settings())
+    source = tickers.build(clock=ManualClock(), settings=Settings(), catalog=CONTRACT_CATALOG)
     try:
         assert await source.refresh()
         price = await source.unit_price("SOL", Fiat.PLN)

@@ -27,6 +27,7 @@ from walletcore.domain.ids import new_id
 from walletcore.domain.wallet import TxRow
 from walletcore.ports import FeeQuote
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_litestar.wallet_ops_schemas import TransactionRow, fee_result
 
 DATETIME = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
@@ -34,12 +35,14 @@ DATETIME = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 
 def tx_row_view(row: TxRow, asset: Asset) -> Any:
     """A transaction row as the HTTP API answers it."""
-    return msgspec.to_builtins(TransactionRow.of(row, asset))
+    native = CONTRACT_CATALOG.native_asset(asset.chain)
+    return msgspec.to_builtins(TransactionRow.of(row, asset, native))
 
 
 def fee_view(quote: FeeQuote, asset: Asset) -> Any:
     """A fee quote as the HTTP API answers it."""
-    return msgspec.to_builtins(fee_result(quote, asset))
+    native = CONTRACT_CATALOG.native_asset(asset.chain)
+    return msgspec.to_builtins(fee_result(quote, asset, native))
 
 
 async def test_history_is_newest_first_and_confirms_after_the_delay(ops: Ops) -> None:
