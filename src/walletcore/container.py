@@ -215,6 +215,8 @@ class Container(containers.DeclarativeContainer):
         settings=settings,
         clock=clock,
         master_key=master_key,
+        # the chains' key derivations and verifiers, from the plugins that define them
+        chain_definitions=providers.Callable(lambda c: c.chain_plan().definitions, __self__),
     )
 
     token_signer = providers.Singleton(TokenSigner, token_key)

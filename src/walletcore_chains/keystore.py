@@ -269,14 +269,27 @@ def _wipe_abandoned(future: asyncio.Future[Any]) -> None:
             result.wipe()
 
 
-def build(*, settings: Any, master_key: bytes, **_: Any) -> SealedKeyStore:
+def build(
+    *,
+    settings: Any,
+    master_key: bytes,
+    chain_definitions: ChainDefinitions | None = None,
+    **_: Any,
+) -> SealedKeyStore:
     """Entry point `walletcore.keystores: sealed` (production Argon2id parameters).
+
+    `chain_definitions`: the container's (the plugins that define each chain); without
+    them, the installed plugins'.
 
     bitcoinlib (every seed's mnemonic, BITCOIN's keys) is imported here, when the service
     is built, not by a first request: a server's worker is warm before it takes traffic."""
     bclib.configure(settings.home)
     bclib.preload()
-    return SealedKeyStore(master_key, max_concurrent_unseals=settings.max_concurrent_unseals)
+    return SealedKeyStore(
+        master_key,
+        max_concurrent_unseals=settings.max_concurrent_unseals,
+        chains=chain_definitions,
+    )
 
 
 __all__ = ["ChainKey", "KeyMaterialError", "SealedKeyStore", "build"]

@@ -10,24 +10,20 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from walletcore.chainplugins import GatewayContext, GatewayFactory, env_aliases, env_name
+from walletcore.chainplugins import GatewayContext, GatewayFactory, env_name
 from walletcore.domain.assets import Chain
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore_chains.bitcoin.network import ENV, NETWORKS, current_network
+from walletcore_chains.settings import ChainSettings, node_url, rpc_timeout, stuck_after
 
 if TYPE_CHECKING:
     from walletcore_chains.bitcoin.backend import Backend
 
 
-class BitcoinSettings(BaseSettings):
+class BitcoinSettings(ChainSettings):
     """Settings of the `bitcoin` plugin (`WALLETCORE_` + the field's name in capitals)."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="WALLETCORE_", extra="ignore", populate_by_name=True
-    )
 
     #: mainnet, testnet, testnet4, signet or regtest: also the process's address network
     #: (`network.current_network`, read from the same variable); never `WALLETCORE_NETWORK`,
@@ -37,18 +33,13 @@ class BitcoinSettings(BaseSettings):
     #: (a Bitcoin Core node's JSON-RPC with a watch-only descriptor wallet)
     bitcoin_backend: Literal["esplora", "core"] = "esplora"
     #: the Esplora API's base URL, e.g. `https://host/api` (a secret)
-    bitcoin_esplora_url: SecretStr | None = None
+    bitcoin_esplora_url: SecretStr | None = node_url()
     #: Bitcoin Core's JSON-RPC URL with its credentials, `http://user:pass@host:8332` (a
     #: secret); the node needs `-txindex=1`
-    bitcoin_rpc_url: SecretStr | None = None
+    bitcoin_rpc_url: SecretStr | None = node_url()
     #: the watch-only descriptor wallet the gateway creates (or loads) on the node
     bitcoin_rpc_wallet: str = "walletcore-watch"
-    bitcoin_rpc_timeout_seconds: float = Field(
-        default=20.0,
-        gt=0,
-        le=600,
-        validation_alias=env_aliases("BITCOIN_RPC_TIMEOUT_SECONDS", "RPC_TIMEOUT_SECONDS"),
-    )
+    bitcoin_rpc_timeout_seconds: float = rpc_timeout("BITCOIN")
     #: blocks deep before a transaction reads `success` (default: the network's, 3; 1 on
     #: regtest)
     bitcoin_confirmations: int | None = Field(default=None, ge=1, le=1000)
@@ -70,7 +61,7 @@ class BitcoinSettings(BaseSettings):
     bitcoin_index_wait_seconds: float = Field(default=10.0, ge=0, le=300)
     #: seconds a send stays pending before it counts as stuck and the transfer follower
     #: broadcasts its next replace-by-fee rung (default: 3600; 30 on regtest)
-    bitcoin_stuck_after_seconds: float | None = Field(default=None, gt=0, le=7 * 86_400)
+    bitcoin_stuck_after_seconds: float | None = stuck_after(None, most=7 * 86_400)
 
 
 def _rpc_needs(chain: Chain, settings: BitcoinSettings) -> Iterator[str]:
@@ -117,7 +108,15 @@ def _rpc(context: GatewayContext[BitcoinSettings]) -> ChainGateway:
     backend = make_backend(settings)
     options = GatewayOptions.of(settings, network)
     book = NonceBook(leases=context.nonce_leases(), chain=network.lease_key)
-    return BitcoinGateway(network, backend, context.validate_address, book, options)
+    return BitcoinGateway(
+        network,
+        backend,
+        context.validate_address,
+        book,
+        options,
+        chain=context.chain,
+        native=context.catalog.native_asset(context.chain),
+    )
 
 
 def make_backend(settings: BitcoinSettings) -> Backend:

@@ -32,62 +32,120 @@ from walletcore.domain.errors import (
     DomainError,
     InsufficientFunds,
     InsufficientGas,
-    NodeUnavailable,
     TransferRejected,
 )
-
-_FUNDS = (
-    "insufficient funds",
-    "cannot afford",
-    "insufficient balance",
-    "not have enough balance",
+from walletcore_chains.errors import (
+    AlreadyKnown,
+    Reads,
+    Refusals,
+    Says,
+    Transport,
+    unreachable_send,
 )
-_GAS = (
-    "intrinsic gas too low",
-    "gas cannot be negative",
-    "out of gas",
-    "gas too low",
-    "insufficient gas",  # geth's EIP-7623 floor: "insufficient gas for floor data gas cost"
-)
-_KNOWN = ("already known", "known transaction", "already imported", "alreadyknown")
-_NONCE_LOW = ("nonce too low",)
-#: the pool holds another transaction with this nonce at an equal or higher fee
-_REPLACEMENT = ("replacement transaction underpriced", "replacement underpriced")
-_NONCE_HIGH = ("nonce too high", "nonce gap")
-#: the fee is below the node's price floor, or the max fee below the base fee now
-_UNDERPRICED = (
-    "transaction underpriced",
-    "gas price below minimum",
-    "less than block base fee",
-    "fee cap less than",
-)
-_BLOCK_GAS = (
-    "exceeds block gas limit",
-    "intrinsic gas too high",  # anvil: "... -- tx.gas_limit > env.block.gas_limit"
-)
-_FEE_CAP = ("exceeds the configured cap",)  # geth's --rpc.txfeecap
-_TESTER_NONCE = re.compile(r"invalid transaction nonce: expected (\d+), but got (\d+)")
-
-
-class AlreadyKnown(Exception):
-    """The node has this transaction already: it counts as sent."""
 
 
 class NonceUsed(Exception):
     """The nonce was used: by this very transaction (sent before), or by another one."""
 
 
-def is_unreachable(exc: BaseException) -> bool:
-    """A connection that was never made: the request cannot have reached the node."""
+def _transport() -> tuple[type[BaseException], ...]:
     import socket
 
     import aiohttp
 
-    return isinstance(exc, aiohttp.ClientConnectorError | ConnectionRefusedError | socket.gaierror)
+    return (aiohttp.ClientConnectorError, ConnectionRefusedError, socket.gaierror)
 
 
-def unreachable() -> NodeUnavailable:
-    return NodeUnavailable("Chain node unreachable; nothing was sent; retry with backoff")
+TRANSPORT = Transport(_transport)
+
+
+def _nonce_gap() -> TransferRejected:
+    return TransferRejected("Transfer rejected by the network: nonce gap; nothing was sent")
+
+
+def _tester_nonce(found: re.Match[str]) -> BaseException:
+    expected, got = int(found.group(1)), int(found.group(2))
+    return NonceUsed() if got < expected else _nonce_gap()
+
+
+#: what the node's words mean, first match first
+REFUSALS = Refusals(
+    (
+        Says(
+            AlreadyKnown, ("already known", "known transaction", "already imported", "alreadyknown")
+        ),
+        Reads(
+            re.compile(r"invalid transaction nonce: expected (\d+), but got (\d+)"), _tester_nonce
+        ),
+        #: the pool holds another transaction with this nonce at an equal or higher fee
+        Says(
+            lambda: TransferRejected(
+                "Transfer rejected by the network: another transaction with its nonce waits in "
+                "the node's pool at an equal or higher fee; nothing was sent"
+            ),
+            ("replacement transaction underpriced", "replacement underpriced"),
+        ),
+        Says(NonceUsed, ("nonce too low",)),
+        Says(_nonce_gap, ("nonce too high", "nonce gap")),
+        #: the fee is below the node's price floor, or the max fee below the base fee now
+        Says(
+            lambda: TransferRejected(
+                "Transfer rejected by the network: its fee is below what the network takes now; "
+                "nothing was sent; request a new fee quote"
+            ),
+            (
+                "transaction underpriced",
+                "gas price below minimum",
+                "less than block base fee",
+                "fee cap less than",
+            ),
+        ),
+        Says(
+            lambda: TransferRejected(
+                "Transfer rejected by the network: its gas limit exceeds the block gas limit; "
+                "nothing was sent"
+            ),
+            (
+                "exceeds block gas limit",
+                "intrinsic gas too high",  # anvil: "... -- tx.gas_limit > env.block.gas_limit"
+            ),
+        ),
+        Says(
+            lambda: TransferRejected(
+                "Transfer rejected by the chain node: its fee exceeds the node's transaction fee "
+                "cap; nothing was sent; contact the operator"
+            ),
+            ("exceeds the configured cap",),  # geth's --rpc.txfeecap
+        ),
+        Says(
+            lambda: InsufficientFunds(
+                "Insufficient funds for the amount and the gas at broadcast: the network "
+                "refused the transfer; nothing was sent"
+            ),
+            (
+                "insufficient funds",
+                "cannot afford",
+                "insufficient balance",
+                "not have enough balance",
+            ),
+        ),
+        Says(
+            InsufficientGas,
+            (
+                "intrinsic gas too low",
+                "gas cannot be negative",
+                "out of gas",
+                "gas too low",
+                "insufficient gas",  # geth's EIP-7623 floor: "insufficient gas for floor data gas cost"
+            ),
+        ),
+    )
+)
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """A connection that was never made: the request cannot have reached the node."""
+    return TRANSPORT.unreachable(exc)
 
 
 def _is_node_answer(exc: BaseException) -> bool:
@@ -103,60 +161,24 @@ def read_send_error(exc: BaseException) -> BaseException:
     `NonceUsed`, or `exc` itself when the outcome is unknown (a timeout, a connection lost
     after the request left): the caller answers "outcome unknown" then, never "refused"."""
     if is_unreachable(exc):
-        return unreachable()
+        return unreachable_send()
     if not _is_node_answer(exc):
         return exc
-    text = str(exc).lower()
-    if any(k in text for k in _KNOWN):
-        return AlreadyKnown()
-    match = _TESTER_NONCE.search(text)
-    if match:
-        expected, got = int(match.group(1)), int(match.group(2))
-        if got < expected:
-            return NonceUsed()
-        return TransferRejected("Transfer rejected by the network: nonce gap; nothing was sent")
-    if any(k in text for k in _REPLACEMENT):
-        return TransferRejected(
-            "Transfer rejected by the network: another transaction with its nonce waits in the "
-            "node's pool at an equal or higher fee; nothing was sent"
-        )
-    if any(k in text for k in _NONCE_LOW):
-        return NonceUsed()
-    if any(k in text for k in _NONCE_HIGH):
-        return TransferRejected("Transfer rejected by the network: nonce gap; nothing was sent")
-    if any(k in text for k in _UNDERPRICED):
-        return TransferRejected(
-            "Transfer rejected by the network: its fee is below what the network takes now; "
-            "nothing was sent; request a new fee quote"
-        )
-    if any(k in text for k in _BLOCK_GAS):
-        return TransferRejected(
-            "Transfer rejected by the network: its gas limit exceeds the block gas limit; "
-            "nothing was sent"
-        )
-    if any(k in text for k in _FEE_CAP):
-        return TransferRejected(
-            "Transfer rejected by the chain node: its fee exceeds the node's transaction fee "
-            "cap; nothing was sent; contact the operator"
-        )
-    if any(k in text for k in _FUNDS):
-        return InsufficientFunds(
-            "Insufficient funds for the amount and the gas at broadcast: the network refused "
-            "the transfer; nothing was sent"
-        )
-    if any(k in text for k in _GAS):
-        return InsufficientGas()
-    return TransferRejected("Transfer rejected by the network; nothing was sent")
+    return REFUSALS.read(str(exc))
 
 
 def read_error(exc: BaseException) -> DomainError:
     """A failed read (balance, fee, history): unreachable -> 503, else a 503 too, since a
     read the node could not answer is transient from the client's side."""
-    if isinstance(exc, DomainError):
-        return exc
-    if is_unreachable(exc):
-        return NodeUnavailable("Chain node unreachable; retry with backoff")
-    return NodeUnavailable("The chain node could not answer; retry with backoff")
+    return TRANSPORT.read_error(exc)
 
 
-__all__ = ["AlreadyKnown", "NonceUsed", "is_unreachable", "read_error", "read_send_error"]
+__all__ = [
+    "REFUSALS",
+    "TRANSPORT",
+    "AlreadyKnown",
+    "NonceUsed",
+    "is_unreachable",
+    "read_error",
+    "read_send_error",
+]

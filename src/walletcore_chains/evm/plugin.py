@@ -21,14 +21,12 @@ from dataclasses import replace
 from typing import Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from walletcore.chainplugins import (
     ChainPlugin,
     GatewayContext,
     GatewayFactory,
     KeyDerivation,
-    env_aliases,
     env_name,
 )
 from walletcore.domain.assets import CONTRACT_ASSETS, Chain
@@ -36,6 +34,7 @@ from walletcore.domain.errors import InvalidRequest
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore_chains.curves import verify_secp256k1
+from walletcore_chains.settings import ChainSettings, network, node_url, rpc_timeout, stuck_after
 
 PATH = "m/44'/60'/0'/0/0"
 CHAINS = frozenset({Chain.ETHEREUM, Chain.BSC, Chain.POLYGON})
@@ -47,35 +46,18 @@ _TOKEN_STANDARDS = frozenset({"ERC20", "BEP20"})
 _DECLARED = {a.id: a for a in CONTRACT_ASSETS if a.chain in CHAINS}
 
 
-class EvmSettings(BaseSettings):
+class EvmSettings(ChainSettings):
     """Settings of the `evm` plugin; each field's variable is `WALLETCORE_` + its name in
     capitals, and the older name after it is read too."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="WALLETCORE_", extra="ignore", populate_by_name=True
-    )
-
     #: JSON-RPC endpoints of the `rpc` gateways (secrets: they often carry an API key).
-    ethereum_rpc_url: SecretStr | None = Field(
-        default=None, validation_alias=env_aliases("ETHEREUM_RPC_URL", "RPC_ETHEREUM")
-    )
-    bsc_rpc_url: SecretStr | None = Field(
-        default=None, validation_alias=env_aliases("BSC_RPC_URL", "RPC_BSC")
-    )
-    polygon_rpc_url: SecretStr | None = Field(
-        default=None, validation_alias=env_aliases("POLYGON_RPC_URL", "RPC_POLYGON")
-    )
+    ethereum_rpc_url: SecretStr | None = node_url("ETHEREUM_RPC_URL", "RPC_ETHEREUM")
+    bsc_rpc_url: SecretStr | None = node_url("BSC_RPC_URL", "RPC_BSC")
+    polygon_rpc_url: SecretStr | None = node_url("POLYGON_RPC_URL", "RPC_POLYGON")
     #: `mainnet` or `testnet` (Sepolia, BSC testnet, Amoy) for the `rpc` gateways.
-    evm_network: str = Field(
-        default="mainnet", validation_alias=env_aliases("EVM_NETWORK", "NETWORK")
-    )
+    evm_network: str = network("EVM")
     #: Seconds an RPC call may take before it counts as failed (a broadcast: unknown).
-    evm_rpc_timeout_seconds: float = Field(
-        default=20.0,
-        gt=0,
-        le=600,
-        validation_alias=env_aliases("EVM_RPC_TIMEOUT_SECONDS", "RPC_TIMEOUT_SECONDS"),
-    )
+    evm_rpc_timeout_seconds: float = rpc_timeout("EVM")
     #: Token contracts over the built-in table: asset id -> checksummed 0x address, JSON
     #: (`{"21": "0x..."}`). The EIP-55 checksum is checked when the chains are planned.
     evm_tokens: dict[int, str] = Field(default_factory=dict)
@@ -86,7 +68,7 @@ class EvmSettings(BaseSettings):
     #: Seconds a broadcast transfer may stay unmined before it counts as stuck and the next
     #: rung of its replacement ladder goes out; unset: the chain's own (ETHEREUM 180, BSC 45,
     #: POLYGON 60, `walletcore_chains.evm.config.STUCK_AFTER_SECONDS`).
-    evm_stuck_after_seconds: float | None = Field(default=None, gt=0, le=86_400)
+    evm_stuck_after_seconds: float | None = stuck_after(None, most=86_400)
 
     @field_validator("evm_tokens")
     @classmethod

@@ -63,7 +63,6 @@ from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.errors import (
     AssetUnavailableOnEndpoint,
     BroadcastTimeout,
-    InsufficientFunds,
     InvalidRequest,
     NodeUnavailable,
     ServiceUnavailable,
@@ -84,6 +83,7 @@ from walletcore.ports import (
     TransferFollower,
     UnsignedTransfer,
 )
+from walletcore_chains.solana import errors
 from walletcore_chains.solana.node import (
     LAMPORTS_PER_SIGNATURE,
     TOKEN_ACCOUNT_SIZE,
@@ -139,7 +139,6 @@ def cu_price(fees: Sequence[int], floor: int, cap: int) -> int:
 
 
 class SolanaGateway(ChainGateway, TransferFollower, MinimumSends):
-    chain = Chain.SOLANA
     #: an EXPIRED transfer is re-signed (a fresh blockhash and compute-unit price)
     resigns = True
 
@@ -154,11 +153,13 @@ class SolanaGateway(ChainGateway, TransferFollower, MinimumSends):
         cu_price_min: int = 0,
         cu_price_max: int = CU_PRICE_MAX,
         stuck_after_seconds: float = 60.0,
+        chain: Chain = Chain.SOLANA,
     ) -> None:
         if commitment not in ("confirmed", "finalized"):
             raise ValueError("a Solana transfer succeeds at `confirmed` or `finalized`")
         if not 0 <= cu_price_min <= cu_price_max:
             raise ValueError("the compute-unit prices need 0 <= minimum <= maximum")
+        self.chain = chain
         self.node = node
         self._validator = validator
         self._mints = dict(mints)
@@ -386,8 +387,9 @@ class SolanaGateway(ChainGateway, TransferFollower, MinimumSends):
         try:
             await self.node.send(tx)
         except SendError as exc:
-            if "AlreadyProcessed" not in exc.text and "already been processed" not in exc.text:
-                raise _refusal(exc.text) from None
+            meaning = errors.refusal(exc.text)
+            if not isinstance(meaning, errors.AlreadyKnown):
+                raise meaning from None
             # it landed between the check above and the send: wait for it like any other
         try:
             return await self._confirm(signature, last_valid)
@@ -443,36 +445,6 @@ def _decode(raw: bytes) -> tuple[Transaction, int]:
         return Transaction.from_bytes(base64.b64decode(envelope["tx"])), int(envelope["lastValid"])
     except (ValueError, KeyError, TypeError):
         raise ValueError("malformed signed Solana transfer") from None
-
-
-def _refusal(text: str) -> Exception:
-    """A refusal's text -- LiteSVM's error, or a JSON-RPC node's simulation error and logs --
-    read into a domain error (nothing was sent)."""
-    if "InsufficientFundsForFee" in text or "AccountNotFound" in text:
-        return InsufficientFunds(
-            "Not enough SOL for the network fee at broadcast: the fee payer cannot pay it; "
-            "nothing was sent"
-        )
-    if (
-        "InstructionErrorCustom(1)" in text
-        or "InsufficientFunds" in text
-        or "insufficient lamports" in text
-        or "custom program error: 0x1 " in text + " "
-        or "insufficient funds" in text
-    ):
-        return InsufficientFunds(
-            "Insufficient balance at broadcast: the network refused the transfer; nothing was sent"
-        )
-    if "InvalidAccountData" in text or "UninitializedAccount" in text:
-        return InsufficientFunds(
-            "Insufficient token balance at broadcast: the sender has no account of the "
-            "token; nothing was sent"
-        )
-    if "BlockhashNotFound" in text or "Blockhash not found" in text:
-        return TransferRejected(
-            "Transfer rejected: its blockhash expired before it landed; nothing was sent"
-        )
-    return TransferRejected("Transfer rejected by the network; nothing was sent")
 
 
 __all__ = [

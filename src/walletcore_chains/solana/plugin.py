@@ -22,14 +22,12 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from walletcore.chainplugins import (
     ChainPlugin,
     GatewayContext,
     GatewayFactory,
     KeyDerivation,
-    env_aliases,
     env_name,
 )
 from walletcore.domain.assets import Chain
@@ -37,32 +35,20 @@ from walletcore.domain.errors import InvalidRequest
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore_chains.curves import verify_ed25519
+from walletcore_chains.settings import ChainSettings, network, node_url, rpc_timeout, stuck_after
 
 PATH = "m/44'/501'/0'/0'"
 
 
-class SolanaSettings(BaseSettings):
+class SolanaSettings(ChainSettings):
     """Settings of the `solana` plugin; each field's variable is `WALLETCORE_` + its name in
     capitals, and the older name after it is read too."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="WALLETCORE_", extra="ignore", populate_by_name=True
-    )
-
     #: The Solana JSON-RPC endpoint of the `rpc` gateway (a secret, like the EVM ones).
-    solana_rpc_url: SecretStr | None = Field(
-        default=None, validation_alias=env_aliases("SOLANA_RPC_URL", "RPC_SOLANA")
-    )
+    solana_rpc_url: SecretStr | None = node_url("SOLANA_RPC_URL", "RPC_SOLANA")
     #: `mainnet` (mainnet-beta) or `testnet` (Solana's devnet cluster).
-    solana_network: str = Field(
-        default="mainnet", validation_alias=env_aliases("SOLANA_NETWORK", "NETWORK")
-    )
-    solana_rpc_timeout_seconds: float = Field(
-        default=20.0,
-        gt=0,
-        le=600,
-        validation_alias=env_aliases("SOLANA_RPC_TIMEOUT_SECONDS", "RPC_TIMEOUT_SECONDS"),
-    )
+    solana_network: str = network("SOLANA")
+    solana_rpc_timeout_seconds: float = rpc_timeout("SOLANA")
     #: SPL mints beyond the built-in table: USDT has no canonical mint on Solana's devnet.
     solana_usdt_mint: str | None = None
     solana_usdc_mint: str | None = None
@@ -75,7 +61,7 @@ class SolanaSettings(BaseSettings):
     solana_cu_price_min: int = Field(default=0, ge=0)
     solana_cu_price_max: int = Field(default=1_000_000, ge=0, le=10**9)
     #: Seconds a broadcast transfer may stay pending before it counts as stuck.
-    solana_stuck_after_seconds: float = Field(default=60.0, gt=0, le=3600)
+    solana_stuck_after_seconds: float = stuck_after(60.0, most=3600)
 
 
 def gateway_options(settings: SolanaSettings) -> dict[str, Any]:
@@ -172,7 +158,9 @@ def _rpc(context: GatewayContext[SolanaSettings]) -> ChainGateway:
         settings.solana_rpc_url.get_secret_value(), settings.solana_rpc_timeout_seconds
     )
     options = gateway_options(settings)
-    return SolanaGateway(RpcNode(client), context.validate_address, mints, **options)
+    return SolanaGateway(
+        RpcNode(client), context.validate_address, mints, chain=context.chain, **options
+    )
 
 
 def _devnet(context: GatewayContext[SolanaSettings]) -> ChainGateway:

@@ -21,11 +21,9 @@ nothing was sent). The client makes no retries of its own.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
-import httpx2
 from solana.exceptions import SolanaRpcException
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.commitment import Confirmed, Finalized, Processed
@@ -41,7 +39,8 @@ from solders.signature import Signature
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_status import TransactionConfirmationStatus
 
-from walletcore.domain.errors import BroadcastTimeout, DomainError, NodeUnavailable
+from walletcore.domain.errors import BroadcastTimeout, DomainError
+from walletcore_chains.solana.errors import TRANSPORT
 from walletcore_chains.solana.node import Commitment, Executed, SendError, SignatureStatus
 
 T = TypeVar("T")
@@ -64,14 +63,7 @@ _STATUSES_PER_CALL = 256
 
 def is_unreachable(exc: BaseException | None) -> bool:
     """A connection that was never made: the request cannot have reached the node."""
-    while exc is not None:
-        if isinstance(
-            exc,
-            httpx2.ConnectError | httpx2.ConnectTimeout | ConnectionRefusedError | socket.gaierror,
-        ):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
+    return TRANSPORT.unreachable(exc)
 
 
 def rpc_client(url: str, timeout: float) -> AsyncClient:
@@ -162,11 +154,8 @@ class RpcNode:
         except RPCException as exc:
             raise SendError(_rpc_text(exc)) from None
         except SolanaRpcException as exc:
-            if is_unreachable(exc):
-                raise NodeUnavailable(
-                    "Chain node unreachable; nothing was sent; retry with backoff"
-                ) from None
-            raise BroadcastTimeout() from None  # the request left: the outcome is unknown
+            # never left: 503; else the request left and the outcome is unknown
+            raise TRANSPORT.send_error(exc) from None
         except Exception:  # noqa: BLE001 - the request left: the outcome is unknown
             raise BroadcastTimeout() from None
         return str(resp.value)
@@ -212,10 +201,8 @@ class RpcNode:
         return [str(s.signature) for s in resp.value][:limit]
 
 
-def _read_failure(exc: BaseException | None) -> NodeUnavailable:
-    if is_unreachable(exc):
-        return NodeUnavailable("Chain node unreachable; retry with backoff")
-    return NodeUnavailable("The chain node could not answer; retry with backoff")
+def _read_failure(exc: BaseException | None) -> DomainError:
+    return TRANSPORT.read_error(exc)
 
 
 def _rpc_text(exc: RPCException) -> str:

@@ -10,19 +10,19 @@ from collections.abc import Iterator
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from walletcore.chainplugins import GatewayContext, GatewayFactory, env_aliases, env_name
+from walletcore.chainplugins import GatewayContext, GatewayFactory, env_name
 from walletcore.domain.assets import CONTRACT_ASSETS, Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
+from walletcore_chains.settings import ChainSettings, node_url, rpc_timeout, stuck_after
 
-#: TRC20 contracts per network (asset id -> address). Nile and Shasta have no canonical
-#: USDT or USDC: a test deployment names its own with `WALLETCORE_TRON_TOKENS`.
 #: The assets the TRON plugin declares (the contract's, of TRON).
 _DECLARED = {a.id: a for a in CONTRACT_ASSETS if a.chain == Chain.TRON}
 
+#: TRC20 contracts per network (asset id -> address). Nile and Shasta have no canonical
+#: USDT or USDC: a test deployment names its own with `WALLETCORE_TRON_TOKENS`.
 TOKENS: dict[str, dict[int, str]] = {
     "mainnet": {
         41: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",  # Tether USD (USDT)
@@ -33,32 +33,21 @@ TOKENS: dict[str, dict[int, str]] = {
 }
 
 
-class TronSettings(BaseSettings):
+class TronSettings(ChainSettings):
     """Settings of the `tron` plugin (`WALLETCORE_` + the field's name in capitals)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="WALLETCORE_", extra="ignore", populate_by_name=True
-    )
-
     #: the full node's HTTP API base, e.g. `https://api.trongrid.io` (a secret)
-    tron_node_url: SecretStr | None = Field(
-        default=None, validation_alias=env_aliases("TRON_NODE_URL", "RPC_TRON")
-    )
+    tron_node_url: SecretStr | None = node_url("TRON_NODE_URL", "RPC_TRON")
     #: sent as the `TRON-PRO-API-KEY` header on every request (TronGrid's; a secret)
     tron_api_key: SecretStr | None = None
     #: TronGrid's `/v1` history API base, when not the node's (a self-hosted java-tron has
     #: none: point this at TronGrid or another indexer serving it; a secret)
-    tron_history_url: SecretStr | None = None
+    tron_history_url: SecretStr | None = node_url()
     #: the token table: mainnet, nile or shasta (addresses are `T...` on all of them)
     tron_network: Literal["mainnet", "nile", "shasta"] = "mainnet"
     #: TRC20 contracts over the table: asset id -> `T...` address, JSON (`{"41": "T..."}`)
     tron_tokens: dict[int, str] = Field(default_factory=dict)
-    tron_rpc_timeout_seconds: float = Field(
-        default=20.0,
-        gt=0,
-        le=600,
-        validation_alias=env_aliases("TRON_RPC_TIMEOUT_SECONDS", "RPC_TIMEOUT_SECONDS"),
-    )
+    tron_rpc_timeout_seconds: float = rpc_timeout("TRON")
     #: a TRC20 transfer's fee_limit is the node's energy estimate x (1 + this), priced
     tron_energy_margin: float = Field(default=0.2, ge=0, le=5)
     #: seconds a signed transaction stays valid after its reference block (java-tron takes
@@ -68,7 +57,7 @@ class TronSettings(BaseSettings):
     tron_receipt_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
     #: seconds a broadcast transfer may stay pending before the follow job counts it stuck
     #: (TRON replaces nothing: it is re-signed only once it EXPIRED)
-    tron_stuck_after_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    tron_stuck_after_seconds: float = stuck_after(60.0, most=86_400)
 
     @field_validator("tron_tokens")
     @classmethod
@@ -119,7 +108,13 @@ def _rpc(context: GatewayContext[TronSettings]) -> ChainGateway:
         receipt_timeout=settings.tron_receipt_timeout_seconds,
         stuck_after_seconds=settings.tron_stuck_after_seconds,
     )
-    return TronGateway(client, context.validate_address, tokens=settings.tokens(), options=options)
+    return TronGateway(
+        client,
+        context.validate_address,
+        tokens=settings.tokens(),
+        options=options,
+        chain=context.chain,
+    )
 
 
 rpc_gateway: GatewayFactory[TronSettings] = GatewayFactory(_rpc, needs=_rpc_needs)

@@ -226,11 +226,11 @@ def test_the_rpc_plugin_needs_the_solana_url_and_valid_mints(tmp_path: Path) -> 
     ],
 )
 def test_a_nodes_refusal_words_read_like_the_litesvm_ones(text: str, words: str) -> None:
-    from walletcore_chains.solana.gateway import _refusal
+    from walletcore_chains.solana.errors import refusal
 
-    refused = _refusal(text)
+    refused = refusal(text)
     assert words in str(refused) and "nothing was sent" in str(refused)
-    assert _refusal("custom program error: 0x10").__class__.__name__ == "TransferRejected"
+    assert refusal("custom program error: 0x10").__class__.__name__ == "TransferRejected"
 
 
 async def test_a_transaction_that_landed_and_failed_reads_failed(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from tron_support import TRX, USDT, Wallet, make_gateway, signed_transfer, tronweb_check
 
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import NodeUnavailable, TransferRejected
 from walletcore.ports import FeeQuote, Sighting, SignedTransfer, Transfer, TransferFollower
 from walletcore_chains.testing.tron_node import TronTestNode
@@ -69,7 +70,9 @@ async def test_the_gateway_follows_transfers_and_resigns_them(
         assert node.broadcasts == []  # offline: nothing was sent
     monkeypatch.setenv("WALLETCORE_TRON_STUCK_AFTER_SECONDS", "15")
     settings = TronSettings(tron_node_url="http://127.0.0.1:1/tron")
-    context = SimpleNamespace(settings=settings, validate_address=validate_address)
+    context = SimpleNamespace(
+        chain=Chain.TRON, settings=settings, validate_address=validate_address
+    )
     built = rpc_gateway.build(context)  # type: ignore[arg-type]
     assert isinstance(built, TronGateway) and built.stuck_after_seconds == 15.0
     await built.aclose()

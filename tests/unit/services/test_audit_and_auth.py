@@ -18,7 +18,7 @@ from walletcore.ports import UnitOfWork
 from walletcore.services.auth import TOKEN_LIFETIME, hash_api_key
 from walletcore.testing import InMemoryStorage
 
-from .conftest import Core, CoreFactory
+from ..conftest import Core, CoreFactory
 
 
 async def audit_of(core: Core, request_id: str) -> AuditEntry:

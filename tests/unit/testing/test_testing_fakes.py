@@ -14,7 +14,7 @@ from walletcore.domain.assets import Chain, Fiat
 from walletcore.domain.errors import PriceUnavailable, WrongWalletPassword
 from walletcore.testing import FakeKeyStore, FixedPrices
 
-from .test_core_boundary import FORBIDDEN
+from ..test_core_boundary import FORBIDDEN
 
 EMBEDDER = """
 import asyncio, importlib.abc, json, sys, tempfile, pathlib

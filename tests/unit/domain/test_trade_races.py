@@ -12,7 +12,7 @@ import pytest
 from walletcore.domain.errors import DomainError
 from walletcore.domain.trade import Trade, TradeStatus
 
-from .conftest import Core, CoreFactory, CountingVenue, YieldingStorage
+from ..conftest import Core, CoreFactory, CountingVenue, YieldingStorage
 
 
 @pytest.fixture

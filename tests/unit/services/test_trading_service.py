@@ -32,7 +32,7 @@ from walletcore.domain.trade import (
 from walletcore.ports import PriceMap
 from walletcore_sandbox.venue import SandboxVenue
 
-from .conftest import Core, CoreFactory, CountingVenue
+from ..conftest import Core, CoreFactory, CountingVenue
 
 S = TradeStatus
 FIGURES = Figures(Decimal("0.5"), Decimal(33000), Decimal(66000))

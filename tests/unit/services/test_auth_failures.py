@@ -21,7 +21,7 @@ from walletcore.ports.metrics import AUTH_FAILURE_REASONS
 from walletcore.services.auth_failures import WRITE_DELAY_SECONDS
 from walletcore.testing import InMemoryStorage
 
-from .conftest import Core, CoreFactory
+from ..conftest import Core, CoreFactory
 
 RUN_BEGINS = "the first failed /auth since the last successful one"
 

@@ -36,7 +36,7 @@ from walletcore.testing import (
 )
 from walletcore.testing.markets import FixedPrices
 
-from .conftest import Core, CoreFactory, YieldingStorage
+from ..conftest import Core, CoreFactory, YieldingStorage
 
 CLIENT, USER = new_id(), new_id()
 TTL = timedelta(seconds=60)

@@ -22,7 +22,7 @@ from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Settings
 from walletcore.testing import CONTRACT_CATALOG, FixedPrices
 
-from .conftest import Core, CoreFactory
+from ..conftest import Core, CoreFactory
 
 ETH, BTC = 2, 1
 #: one ETH at 2,000 of every fiat: the minimum (0.0001 ETH) is 0.20, the maximum 20,000,000
