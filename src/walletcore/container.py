@@ -7,7 +7,7 @@ and resolved through entry points (`walletcore.plugins`). Tests swap one with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dependency_injector import containers, providers
@@ -15,14 +15,16 @@ from dependency_injector import containers, providers
 from walletcore import plugins
 from walletcore.chainplugins import (
     ChainDefinitions,
+    ChainPlan,
     ChainPlugin,
     build_gateways,
     plan_chains,
     served_chains,
 )
 from walletcore.clock import SystemClock
-from walletcore.domain.assets import CONTRACT_ASSETS, CONTRACT_CHAINS
+from walletcore.domain.assets import Chain
 from walletcore.domain.catalog import Catalog
+from walletcore.domain.chains import ChainDescription
 from walletcore.domain.trade_limits import TradeLimits
 from walletcore.jobs import InProcessJobs, Jobs, JobSettings, JobsMode
 from walletcore.jobs import jobs_mode as resolve_jobs_mode
@@ -43,9 +45,6 @@ from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
 from walletcore.settings import Profile, Settings
 
-#: The contract's sixteen assets: what a deployment serves on the contract's six chains.
-CONTRACT_CATALOG = Catalog.of(CONTRACT_ASSETS)
-
 #: Adapter names that only the sandbox profile may run.
 SANDBOX_ONLY = {
     "repo": {"memory"},
@@ -64,22 +63,21 @@ def _verifier(registry: Mapping[str, ChainPlugin[Any]]) -> SignatureVerifier:
     return ChainDefinitions.of(registry).verify_signature
 
 
-def served_catalog(
-    settings: Settings, registry: Callable[[], Mapping[str, ChainPlugin[Any]]]
-) -> Catalog:
-    """The assets this deployment serves, in catalog order: the contract's sixteen, of the
-    chains it serves (`chainplugins.served_chains`: the contract's six, and each other
-    chain the operator names that an installed plugin defines). The plugins are loaded
-    (`registry()`) only when another chain is named: an embedder of the core alone on
-    the contract's chains loads none."""
-    named = [c for c in settings.gateways if c not in CONTRACT_CHAINS]
-    if not named:
-        return CONTRACT_CATALOG
+def served_catalog(settings: Settings, registry: Mapping[str, ChainPlugin[Any]]) -> Catalog:
+    """The assets this deployment serves, in catalog order: the assets the descriptions of
+    the chains it serves declare (`chainplugins.served_chains`: the contract's six, in
+    contract order, then each other chain the operator names that an installed plugin
+    defines, by name), each described by the plugin that defines it. An installed chain
+    the deployment does not name adds nothing."""
+    definitions = ChainDefinitions.of(registry)
     problems: list[str] = []
-    chains = served_chains(settings, ChainDefinitions.of(registry()), problems)
+    chains = served_chains(settings, definitions, problems)
     if problems:
         raise ConfigurationError(problems=problems)
-    return CONTRACT_CATALOG.for_chains(chains)
+    missing = [c for c in chains if c not in definitions]
+    if missing:
+        definitions.plugin_of(missing[0])  # raises, naming what is installed
+    return Catalog((c, definitions.description(c).assets) for c in chains)
 
 
 def _asset_policy(catalog: Catalog, settings: Settings) -> AssetPolicy:
@@ -107,6 +105,11 @@ def _trade_limits(catalog: Catalog, settings: Settings) -> TradeLimits:
         raise ConfigurationError(
             f"WALLETCORE_TRADE_MINIMUMS / WALLETCORE_TRADE_MAXIMUMS: {exc}"
         ) from None
+
+
+def _descriptions(plan: ChainPlan) -> dict[Chain, ChainDescription]:
+    """The served chains' descriptions, from the plan's defining plugins."""
+    return plan.descriptions
 
 
 def _served_prices(mode: JobsMode, feed: Any, shared: Any) -> Any:
@@ -232,7 +235,7 @@ class Container(containers.DeclarativeContainer):
     chain_plan = providers.Singleton(plan_chains, settings, chain_plugins, chain_settings)
     #: the served assets (walletcore.domain.catalog), handed to every service and adapter
     #: that names an asset; overridable: `create_container(catalog=Catalog(...))`
-    catalog = providers.Singleton(served_catalog, settings, chain_plugins.provider)
+    catalog = providers.Singleton(served_catalog, settings, chain_plugins)
     asset_policy = providers.Singleton(_asset_policy, catalog, settings)
 
     auth = providers.Singleton(
@@ -248,6 +251,8 @@ class Container(containers.DeclarativeContainer):
     wallets = providers.Singleton(WalletService, storage, clock, keystore, asset_policy, auditor)
     address_validator = providers.Singleton(_validator, chain_plugins)
     signature_verifier = providers.Singleton(_verifier, chain_plugins)
+    #: chain -> its `ChainDescription` (fee caps, wrong-password answers, `/fee`'s shape)
+    descriptions = providers.Singleton(_descriptions, chain_plan)
     gateways = providers.Singleton(
         build_gateways,
         chain_plan,
@@ -263,10 +268,17 @@ class Container(containers.DeclarativeContainer):
         asset_policy,
         page_size=settings.provided.transactions_page_size,
     )
-    # the transfer lifecycle (services/transfers.py): ladders, following, replacements
+    # the transfer lifecycle (services/transfers/): ladders, following, replacements
     transfer_settings = providers.Singleton(TransferSettings)
     transfers = providers.Singleton(
-        Transfers, storage, clock, keystore, gateways, transfer_settings, catalog=catalog
+        Transfers,
+        storage,
+        clock,
+        keystore,
+        gateways,
+        descriptions,
+        transfer_settings,
+        catalog=catalog,
     )
     sends = providers.Singleton(
         SendService, storage, clock, keystore, gateways, asset_policy, auditor, transfers

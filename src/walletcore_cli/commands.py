@@ -167,6 +167,7 @@ async def _platform_cpfp(args: argparse.Namespace, container: Container) -> dict
     (`platform.cpfp`, target the child)."""
     from walletcore.domain.ids import new_id
     from walletcore.services.transfers import Wallets, sign_transfer
+    from walletcore_chains.bitcoin.chain import CHAIN as BITCOIN
     from walletcore_chains.bitcoin.gateway import BitcoinGateway
 
     client_id = args.client_id.strip().lower()
@@ -184,17 +185,17 @@ async def _platform_cpfp(args: argparse.Namespace, container: Container) -> dict
                 if await unit.clients.get(client_id) is None:
                     raise ApiClientNotFound()
                 wallet = await platform_wallet(unit, client_id)  # 404 until provisioned
-            gateway = gateways.get(Chain.BITCOIN)
+            gateway = gateways.get(BITCOIN)
             if not isinstance(gateway, BitcoinGateway):
                 raise InvalidRequest(
                     "BITCOIN has no rpc gateway here: child-pays-for-parent needs a node "
                     "(WALLETCORE_CHAINS=rpc or WALLETCORE_CHAIN_BITCOIN=rpc, docs/bitcoin.md)"
                 )
-            address = wallet.addresses.get(Chain.BITCOIN)
+            address = wallet.addresses.get(BITCOIN)
             if address is None:
                 raise InvalidRequest("the platform wallet has no BITCOIN address")
             rate = args.fee_rate if args.fee_rate is not None else await gateway.fee_rate()
-            cap = container.transfers().cap_units(Chain.BITCOIN)
+            cap = container.transfers().cap_units(BITCOIN)
             unsigned = await gateway.prepare_cpfp(address, args.txid, rate, cap_units=cap)
             parent = args.txid.strip().lower()  # checked by prepare_cpfp
             try:

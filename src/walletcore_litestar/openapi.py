@@ -16,9 +16,10 @@ Served: the JSON at `/schema/openapi.json`, an interactive page (Scalar) at `/sc
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from litestar._openapi.schema_generation import SchemaCreator
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, ScalarRenderPlugin
 from litestar.openapi.spec import (
@@ -35,9 +36,13 @@ from litestar.openapi.spec import (
     Schema,
     SecurityScheme,
 )
+from litestar.plugins import OpenAPISchemaPlugin
+from litestar.typing import FieldDefinition
 
 import walletcore
+from walletcore.domain.assets import Chain
 from walletcore.domain.catalog import Catalog
+from walletcore_litestar.schemas import ChainAddresses, address_order
 from walletcore_litestar.wire import (
     ASSET_ID_STRING_PATTERN,
     DOCUMENTED,
@@ -91,6 +96,31 @@ def openapi_config() -> OpenAPIConfig:
         ),
         create_examples=False,
     )
+
+
+class ChainAddressesSchema(OpenAPISchemaPlugin):
+    """The schema of `ChainAddresses` (a mapping on the wire): the component
+    `ChainAddresses`, an object whose properties are the chains (`chains()`, listed in
+    catalog order), each an optional string; `finish_openapi` closes it
+    (`additionalProperties: false`) like every object."""
+
+    def __init__(self, chains: Callable[[], Iterable[Chain]]) -> None:
+        self._chains = chains
+
+    @staticmethod
+    def is_plugin_supported_type(value: Any) -> bool:
+        return value is ChainAddresses
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
+    ) -> Schema:
+        properties = {
+            str(chain): FieldDefinition.from_annotation(str)
+            for chain in address_order(self._chains())
+        }
+        return schema_creator.create_component_schema(
+            field_definition, required=[], property_fields=properties, title="ChainAddresses"
+        )
 
 
 def finish_openapi(

@@ -11,12 +11,13 @@ from litestar.config.app import AppConfig
 from litestar.plugins import InitPluginProtocol
 
 from walletcore.container import Container, start, stop
+from walletcore.domain.assets import Chain
 from walletcore_litestar.bodies import StrictRequest
 from walletcore_litestar.errors import MAX_BODY_BYTES, handle_exception
 from walletcore_litestar.instrument import instrument
 from walletcore_litestar.limits import pin_recursion_limit, preload_chain_libraries
 from walletcore_litestar.metrics import PrometheusObserver
-from walletcore_litestar.openapi import openapi_config
+from walletcore_litestar.openapi import ChainAddressesSchema, openapi_config
 from walletcore_litestar.operations import OperationsSettings
 from walletcore_litestar.routes import build_routes
 from walletcore_litestar.services import OPERATIONS_KEY, STATE_KEY, Operations, Services
@@ -55,9 +56,14 @@ class WalletcorePlugin(InitPluginProtocol):
         # Every body is read by the one strict JSON reader (depth, UTF-8, duplicates, types).
         app_config.request_class = StrictRequest
         app_config.openapi_config = openapi_config()
+        app_config.plugins.append(ChainAddressesSchema(self._address_chains))
         app_config.on_startup.append(self._start)
         app_config.on_shutdown.append(self._stop)
         return app_config
+
+    def _address_chains(self) -> list[Chain]:
+        """The chains a wallet can hold an address on: the served catalog's."""
+        return list(self.container.catalog().chains)
 
     async def _start(self, app: Litestar) -> None:
         preload_chain_libraries()

@@ -16,12 +16,13 @@ in `wire`; the wallet operations' shapes in `wallet_ops_schemas`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, ClassVar
 
 import msgspec
 
 from walletcore.domain.assets import FIAT_DECIMALS, AssetKind, Chain, FeePayer, Fiat
+from walletcore.domain.catalog import chain_order
 from walletcore.domain.money import MAX_AMOUNT_CHARS, format_amount, format_optional
 from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.domain.trade import Quote, Side, Trade, TradeStatus
@@ -255,19 +256,21 @@ class TradeView(Result):
         )
 
 
-class ChainAddresses(Result):
-    """Chain name to address, limited to chains with at least one enabled asset."""
+def address_order(chains: Iterable[Chain]) -> list[Chain]:
+    """`chains` in the order a wallet's addresses are listed in: the catalog's (the
+    contract's six chains in contract order), then any other chain by name."""
+    return sorted(chains, key=chain_order)
 
-    BITCOIN: str | msgspec.UnsetType = msgspec.UNSET
-    ETHEREUM: str | msgspec.UnsetType = msgspec.UNSET
-    BSC: str | msgspec.UnsetType = msgspec.UNSET
-    TRON: str | msgspec.UnsetType = msgspec.UNSET
-    POLYGON: str | msgspec.UnsetType = msgspec.UNSET
-    SOLANA: str | msgspec.UnsetType = msgspec.UNSET
+
+class ChainAddresses(dict[str, str]):
+    """Chain name to address, limited to chains with at least one enabled asset: an
+    ordered mapping, in catalog order (`address_order`), so a chain a plugin adds is
+    listed as the contract's are. Its OpenAPI schema names the served chains' properties
+    (`walletcore_litestar.openapi.ChainAddressesSchema`)."""
 
     @classmethod
     def of(cls, addresses: Mapping[Chain, str]) -> ChainAddresses:
-        return cls(**{chain.value: address for chain, address in addresses.items()})
+        return cls((str(chain), addresses[chain]) for chain in address_order(addresses))
 
 
 class CreatedWallet(Result):

@@ -10,6 +10,7 @@ from litestar.connection import ASGIConnection
 
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import InvalidRequest, MissingOrExpiredToken, UserHeaderNotAllowed
+from walletcore.domain.wire import JsonValue
 from walletcore.services.context import Caller
 from walletcore_litestar.envelope import request_id_of
 from walletcore_litestar.services import services_of
@@ -72,7 +73,9 @@ def caller_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Caller:
     return Caller(client, request_id_of(connection.scope), request_id_given=given)
 
 
-def user_id_of(connection: ASGIConnection[Any, Any, Any, Any], body_user_id: object) -> object:
+def user_id_of(
+    connection: ASGIConnection[Any, Any, Any, Any], body_user_id: JsonValue
+) -> JsonValue:
     """`X-USER-ID`, when present, overrides the body's `userId` (sent twice: a 400)."""
     values = connection.headers.getall(USER_HEADER, [])
     if not values:

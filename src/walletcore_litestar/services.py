@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from walletcore.container import Container
+from walletcore.domain.assets import Chain
+from walletcore.domain.chains import ChainDescription
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.trade import Trade
 from walletcore.plugins import AdapterNotFound
@@ -126,6 +129,11 @@ class Services:
     def wallets(self) -> WalletService:
         # Resolved on first use too, so the rest of the API runs without a keystore adapter.
         return self.container.wallets()
+
+    @cached_property
+    def descriptions(self) -> Mapping[Chain, ChainDescription]:
+        """Each defined chain's description (`/fee`'s wire shape)."""
+        return self.container.descriptions()
 
     @cached_property
     def health(self) -> HealthService:

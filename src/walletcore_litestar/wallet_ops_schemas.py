@@ -12,7 +12,8 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
-from walletcore.domain.assets import Asset, Chain, FeePayer
+from walletcore.domain.assets import Asset, FeePayer
+from walletcore.domain.chains import FeeWire
 from walletcore.domain.money import MAX_AMOUNT_CHARS, format_balance
 from walletcore.domain.times import format_optional_datetime
 from walletcore.domain.wallet import TxRow
@@ -189,9 +190,10 @@ class TronFee(Result):
     energy: int | msgspec.UnsetType = msgspec.UNSET
 
 
-def fee_result(quote: FeeQuote, asset: Asset, native: Asset) -> str | TronFee:
-    """`/fee`: a decimal string in `native`, the chain's coin; on TRON the Tron fee object."""
-    if asset.chain == Chain.TRON:
+def fee_result(quote: FeeQuote, asset: Asset, native: Asset, fee_wire: FeeWire) -> str | TronFee:
+    """`/fee`: a decimal string in `native`, the chain's coin (`fee_wire` `decimal`); the
+    resources object (`resources`: TRON's bandwidth, and energy for a token) otherwise."""
+    if fee_wire == "resources":
         energy = msgspec.UNSET if asset.is_native else quote.energy or 0
         return TronFee(quote.bandwidth or 0, energy)
     return fee_text(quote.native_units, native)

@@ -1,29 +1,19 @@
-"""Sandbox chain gateways: one per chain over the shared `SandboxLedger`, with fees that
-follow each chain's model roughly, and real signatures. The chain plugin `sandbox`
-(`PLUGIN`, sandbox profile only) serves every chain, with each chain's own validator and
-verifier from the plugin that defines it.
+"""Sandbox chain gateways: one per chain over the shared `SandboxLedger`, with real
+signatures, and fees, hashes and minimums that follow each chain's model roughly. The chain
+plugin `sandbox` (`PLUGIN`, sandbox profile only) serves every chain, with each chain's own
+validator, verifier and description from the plugin that defines it.
 
-Fee models (native base units; figures in `FeeModel` below):
-- BITCOIN: virtual size x fee rate. A one-input, two-output P2WPKH transfer is 141 vB; a
-  sponsor adds an input and its change (+99 vB). 10 sat/vB.
-- ETHEREUM, BSC, POLYGON: gas x gas price. 21,000 gas for the native coin, 65,000 for a
-  token transfer; 20 / 3 / 30 gwei.
-- TRON: bandwidth (268 bytes for TRX, 345 for TRC20) and, for TRC20, energy (65,000, or
-  130,000 when the recipient never held the token), burned as TRX when not staked
-  (sandbox accounts stake nothing): 1,000 sun per bandwidth point, 210 sun per energy unit.
-- SOLANA: 5,000 lamports per signature (two when a sponsor pays), plus the rent of the
-  recipient's associated token account (2,039,280 lamports) on an SPL transfer to an
-  address that has none.
-- any other chain (a plugin's): a flat 1,000 base units.
+How the ledger plays a chain is its description's `SandboxRules` (walletcore.domain.chains),
+written by the chain's own plugin package (walletcore_chains: BITCOIN's vbytes and dust
+limit, the EVM chains' gas and gas price, TRON's bandwidth and energy, SOLANA's signatures
+and rent): the fee of a transfer, its minimum, its hash, whether the chain's keys sign the
+body's SHA-256 or the body, whether its indexer knows only addresses it has seen. A chain
+whose description brings no rules gets `FlatRules`: a flat fee of `FLAT_FEE_UNITS` native
+base units, no minimum, the SHA-256 of the signed transaction as its hash (64 hex), and the
+payload its curve signs (the digest on secp256k1, the body on ed25519).
 
-Minimums (`MinimumSends`), as the real chains refuse less: BITCOIN's dust limit of the
-recipient's address type (294 sat P2WPKH, 330 P2WSH and P2TR, 540 P2SH, 546 P2PKH, read from
-the address's form); SOLANA's rent-exempt minimum of a new account (890,880 lamports) for a
-native transfer to an address that holds no SOL.
-
-A transfer's body is canonical JSON; secp256k1 keys sign its SHA-256, ed25519 keys (SOLANA)
-sign the body itself. Hashes have each chain's form: 64 hex (BITCOIN, TRON, others), `0x` +
-64 hex (EVM), the base58 of the first signature (SOLANA).
+A transfer's body is canonical JSON. A hash is looked up in the chain's form
+(`ChainDescription.hashes`: hex in any case, base58 as it is).
 """
 
 from __future__ import annotations
@@ -36,12 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import base58
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from walletcore.chainplugins import ChainPlugin, GatewayContext, GatewayFactory
 from walletcore.domain.assets import CONTRACT_CHAINS, Asset, Chain
+from walletcore.domain.chains import (
+    ChainDescription,
+    SandboxBook,
+    SandboxFee,
+    SandboxMinimum,
+    SandboxRules,
+)
 from walletcore.domain.errors import (
     AddressUnknown,
     InvalidRequest,
@@ -64,73 +60,68 @@ from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile
 from walletcore_sandbox.ledger import DATA_FILE, LedgerTx, SandboxLedger, row_of
 
-EVM_CHAINS = frozenset({Chain.ETHEREUM, Chain.BSC, Chain.POLYGON})
+#: The fee of a chain whose description brings no sandbox rules, in native base units.
+FLAT_FEE_UNITS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
-class FeeModel:
-    btc_sat_per_vbyte: int = 10
-    btc_transfer_vbytes: int = 141
-    btc_sponsor_vbytes: int = 99
-    evm_native_gas: int = 21_000
-    evm_token_gas: int = 65_000
-    tron_native_bandwidth: int = 268
-    tron_token_bandwidth: int = 345
-    tron_energy_holder: int = 65_000
-    tron_energy_new_holder: int = 130_000
-    tron_sun_per_bandwidth: int = 1_000
-    tron_sun_per_energy: int = 210
-    sol_lamports_per_signature: int = 5_000
-    sol_token_account_rent: int = 2_039_280
-    #: the rent-exempt minimum of an account with no data: the least SOL a new one takes
-    sol_account_rent: int = 890_880
-    #: the node's dust relay fee (sat/kvB): an output worth less than spending it is refused
-    btc_dust_relay_sat_per_kvb: int = 3_000
-    #: any other chain (a plugin's new one): a flat fee in its native base units
-    other_native_units: int = 1_000
+class FlatRules:
+    """`SandboxRules` of a chain whose description brings none (see the module's
+    docstring)."""
+
+    signs_digest: bool = True
+    seen_addresses_only: bool = False
+    native_units: int = FLAT_FEE_UNITS
+
+    async def fee(
+        self, book: SandboxBook, recipient: str, asset: Asset, *, sponsored: bool
+    ) -> SandboxFee:
+        return SandboxFee(self.native_units)
+
+    async def minimum_send(
+        self, book: SandboxBook, recipient: str, asset: Asset
+    ) -> SandboxMinimum | None:
+        return None
+
+    def tx_hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:
+        return hashlib.sha256(raw).hexdigest()
 
 
-#: wei per gas on each EVM chain
-GAS_PRICE = {Chain.ETHEREUM: 20 * 10**9, Chain.BSC: 3 * 10**9, Chain.POLYGON: 30 * 10**9}
-#: the rules of the chains' minimums, as a refusal names them
-DUST_RULE = "the dust limit of its address type"
-RENT_RULE = "the rent-exempt minimum of a new SOLANA account"
-#: human-readable parts of the bech32 addresses of Bitcoin's networks
-_BECH32_HRPS = frozenset({"bc", "tb", "bcrt"})
+class _Book:
+    """The ledger as one chain's rules read it (`SandboxBook`)."""
 
+    __slots__ = ("_chain", "_ledger")
 
-def btc_dust_limit(address: str, sat_per_kvb: int = 3_000) -> int:
-    """The node's dust limit of an output to `address` (`GetDustThreshold`: the output and
-    the input that spends it, at the dust relay fee), its locking script read from the
-    address's form: a bech32 address holds a 20-byte (P2WPKH) or a 32-byte program (P2WSH,
-    P2TR); a base58 one is P2SH when it starts with `3` or `2`, else P2PKH."""
-    hrp, separator, data = address.lower().rpartition("1")
-    if separator and hrp in _BECH32_HRPS:
-        script, spend = (22 if len(data) == 39 else 34), 32 + 4 + 1 + 107 // 4 + 4
-    else:
-        script, spend = (23 if address[:1] in ("3", "2") else 25), 32 + 4 + 1 + 107 + 4
-    return (8 + 1 + script + spend) * sat_per_kvb // 1000
+    def __init__(self, ledger: SandboxLedger, chain: Chain) -> None:
+        self._ledger = ledger
+        self._chain = chain
+
+    async def balance(self, address: str, asset: Asset) -> int:
+        return await self._ledger.balance(self._chain, address, asset.id)
+
+    async def has_received(self, address: str, asset: Asset) -> bool:
+        return await self._ledger.has_received(self._chain, address, asset.id)
 
 
 class SandboxGateway(ChainGateway, MinimumSends):
     def __init__(
         self,
-        chain: Chain,
+        description: ChainDescription,
         ledger: SandboxLedger,
         validator: AddressValidator,
-        fees: FeeModel | None = None,
         *,
-        signs_digest: bool | None = None,
+        signs_digest: bool = True,
     ) -> None:
-        """`signs_digest`: whether the chain's keys sign the body's SHA-256 (secp256k1) or
-        the body itself (ed25519); by default, the body on SOLANA only."""
-        self.chain = Chain(chain)
+        """`description`: the chain's, whose `sandbox` rules it follows; `signs_digest`:
+        whether the chain's keys sign the body's SHA-256 (secp256k1) or the body itself
+        (ed25519), for a chain whose description brings no rules."""
+        self.chain = description.chain
+        self._description = description
         self._ledger = ledger
+        self._book = _Book(ledger, self.chain)
         self._validator = validator
-        self._fees = fees or FeeModel()
-        if signs_digest is None:
-            signs_digest = self.chain != Chain.SOLANA
-        self._signs_digest = signs_digest
+        rules: SandboxRules | None = description.sandbox
+        self._rules: SandboxRules = rules or FlatRules(signs_digest=signs_digest)
 
     def __repr__(self) -> str:
         return f"SandboxGateway({self.chain.value})"
@@ -142,7 +133,7 @@ class SandboxGateway(ChainGateway, MinimumSends):
         return self._validator(self.chain, address)
 
     async def balance(self, address: str, asset: Asset) -> int:
-        if self.chain == Chain.BITCOIN:  # an indexer knows only addresses it has seen
+        if self._rules.seen_addresses_only:  # an indexer knows only addresses it has seen
             known = await self._ledger.known_balance(self.chain, address, asset.id)
             if known is None:
                 raise AddressUnknown()
@@ -153,8 +144,7 @@ class SandboxGateway(ChainGateway, MinimumSends):
         return await self._ledger.history(self.chain, address, asset.id, limit)
 
     async def lookup(self, address: str, asset: Asset, tx_hash: str) -> TxRow:
-        wanted = tx_hash if self.chain == Chain.SOLANA else tx_hash.lower()  # hex: any case
-        tx = await self._ledger.find(wanted)
+        tx = await self._ledger.find(self._description.hashes.normalise(tx_hash))
         if tx is None or tx.chain != self.chain or tx.asset_id != asset.id:
             raise TransactionNotFound()
         if address not in (tx.sender, tx.recipient):
@@ -171,42 +161,14 @@ class SandboxGateway(ChainGateway, MinimumSends):
         fee_payer: str | None = None,
     ) -> FeeQuote:
         sponsored = fee_payer is not None and fee_payer != sender
-        f, chain = self._fees, self.chain
-        if chain == Chain.BITCOIN:
-            vbytes = f.btc_transfer_vbytes + (f.btc_sponsor_vbytes if sponsored else 0)
-            return FeeQuote(vbytes * f.btc_sat_per_vbyte)
-        if chain in EVM_CHAINS:
-            gas = f.evm_native_gas if asset.is_native else f.evm_token_gas
-            return FeeQuote(gas * GAS_PRICE[chain])
-        if chain == Chain.TRON:
-            if asset.is_native:
-                bandwidth = f.tron_native_bandwidth
-                return FeeQuote(bandwidth * f.tron_sun_per_bandwidth, bandwidth=bandwidth)
-            bandwidth = f.tron_token_bandwidth
-            holder = await self._ledger.has_received(chain, recipient, asset.id)
-            energy = f.tron_energy_holder if holder else f.tron_energy_new_holder
-            units = bandwidth * f.tron_sun_per_bandwidth + energy * f.tron_sun_per_energy
-            return FeeQuote(units, bandwidth=bandwidth, energy=energy)
-        if chain != Chain.SOLANA:
-            return FeeQuote(f.other_native_units)
-        lamports = f.sol_lamports_per_signature * (2 if sponsored else 1)
-        if not asset.is_native and not await self._ledger.has_received(chain, recipient, asset.id):
-            lamports += f.sol_token_account_rent
-        return FeeQuote(lamports)
+        fee = await self._rules.fee(self._book, recipient, asset, sponsored=sponsored)
+        return FeeQuote(fee.native_units, bandwidth=fee.bandwidth, energy=fee.energy)
 
     async def minimum_send(self, recipient: str, asset: Asset) -> SendMinimum | None:
-        """BITCOIN's dust limit, and SOLANA's rent-exempt minimum of a new account (the
-        module's docstring); None on the other chains."""
-        if self.chain == Chain.BITCOIN:
-            return SendMinimum(
-                btc_dust_limit(recipient, self._fees.btc_dust_relay_sat_per_kvb), DUST_RULE
-            )
-        new_account = (
-            self.chain == Chain.SOLANA
-            and asset.is_native
-            and await self._ledger.balance(self.chain, recipient, asset.id) == 0
-        )
-        return SendMinimum(self._fees.sol_account_rent, RENT_RULE) if new_account else None
+        """The chain's minimum by its rules (BITCOIN's dust limit, SOLANA's rent-exempt
+        minimum of a new account); None on the others."""
+        found = await self._rules.minimum_send(self._book, recipient, asset)
+        return None if found is None else SendMinimum(found.units, found.rule)
 
     # -- transfers ----------------------------------------------------------------------
     async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:
@@ -299,27 +261,14 @@ class SandboxGateway(ChainGateway, MinimumSends):
 
     # -- chain formats ------------------------------------------------------------------
     def _payload(self, body: bytes) -> bytes:
-        return hashlib.sha256(body).digest() if self._signs_digest else body
+        return hashlib.sha256(body).digest() if self._rules.signs_digest else body
 
     def _hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:
-        if self.chain == Chain.SOLANA:
-            return b58encode(first_signature)
-        if self.chain == Chain.TRON:
-            return hashlib.sha256(body).hexdigest()
-        if self.chain == Chain.BITCOIN:
-            return hashlib.sha256(hashlib.sha256(raw).digest()).digest()[::-1].hex()
-        if self.chain in EVM_CHAINS:
-            return "0x" + hashlib.sha3_256(raw).hexdigest()
-        return hashlib.sha256(raw).hexdigest()
+        return self._rules.tx_hash(body, raw, first_signature)
 
 
 def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
-
-
-def b58encode(data: bytes) -> str:
-    """Base58 (Bitcoin alphabet), for SOLANA transaction signatures."""
-    return base58.b58encode(data).decode("ascii")
 
 
 class SandboxChainSettings(BaseSettings):
@@ -358,7 +307,7 @@ def _ledger_gateway(context: GatewayContext[SandboxChainSettings]) -> SandboxGat
         ),
     )
     return SandboxGateway(
-        context.chain,
+        context.description,
         ledger,
         context.validate_address,
         signs_digest=context.keys.curve == "secp256k1",
@@ -376,10 +325,9 @@ PLUGIN: ChainPlugin[SandboxChainSettings] = ChainPlugin(
 
 
 __all__ = [
+    "FLAT_FEE_UNITS",
     "PLUGIN",
-    "FeeModel",
+    "FlatRules",
     "SandboxChainSettings",
     "SandboxGateway",
-    "b58encode",
-    "btc_dust_limit",
 ]

@@ -9,6 +9,7 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.money import format_balance
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore.services.send_plan import read_amount, read_asset
@@ -20,10 +21,10 @@ async def fund(
     gateways: Mapping[Chain, ChainGateway],
     catalog: Catalog,
     *,
-    chain: object,
-    address: object,
-    asset_id: object,
-    amount: object,
+    chain: JsonValue,
+    address: JsonValue,
+    asset_id: JsonValue,
+    amount: JsonValue,
 ) -> dict[str, Any]:
     """Credit `amount` of the asset to `address`; the new balance, as JSON-ready values.
 

@@ -168,7 +168,7 @@ def attempt_transfer(world: World, story: Story, chain: str, password: str) -> N
                 story.signer_address = signer.address
                 story.signature = signer.sign(TRANSFER_DIGEST)
         except WrongWalletPassword:
-            raise password_error_for(on) from None
+            raise password_error_for(world.container.descriptions()[on]) from None
 
     world.attempt(transfer)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from walletcore.chainplugins import (
 )
 from walletcore.clock import ManualClock
 from walletcore.domain.assets import CONTRACT_CHAINS, Chain
+from walletcore.domain.chains import HEX, ChainDescription, WrongPassword
 from walletcore.ports import NonceLeases
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
@@ -76,6 +78,20 @@ def _keys(chains: frozenset[Chain]) -> dict[Chain, KeyDerivation]:
     return {c: KeyDerivation("m/0'", "secp256k1", lambda public: public.hex()) for c in chains}
 
 
+def _describes(chains: frozenset[Chain]) -> dict[Chain, ChainDescription]:
+    return {
+        c: ChainDescription(
+            chain=c,
+            assets=CONTRACT_CATALOG.assets_of(c),
+            replaces_by="fee-bump",
+            default_fee_cap=Decimal(1),
+            wrong_password=WrongPassword.INVALID_CREDENTIALS,
+            hashes=HEX,
+        )
+        for c in chains
+    }
+
+
 def _node(context: GatewayContext[NodeSettings]) -> Gateway:
     return Gateway(context, "node")
 
@@ -92,6 +108,7 @@ DEFINES = ChainPlugin[None](
     validate_address=_validate,
     verify_signature=_verify,
     keys=_keys(EVERY),
+    describes=_describes(EVERY),
 )
 NODES = ChainPlugin(
     name="nodes",
@@ -248,6 +265,8 @@ def test_gateways_get_the_chains_definition_and_share_a_scope_per_plugin(
     assert eth.context.validate_address(Chain.ETHEREUM, " 0xabc ") == "0xabc"
     assert eth.context.verify_signature(Chain.ETHEREUM, "a", b"", b"ok")
     assert eth.context.keys.path == "m/0'"
+    assert eth.context.description is DEFINES.describes[Chain.ETHEREUM]
+    assert plan.descriptions == {c: DEFINES.describes[c] for c in plan.choices}
     ledger = gateways[Chain.BITCOIN]
     assert isinstance(ledger, Gateway)
     assert ledger.context.shared("ledger", list) == [
@@ -258,6 +277,33 @@ def test_gateways_get_the_chains_definition_and_share_a_scope_per_plugin(
     ]
 
 
+def test_a_gateway_must_replace_transfers_as_its_chain_is_described(tmp_path: Path) -> None:
+    def resigning(context: GatewayContext[None]) -> Gateway:
+        gateway = Gateway(context, "resigning")
+        gateway.resigns = True  # type: ignore[attr-defined]
+        return gateway
+
+    plugin = ChainPlugin[None](
+        name="resigning",
+        chains=frozenset({Chain.BITCOIN}),
+        gateways={"rpc": GatewayFactory(resigning)},
+    )
+    registry = {**REGISTRY, "resigning": plugin}
+    plan = plan_chains(settings(tmp_path, gateways={"BITCOIN": "resigning"}), registry, URL)
+
+    def leases() -> NonceLeases:
+        raise AssertionError("not asked for")
+
+    with pytest.raises(ConfigurationError, match="re-signs stuck transfers; BITCOIN's description"):
+        build_gateways(
+            plan,
+            settings=settings(tmp_path),
+            clock=ManualClock(),
+            catalog=CONTRACT_CATALOG,
+            nonce_leases=leases,
+        )
+
+
 def test_each_chain_is_defined_by_exactly_one_plugin(tmp_path: Path) -> None:
     twice = ChainPlugin[None](
         name="twice",
@@ -265,6 +311,7 @@ def test_each_chain_is_defined_by_exactly_one_plugin(tmp_path: Path) -> None:
         validate_address=_validate,
         verify_signature=_verify,
         keys=_keys(frozenset({Chain.TRON})),
+        describes=_describes(frozenset({Chain.TRON})),
     )
     with pytest.raises(ConfigurationError, match=r"defines TRON \(defines, twice\)"):
         ChainDefinitions.of({**REGISTRY, "twice": twice})
@@ -282,6 +329,25 @@ def test_a_plugin_defines_its_chains_whole_or_not_at_all() -> None:
             validate_address=_validate,
             verify_signature=_verify,
             keys=_keys(frozenset({Chain.TRON})),
+            describes=_describes(EVERY),
+        )
+    with pytest.raises(TypeError, match="a description of each of its chains"):
+        ChainPlugin[None](
+            name="undescribed",
+            chains=EVERY,
+            validate_address=_validate,
+            verify_signature=_verify,
+            keys=_keys(EVERY),
+            describes=_describes(frozenset({Chain.TRON})),
+        )
+    with pytest.raises(TypeError, match="another chain's description"):
+        ChainPlugin[None](
+            name="misdescribed",
+            chains=frozenset({Chain.TRON}),
+            validate_address=_validate,
+            verify_signature=_verify,
+            keys=_keys(frozenset({Chain.TRON})),
+            describes={Chain.TRON: _describes(frozenset({Chain.BSC}))[Chain.BSC]},
         )
     with pytest.raises(TypeError, match="plain word"):
         ChainPlugin[None](name="a:b", chains=EVERY)

@@ -79,9 +79,10 @@ class InvalidPassword(Unauthorized):
 class WrongWalletPassword(InvalidCredentials):
     """Raised by a `KeyStore` when the wallet password does not open the sealed seed.
 
-    Internal: the wallet use cases translate it with `password_error_for(chain)`, since the
-    spec answers a wrong password differently per chain. Left untranslated it reads as the
-    EVM/TRON answer, `401 Invalid credentials`.
+    Internal: the wallet use cases translate it with `password_error_for(description)` (the
+    chain's `ChainDescription.wrong_password`), since the spec answers a wrong password
+    differently per chain. Left untranslated it reads as the EVM/TRON answer,
+    `401 Invalid credentials`.
     """
 
 

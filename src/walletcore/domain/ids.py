@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from walletcore.domain.errors import InvalidRequest
+from walletcore.domain.wire import JsonValue
 
 _ID_RE = re.compile(r"\A[0-9a-f]{24}\Z")
 
@@ -44,7 +45,7 @@ def is_id(value: Any) -> bool:
     return isinstance(value, str) and _ID_RE.match(value) is not None
 
 
-def parse_id(value: Any, field: str) -> str:
+def parse_id(value: JsonValue, field: str) -> str:
     """A 24-hex id; upper case is accepted and normalised to lower case."""
     if value is None or value == "":
         raise InvalidRequest(f"{field} is required")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 from decimal import ROUND_DOWN, Context, Decimal, localcontext
-from typing import Any
 
 from walletcore.domain.errors import InvalidRequest
+from walletcore.domain.wire import JsonValue
 
 #: A plain, unsigned decimal: digits, optionally a point and more digits. No sign, no
 #: exponent, no whitespace, no thousands separators, no NaN or Infinity.
@@ -30,7 +30,7 @@ _OUTPUT_QUANTUM = Decimal(1).scaleb(-OUTPUT_PLACES)
 _WIDE = Context(prec=80)
 
 
-def parse_amount(value: Any, decimals: int, field: str = "amount") -> Decimal:
+def parse_amount(value: JsonValue, decimals: int, field: str = "amount") -> Decimal:
     """Parse a decimal string into a positive `Decimal` with at most `decimals` places.
 
     Rejects non-strings, negatives, zero, exponents, NaN/Infinity and too many places,

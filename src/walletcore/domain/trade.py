@@ -21,6 +21,7 @@ from walletcore.domain.errors import (
     TradeNotCancellable,
 )
 from walletcore.domain.money import keep_places
+from walletcore.domain.wire import JsonValue
 
 
 class Side(StrEnum):
@@ -58,7 +59,7 @@ class FixedLeg(StrEnum):
     FIAT = "fiat"
 
 
-def parse_side(value: Any) -> Side | None:
+def parse_side(value: JsonValue) -> Side | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -69,7 +70,7 @@ def parse_side(value: Any) -> Side | None:
     raise InvalidRequest("side must be one of buy, sell")
 
 
-def parse_status(value: Any) -> TradeStatus | None:
+def parse_status(value: JsonValue) -> TradeStatus | None:
     if value is None:
         return None
     if isinstance(value, str):

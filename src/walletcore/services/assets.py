@@ -13,6 +13,7 @@ from walletcore.domain.errors import (
     TradingUnavailable,
     UnknownAsset,
 )
+from walletcore.domain.wire import JsonValue
 
 TRADING_ENDPOINTS = frozenset({"sell", "order", "trade/approve"})
 
@@ -55,7 +56,7 @@ class AssetPolicy:
                 chains.append(asset.chain)
         return chains
 
-    def resolve(self, client: ApiClient, raw_asset_id: object, endpoint: str) -> Asset:
+    def resolve(self, client: ApiClient, raw_asset_id: JsonValue, endpoint: str) -> Asset:
         asset = self.catalog.asset_by_id(parse_asset_id(raw_asset_id))
         if asset.id in self._limited:
             raise UnknownAsset()

@@ -47,6 +47,7 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.ids import is_id, new_id
 from walletcore.domain.times import format_optional_datetime, utc
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import Clock, Observer, Storage
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.auth_failures import AuthFailureTally
@@ -116,7 +117,7 @@ class AuthService:
 
     # -- /auth ------------------------------------------------------------------------
     async def authenticate(
-        self, client_id: object, api_key: object, request_id: str
+        self, client_id: JsonValue, api_key: JsonValue, request_id: str
     ) -> IssuedToken:
         if not isinstance(client_id, str) or not is_id(client_id) or not isinstance(api_key, str):
             self.observer.auth_failure("malformed")

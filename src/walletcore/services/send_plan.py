@@ -28,6 +28,7 @@ from walletcore.domain.errors import AddressUnknown, InsufficientFunds, InvalidR
 from walletcore.domain.ids import parse_id
 from walletcore.domain.money import format_balance, parse_amount, to_base_units
 from walletcore.domain.wallet import WalletRecord
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import ChainGateway, FeeQuote, MinimumSends, SendMinimum, Transfer
 
 
@@ -53,19 +54,19 @@ class SendRequest:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def read_asset(catalog: Catalog, raw_asset_id: object) -> Asset:
+def read_asset(catalog: Catalog, raw_asset_id: JsonValue) -> Asset:
     """The catalog asset of a raw `assetId` (400 when malformed or unknown)."""
     return catalog.asset_by_id(parse_asset_id(raw_asset_id))
 
 
-def read_amount(raw: object, asset: Asset) -> int:
+def read_amount(raw: JsonValue, asset: Asset) -> int:
     """A decimal string with at most the asset's decimals, in base units."""
     if raw is None or raw == "":
         raise InvalidRequest("amount is required")
     return to_base_units(parse_amount(raw, asset.decimals), asset.decimals)
 
 
-def read_user_id(raw: object) -> str:
+def read_user_id(raw: JsonValue) -> str:
     return parse_id(raw, "userId")
 
 

@@ -47,6 +47,7 @@ from walletcore.domain.errors import (
     WrongWalletPassword,
 )
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import (
     ChainGateway,
     Clock,
@@ -109,11 +110,11 @@ class SendService:
         caller: Caller,
         *,
         request_id: str | None,
-        user_id: object,
-        asset_id: object,
-        recipient: object,
-        amount: object,
-        password: object,
+        user_id: JsonValue,
+        asset_id: JsonValue,
+        recipient: JsonValue,
+        amount: JsonValue,
+        password: JsonValue,
     ) -> SendReceipt:
         """`/send`: from the user's wallet; the fee payer rule of the asset applies."""
         async with self._auditor.record("wallet.send", caller.request_id, caller.client_id) as note:
@@ -151,9 +152,9 @@ class SendService:
         caller: Caller,
         *,
         request_id: str | None,
-        asset_id: object,
-        recipient: object,
-        amount: object,
+        asset_id: JsonValue,
+        recipient: JsonValue,
+        amount: JsonValue,
     ) -> SendReceipt:
         """`/platform/send`: from the api client's platform wallet, which pays the fee."""
         async with self._auditor.record(
@@ -255,7 +256,7 @@ class SendService:
                 self._keystore, plan.gateway, unsigned, wallets, password, ladder
             )
         except WrongWalletPassword:
-            raise password_error_for(plan.asset.chain) from None
+            raise password_error_for(self._transfers.description(plan.asset.chain)) from None
 
     async def _replay(
         self, record: SendRecord, request: SendRequest, note: AuditNote
@@ -279,7 +280,8 @@ class SendService:
         try:
             return await self._transfers.resign(record, password, note.request_id)
         except WrongWalletPassword:
-            raise password_error_for(SignedSend.from_bytes(record.raw_tx).chain) from None
+            chain = SignedSend.from_bytes(record.raw_tx).chain
+            raise password_error_for(self._transfers.description(chain)) from None
 
     async def _broadcast(
         self, record: SendRecord, signed: SignedSend, note: AuditNote

@@ -46,7 +46,7 @@ import logging
 from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Required, TypedDict, TypeVar, Unpack
 
 from walletcore.domain.assets import FIAT_DECIMALS, Asset, parse_fiat
 from walletcore.domain.audit import AuditEntry
@@ -81,6 +81,7 @@ from walletcore.domain.trade import (
     parse_status,
 )
 from walletcore.domain.trade_limits import TradeLimits
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import Clock, PriceSource, Storage, TradeVenue, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
@@ -95,6 +96,17 @@ log = logging.getLogger("walletcore.trading")
 _MAX_RACE_RETRIES = 3
 #: a venue's outcome with figures: a fill or an acceptance (`_kept`)
 _OutcomeT = TypeVar("_OutcomeT", Fill, Accepted)
+
+
+class QuoteBody(TypedDict, total=False):
+    """A `/sell` or `/order` body as the binding received it (`X-USER-ID` applied to
+    `user_id`): raw values, read by `TradingService.quote` in its order."""
+
+    user_id: Required[JsonValue]
+    asset_id: Required[JsonValue]
+    fiat: JsonValue
+    crypto_amount: JsonValue
+    fiat_amount: JsonValue
 
 
 class TradingService:
@@ -133,12 +145,12 @@ class TradingService:
         return trade.order(self._policy.catalog.asset_by_id(trade.asset_id).decimals)
 
     # -- quotes -------------------------------------------------------------------------
-    def sell(self, caller: Caller, **body: Any) -> Coroutine[Any, Any, Trade]:
+    def sell(self, caller: Caller, **body: Unpack[QuoteBody]) -> Coroutine[Any, Any, Trade]:
         """`/sell` (awaited): an open sell quote. Nothing is sold. The quote's own
         coroutine, not one around it: one fewer for every await inside a quote."""
         return self.quote(caller, Side.SELL, **body)
 
-    def order(self, caller: Caller, **body: Any) -> Coroutine[Any, Any, Trade]:
+    def order(self, caller: Caller, **body: Unpack[QuoteBody]) -> Coroutine[Any, Any, Trade]:
         """`/order` (awaited): an open buy quote, the mirror of `/sell`. Nothing is bought."""
         return self.quote(caller, Side.BUY, **body)
 
@@ -147,11 +159,11 @@ class TradingService:
         caller: Caller,
         side: Side,
         *,
-        user_id: object,
-        asset_id: object,
-        fiat: object = None,
-        crypto_amount: object = None,
-        fiat_amount: object = None,
+        user_id: JsonValue,
+        asset_id: JsonValue,
+        fiat: JsonValue = None,
+        crypto_amount: JsonValue = None,
+        fiat_amount: JsonValue = None,
     ) -> Trade:
         endpoint = "sell" if side is Side.SELL else "order"
         uid = parse_id(user_id, "userId")
@@ -195,7 +207,7 @@ class TradingService:
             return trade
 
     # -- approve ------------------------------------------------------------------------
-    async def approve(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
+    async def approve(self, caller: Caller, *, user_id: JsonValue, trade_id: JsonValue) -> Trade:
         """`/trade/approve`: price again holding the fixed leg, and execute."""
         uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
         async with self._auditor.record(
@@ -329,7 +341,7 @@ class TradingService:
         )
 
     # -- cancel, get, list --------------------------------------------------------------
-    async def cancel(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
+    async def cancel(self, caller: Caller, *, user_id: JsonValue, trade_id: JsonValue) -> Trade:
         """`/trade/cancel`: open -> cancelled; cancelled again is returned unchanged."""
         uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
         async with self._auditor.record(
@@ -346,7 +358,7 @@ class TradingService:
                     return cancelled
             raise TradeNotFound()  # pragma: no cover - needs three lost races in a row
 
-    async def get(self, caller: Caller, *, user_id: object, trade_id: object) -> Trade:
+    async def get(self, caller: Caller, *, user_id: JsonValue, trade_id: JsonValue) -> Trade:
         """`/trade`: the trade; an `approved` or `executing` one is first asked of the venue."""
         uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
         trade = await self._load(caller, uid, tid)
@@ -393,7 +405,12 @@ class TradingService:
         return await self._apply(caller, trade, outcome)
 
     async def list(
-        self, caller: Caller, *, user_id: object, side: object = None, status: object = None
+        self,
+        caller: Caller,
+        *,
+        user_id: JsonValue,
+        side: JsonValue = None,
+        status: JsonValue = None,
     ) -> list[Trade]:
         """`/trades`: the user's trades, newest first, one page, optionally filtered.
 
@@ -464,7 +481,9 @@ async def _require_user(unit: UnitOfWork, caller: Caller, user_id: str) -> None:
         raise UserNotFound()
 
 
-def _fixed_leg(asset: Asset, crypto_amount: object, fiat_amount: object) -> tuple[FixedLeg, Any]:
+def _fixed_leg(
+    asset: Asset, crypto_amount: JsonValue, fiat_amount: JsonValue
+) -> tuple[FixedLeg, Any]:
     if (crypto_amount is None) == (fiat_amount is None):
         raise InvalidRequest("Exactly one of cryptoAmount and fiatAmount is required")
     if crypto_amount is not None:

@@ -31,6 +31,7 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.sends import SendRecord
 from walletcore.domain.wallet import TxRow, WalletRecord
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import ChainGateway, FeeQuote, Storage
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.context import Caller
@@ -119,14 +120,24 @@ class WalletReads:
         self._page_size = page_size
 
     async def balance(
-        self, caller: Caller, *, asset_id: object, user_id: object = None, platform: bool = False
+        self,
+        caller: Caller,
+        *,
+        asset_id: JsonValue,
+        user_id: JsonValue = None,
+        platform: bool = False,
     ) -> Holding:
         target = await self._target(caller, "balance", asset_id, user_id, platform)
         units = await target.gateway.balance(target.address, target.asset)
         return Holding(target.asset, target.address, units)
 
     async def info(
-        self, caller: Caller, *, asset_id: object, user_id: object = None, platform: bool = False
+        self,
+        caller: Caller,
+        *,
+        asset_id: JsonValue,
+        user_id: JsonValue = None,
+        platform: bool = False,
     ) -> WalletInfo:
         target = await self._target(caller, "info", asset_id, user_id, platform)
         try:
@@ -140,7 +151,12 @@ class WalletReads:
         return WalletInfo(target.asset, target.address, units, target.native, rows)
 
     async def transactions(
-        self, caller: Caller, *, asset_id: object, user_id: object = None, platform: bool = False
+        self,
+        caller: Caller,
+        *,
+        asset_id: JsonValue,
+        user_id: JsonValue = None,
+        platform: bool = False,
     ) -> TxPage:
         target = await self._target(caller, "transactions", asset_id, user_id, platform)
         rows = await target.gateway.history(target.address, target.asset, self._page_size)
@@ -150,9 +166,9 @@ class WalletReads:
         self,
         caller: Caller,
         *,
-        asset_id: object,
-        tx_hash: object,
-        user_id: object = None,
+        asset_id: JsonValue,
+        tx_hash: JsonValue,
+        user_id: JsonValue = None,
         platform: bool = False,
     ) -> TxFound:
         target = await self._target(caller, "txid", asset_id, user_id, platform)
@@ -210,10 +226,10 @@ class WalletReads:
         self,
         caller: Caller,
         *,
-        asset_id: object,
-        recipient: object,
-        amount: object = None,
-        user_id: object = None,
+        asset_id: JsonValue,
+        recipient: JsonValue,
+        amount: JsonValue = None,
+        user_id: JsonValue = None,
         platform: bool = False,
     ) -> FeeAnswer:
         """The fee of the send that would follow (a platform quote ignores any `sender`)."""
@@ -240,7 +256,7 @@ class WalletReads:
         return FeeAnswer(asset, quote, target.native)
 
     async def _target(
-        self, caller: Caller, endpoint: str, asset_id: object, user_id: object, platform: bool
+        self, caller: Caller, endpoint: str, asset_id: JsonValue, user_id: JsonValue, platform: bool
     ) -> _Target:
         uid = None if platform else read_user_id(user_id)
         name = f"platform/{endpoint}" if platform else endpoint
@@ -255,7 +271,7 @@ class WalletReads:
         return _Target(asset, wallet, wallet_address(wallet, asset), gateway, native)
 
 
-def _tx_hash(value: object) -> str:
+def _tx_hash(value: JsonValue) -> str:
     if value is None or value == "":
         raise InvalidRequest("txHash is required")
     if not isinstance(value, str):

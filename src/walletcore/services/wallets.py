@@ -27,19 +27,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.chains import ChainDescription
 from walletcore.domain.clients import User
 from walletcore.domain.errors import (
     ApiClientNotFound,
     Conflict,
     DomainError,
     InvalidCredentials,
-    InvalidPassword,
-    InvalidPasswordBadRequest,
     InvalidRequest,
     WrongWalletPassword,
 )
 from walletcore.domain.ids import is_id, new_id, parse_id
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import Clock, KeyStore, Storage, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
@@ -70,20 +70,15 @@ class WalletAlreadyCreated(Conflict):
         self.user_id = user_id
 
 
-def password_error_for(chain: Chain) -> DomainError:
-    """The spec's answer to a wrong wallet password when sending on `chain`.
-
-    EVM chains and TRON: `401 Invalid credentials`; SOLANA: `401 Invalid password`;
-    BITCOIN: `400 Invalid password`.
-    """
-    if chain == Chain.SOLANA:
-        return InvalidPassword()
-    if chain == Chain.BITCOIN:
-        return InvalidPasswordBadRequest()
-    return InvalidCredentials()
+def password_error_for(description: ChainDescription) -> DomainError:
+    """The spec's answer to a wrong wallet password when sending on the described chain:
+    its description's `wrong_password` (the contract's chains: EVM chains and TRON
+    `401 Invalid credentials`; SOLANA `401 Invalid password`; BITCOIN `400 Invalid
+    password`)."""
+    return description.wrong_password.error()
 
 
-def new_password(value: object) -> str:
+def new_password(value: JsonValue) -> str:
     """A password chosen at creation: a string of 8 to 256 characters."""
     password = _password_text(value)
     if not PASSWORD_MIN_LENGTH <= len(password) <= PASSWORD_MAX_LENGTH:
@@ -93,7 +88,7 @@ def new_password(value: object) -> str:
     return password
 
 
-def given_password(value: object) -> str:
+def given_password(value: JsonValue) -> str:
     """A password presented to open a wallet: any non-empty string of at most 256
     characters (a wrong one is a 401 later, not a 400 here)."""
     password = _password_text(value)
@@ -102,7 +97,7 @@ def given_password(value: object) -> str:
     return password
 
 
-def _password_text(value: object) -> str:
+def _password_text(value: JsonValue) -> str:
     if value is None or value == "":
         raise InvalidRequest("password is required")
     if not isinstance(value, str):
@@ -131,7 +126,7 @@ class WalletService:
         self._auditor = auditor
 
     # -- user wallets -------------------------------------------------------------------
-    async def create(self, caller: Caller, *, password: object) -> CreatedWallet:
+    async def create(self, caller: Caller, *, password: JsonValue) -> CreatedWallet:
         """`/create`: a new user and wallet; the seed phrase is in the answer, once.
 
         With an X-Request-Id the caller sent, at most one per (api client, X-Request-Id):
@@ -182,7 +177,7 @@ class WalletService:
             raise WalletAlreadyCreated(existing)
 
     async def extend(
-        self, caller: Caller, *, user_id: object, password: object
+        self, caller: Caller, *, user_id: JsonValue, password: JsonValue
     ) -> Mapping[Chain, str]:
         """`/extend`: add addresses for chains enabled since creation; answer the map."""
         uid = parse_id(user_id, "userId")
@@ -208,7 +203,7 @@ class WalletService:
                 await self._update(wallet, note)
             return _ordered(wallet.addresses, chains)  # nothing missing: audited `replay`
 
-    async def addresses(self, caller: Caller, *, user_id: object) -> Mapping[Chain, str]:
+    async def addresses(self, caller: Caller, *, user_id: JsonValue) -> Mapping[Chain, str]:
         """`/addresses`: the stored map, only the chains enabled now."""
         wallet = await self._user_wallet(caller, parse_id(user_id, "userId"))
         return _ordered(wallet.addresses, self._policy.enabled_chains(caller.client))

@@ -20,6 +20,7 @@ from walletcore.chainplugins import ChainPlugin, KeyDerivation
 from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore_chains import bclib
+from walletcore_chains.bitcoin.chain import CHAIN, DESCRIPTION
 from walletcore_chains.bitcoin.config import BitcoinSettings, rpc_gateway
 from walletcore_chains.bitcoin.network import current_network
 from walletcore_chains.curves import verify_secp256k1
@@ -95,11 +96,12 @@ def verify_signature(chain: Chain, address: str, payload: bytes, signature: byte
 #: Entry point `walletcore.chains: bitcoin` (`walletcore_chains.bitcoin:PLUGIN`, re-exported).
 PLUGIN: ChainPlugin[BitcoinSettings] = ChainPlugin(
     name="bitcoin",
-    chains=frozenset({Chain.BITCOIN}),
+    chains=frozenset({CHAIN}),
     settings_model=BitcoinSettings,
     validate_address=validate_address,
     verify_signature=verify_signature,
-    keys={Chain.BITCOIN: KeyDerivation(PATH, "secp256k1", address_of)},
+    keys={CHAIN: KeyDerivation(PATH, "secp256k1", address_of)},
+    describes={CHAIN: DESCRIPTION},
     gateways={"rpc": rpc_gateway},
 )
 

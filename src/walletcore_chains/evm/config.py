@@ -23,9 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from eth_utils.address import is_checksum_address
-
-from walletcore.domain.assets import CONTRACT_ASSETS, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.secretfiles import ConfigurationError
 
 NETWORKS = ("mainnet", "testnet", "devnet")
@@ -128,6 +126,11 @@ _TESTNET = {
 _DEVNET_SYMBOLS = {Chain.ETHEREUM: "ETH", Chain.BSC: "BNB", Chain.POLYGON: "POL"}
 
 
+def rpc_networks(chain: Chain) -> dict[str, EvmConfig]:
+    """The `rpc` networks of one of the asset table's EVM chains: network -> config."""
+    return {"mainnet": _MAINNET[chain], "testnet": _TESTNET[chain]}
+
+
 def evm_config(chain: Chain, network: str, tokens: Mapping[int, str] | None = None) -> EvmConfig:
     """The configuration of `chain` on `network`, with the contracts of `chain` among
     `tokens` (`WALLETCORE_EVM_TOKENS`: asset id -> contract, for any EVM chain) over the
@@ -152,24 +155,35 @@ def evm_config(chain: Chain, network: str, tokens: Mapping[int, str] | None = No
     return replace(config, tokens={**config.tokens, **overrides}) if overrides else config
 
 
-def token_overrides(chain: Chain, tokens: Mapping[int, str]) -> dict[int, str]:
-    """The contracts of `chain` among `tokens`, each checked: the asset is a token of an
-    EVM chain, and the address a checksummed (EIP-55) one. The address is never echoed
-    (a key pasted by mistake must not reach a log)."""
+def token_overrides(
+    chain: Chain,
+    tokens: Mapping[int, str],
+    assets: Mapping[int, Asset] | None = None,
+    variable: str = "WALLETCORE_EVM_TOKENS",
+) -> dict[int, str]:
+    """The contracts of `chain` among `tokens`, each checked: the asset is a token of one
+    of the family's chains (`assets`: asset id -> asset; by default the contract's
+    ETHEREUM, BSC and POLYGON assets), and the address a checksummed (EIP-55) one.
+    `variable` names the setting in messages. The address is never echoed (a key pasted by
+    mistake must not reach a log)."""
+    from eth_utils.address import is_checksum_address
+
+    if assets is None:
+        assets = {a.id: a for a in CONTRACT_ASSETS if a.chain in EVM_CHAINS}
+    family = list(dict.fromkeys(a.chain.value for a in assets.values()))
     out: dict[int, str] = {}
     for key, address in tokens.items():
         try:
-            asset = _DECLARED.get(int(key))
+            asset = assets.get(int(key))
         except (TypeError, ValueError):
             asset = None
-        if asset is None or asset.is_native or asset.chain not in EVM_CHAINS:
+        if asset is None or asset.is_native:
             raise ConfigurationError(
-                f"WALLETCORE_EVM_TOKENS: asset {key} is not a token of "
-                f"{', '.join(c.value for c in EVM_CHAINS)}"
+                f"{variable}: asset {key} is not a token of {', '.join(family)}"
             )
         if not isinstance(address, str) or not is_checksum_address(address.strip()):
             raise ConfigurationError(
-                f"WALLETCORE_EVM_TOKENS: the contract of asset {asset.id} ({asset.symbol} on "
+                f"{variable}: the contract of asset {asset.id} ({asset.symbol} on "
                 f"{asset.chain.value}) is not a checksummed (EIP-55) 0x address"
             )
         if asset.chain == chain:
@@ -181,16 +195,18 @@ EVM_CHAINS = (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON)
 #: chains whose blocks carry a validator's seal in `extraData` (97 bytes and more, where
 #: web3 expects 32): web3 reads them through `ExtraDataToPOAMiddleware`
 POA_CHAINS = frozenset({Chain.BSC, Chain.POLYGON})
-#: The assets the EVM plugin declares (the contract's, of its chains).
-_DECLARED = {a.id: a for a in CONTRACT_ASSETS if a.chain in EVM_CHAINS}
+#: the chain ids of the asset table's EVM chains on their main networks
+MAINNET_CHAIN_IDS: dict[Chain, int] = {c: cfg.chain_id or 0 for c, cfg in _MAINNET.items()}
 
 __all__ = [
     "DEVNET_STUCK_AFTER_SECONDS",
     "EVM_CHAINS",
+    "MAINNET_CHAIN_IDS",
     "NETWORKS",
     "POA_CHAINS",
     "STUCK_AFTER_SECONDS",
     "EvmConfig",
     "evm_config",
+    "rpc_networks",
     "token_overrides",
 ]

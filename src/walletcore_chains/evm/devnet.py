@@ -44,7 +44,7 @@ class DevnetEvmGateway(EvmGateway):
     def __init__(
         self, chain: Chain, validator: AddressValidator, assets: Iterable[Asset] | None = None
     ) -> None:
-        """`assets`: the chain's served assets (its factory passes the catalog's), whose
+        """`assets`: the chain's assets (its factory passes its description's), whose
         tokens are deployed; by default the contract's of `chain`."""
         provider = AsyncEthereumTesterProvider()
         self.tester = provider.ethereum_tester

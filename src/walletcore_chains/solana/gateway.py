@@ -84,6 +84,7 @@ from walletcore.ports import (
     UnsignedTransfer,
 )
 from walletcore_chains.solana import errors
+from walletcore_chains.solana.chain import RENT_RULE
 from walletcore_chains.solana.node import (
     LAMPORTS_PER_SIGNATURE,
     TOKEN_ACCOUNT_SIZE,
@@ -95,8 +96,6 @@ from walletcore_chains.solana.node import (
 from walletcore_chains.solana.rows import row
 
 MEMO_PROGRAM_ID = Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr")
-#: the rule of `minimum_send`, as a refusal names it
-RENT_RULE = "the rent-exempt minimum of a new SOLANA account"
 
 #: Compute units of each part of a transfer, for its compute-unit limit: what LiteSVM
 #: measures (tests/integration/solana/test_solana_follow.py checks every transfer stays

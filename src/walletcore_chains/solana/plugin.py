@@ -36,6 +36,7 @@ from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore_chains.curves import verify_ed25519
 from walletcore_chains.settings import ChainSettings, network, node_url, rpc_timeout, stuck_after
+from walletcore_chains.solana.chain import CHAIN, DESCRIPTION
 
 PATH = "m/44'/501'/0'/0'"
 
@@ -176,11 +177,12 @@ def _devnet(context: GatewayContext[SolanaSettings]) -> ChainGateway:
 #: Entry point `walletcore.chains: solana`.
 PLUGIN: ChainPlugin[SolanaSettings] = ChainPlugin(
     name="solana",
-    chains=frozenset({Chain.SOLANA}),
+    chains=frozenset({CHAIN}),
     settings_model=SolanaSettings,
     validate_address=validate_address,
     verify_signature=verify_signature,
-    keys={Chain.SOLANA: KeyDerivation(PATH, "ed25519", address_of)},
+    keys={CHAIN: KeyDerivation(PATH, "ed25519", address_of)},
+    describes={CHAIN: DESCRIPTION},
     gateways={
         "rpc": GatewayFactory(_rpc, needs=_rpc_needs),
         "devnet": GatewayFactory(_devnet, sandbox_only=True),

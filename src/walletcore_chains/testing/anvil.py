@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Self
@@ -46,13 +47,14 @@ from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 
 from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
+from walletcore_chains.evm.config import MAINNET_CHAIN_IDS
 
 ANVIL_ENV = "WALLETCORE_ANVIL"
 PACKAGE = "@foundry-rs/anvil-linux-amd64"
 #: Where `dev.py test` installs the npm package (beside the project's virtualenv).
 INSTALLED = Path(sys.prefix) / "anvil" / "node_modules" / PACKAGE / "bin" / "anvil"
 #: anvil's chain ids of the asset table's EVM chains on their main networks.
-MAINNET_IDS = {Chain.ETHEREUM: 1, Chain.BSC: 56, Chain.POLYGON: 137}
+MAINNET_IDS = MAINNET_CHAIN_IDS
 _MINT = keccak(b"mint(address,uint256)")[:4]
 
 
@@ -85,7 +87,11 @@ class AnvilNode:
         mining: bool = True,
         hardfork: str | None = None,
         binary: Path | None = None,
+        assets: Iterable[Asset] | None = None,
     ) -> None:
+        """`chain_id`: by default the chain's main network's (`MAINNET_IDS`, the asset
+        table's EVM chains); `assets`: the chain's assets whose tokens are deployed (by
+        default the contract's), for an EVM chain a plugin adds."""
         found = binary or find_anvil()
         if found is None:
             raise FileNotFoundError(
@@ -100,6 +106,7 @@ class AnvilNode:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.tokens: dict[int, str] = {}
+        self._assets = tuple(CONTRACT_ASSETS if assets is None else assets)
         self._process: subprocess.Popen[bytes] | None = None
         self._funder = ""
         self._calls = 0
@@ -141,7 +148,7 @@ class AnvilNode:
             if not self.legacy:  # Token.vy's bytecode needs later opcodes (PUSH0)
                 self.tokens = {
                     asset.id: self._deploy(asset)
-                    for asset in CONTRACT_ASSETS
+                    for asset in self._assets
                     if asset.chain == self.chain and not asset.is_native
                 }
         except BaseException:

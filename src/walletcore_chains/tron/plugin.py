@@ -16,6 +16,7 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore_chains.curves import uncompressed, verify_secp256k1
 from walletcore_chains.encodings import b58check_decode
+from walletcore_chains.tron.chain import CHAIN, DESCRIPTION
 from walletcore_chains.tron.config import TronSettings, rpc_gateway
 
 PATH = "m/44'/195'/0'/0/0"
@@ -50,11 +51,12 @@ def verify_signature(chain: Chain, address: str, payload: bytes, signature: byte
 #: Entry point `walletcore.chains: tron` (`walletcore_chains.tron:PLUGIN`, re-exported).
 PLUGIN: ChainPlugin[TronSettings] = ChainPlugin(
     name="tron",
-    chains=frozenset({Chain.TRON}),
+    chains=frozenset({CHAIN}),
     settings_model=TronSettings,
     validate_address=validate_address,
     verify_signature=verify_signature,
-    keys={Chain.TRON: KeyDerivation(PATH, "secp256k1", address_of)},
+    keys={CHAIN: KeyDerivation(PATH, "secp256k1", address_of)},
+    describes={CHAIN: DESCRIPTION},
     gateways={"rpc": rpc_gateway},
 )
 

@@ -20,6 +20,7 @@ from litestar.params import JSONBody
 
 from walletcore.domain.errors import PlatformWalletNotFound
 from walletcore.domain.money import format_balance
+from walletcore.domain.wire import JsonValue
 from walletcore_litestar.envelope import request_id_of
 from walletcore_litestar.routes._docs import WALLET, errors
 from walletcore_litestar.security import caller_of, user_id_of
@@ -59,7 +60,7 @@ class Owner:
     """Whose wallet: a user's (`user_id` as sent), or the api client's platform wallet."""
 
     platform: bool
-    user_id: object = None
+    user_id: JsonValue = None
 
 
 def _idempotency_key(request: AnyRequest) -> str | None:
@@ -111,7 +112,8 @@ async def _fee(
 ) -> str | TronFee:
     # A platform send pays its own fee on top of the amount: its fee takes no amount.
     amount = data.amount if isinstance(data, WalletFeeRequest) else None
-    answer = await services_of(request.app).wallet_reads.fee(
+    services = services_of(request.app)
+    answer = await services.wallet_reads.fee(
         caller_of(request),
         asset_id=data.assetId,
         recipient=data.recipient,
@@ -119,7 +121,8 @@ async def _fee(
         user_id=owner.user_id,
         platform=owner.platform,
     )
-    return fee_result(answer.quote, answer.asset, answer.native)
+    fee_wire = services.descriptions[answer.asset.chain].fee_wire
+    return fee_result(answer.quote, answer.asset, answer.native, fee_wire)
 
 
 async def _send(request: AnyRequest, data: PlatformSendRequest, owner: Owner) -> SendResult:

@@ -28,6 +28,7 @@ from walletcore.domain.wallet import TxRow
 from walletcore.ports import FeeQuote
 from walletcore.settings import Settings
 from walletcore.testing import CONTRACT_CATALOG
+from walletcore_chains.descriptions import DESCRIPTIONS
 from walletcore_litestar.wallet_ops_schemas import TransactionRow, fee_result
 
 DATETIME = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
@@ -42,7 +43,8 @@ def tx_row_view(row: TxRow, asset: Asset) -> Any:
 def fee_view(quote: FeeQuote, asset: Asset) -> Any:
     """A fee quote as the HTTP API answers it."""
     native = CONTRACT_CATALOG.native_asset(asset.chain)
-    return msgspec.to_builtins(fee_result(quote, asset, native))
+    fee_wire = DESCRIPTIONS[asset.chain].fee_wire
+    return msgspec.to_builtins(fee_result(quote, asset, native, fee_wire))
 
 
 async def test_history_is_newest_first_and_confirms_after_the_delay(ops: Ops) -> None:

@@ -25,6 +25,7 @@ from walletcore.domain.wallet import WalletOwner
 from walletcore.services.wallets import CreatedWallet, password_error_for
 from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains import hd, sealing
+from walletcore_chains.descriptions import DESCRIPTIONS
 
 if TYPE_CHECKING:
     from conftest import Wallets
@@ -350,7 +351,7 @@ async def test_user_and_platform_wallets_are_separate(wallets: Wallets) -> None:
     ],
 )
 def test_password_error_for(chain: Chain, error: type, status: int, message: str) -> None:
-    answer = password_error_for(chain)
+    answer = password_error_for(DESCRIPTIONS[chain])
     assert type(answer) is error
     assert (answer.status, answer.message) == (status, message)
     assert not isinstance(answer, WrongWalletPassword)

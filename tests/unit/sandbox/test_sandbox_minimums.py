@@ -1,12 +1,12 @@
-"""The sandbox chain's minimums agree with the real chains': BITCOIN's dust limit read from
+"""The sandbox chain's minimums (BITCOIN's `SandboxRules`) agree with the real chains': BITCOIN's dust limit read from
 an address's form is the node's for its locking script (`walletcore_chains.bitcoin.coins`)."""
 
 from __future__ import annotations
 
 import pytest
 
+from walletcore_chains.bitcoin.chain import btc_dust_limit
 from walletcore_chains.bitcoin.coins import dust_limit
-from walletcore_sandbox.chain import btc_dust_limit
 
 P2WPKH, P2WSH_OR_P2TR, P2SH, P2PKH = (22, True), (34, True), (23, False), (25, False)
 

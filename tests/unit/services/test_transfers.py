@@ -1,10 +1,11 @@
-"""The transfer lifecycle on the core's fakes (walletcore.services.transfers,
-docs/transfers.md), driven as the `follow_sends` job, a `/send` replay and the operator
-drive it: settled once with its audit entry; a stuck send bumped from its pre-signed ladder
-within the fee cap; a dropped one broadcast again, then refilled by the next rung; an
-expired one re-signed where the gateway re-signs; every move a compare-and-set on the
-transfer's current hash (a move that lost changes nothing); node errors leave the transfer
-for the next run."""
+"""The transfer lifecycle on the core's fakes (walletcore.services.transfers: following,
+replacing and the operator, through `Transfers`; docs/transfers.md), driven as the
+`follow_sends` job, a `/send` replay and the operator drive it: settled once with its audit
+entry; a stuck send bumped from its pre-signed ladder within the fee cap; a dropped one
+broadcast again, then refilled by the next rung; an expired one re-signed where the gateway
+re-signs; every move a compare-and-set on the transfer's current hash (a move that lost
+changes nothing); node errors leave the transfer for the next run. The signing and the
+moves on their own: test_transfer_signing.py, test_transfer_moves.py."""
 
 from __future__ import annotations
 
