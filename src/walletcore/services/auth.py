@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import NoReturn
 
-from walletcore.domain.assets import FeePayer
+from walletcore.domain.assets import CONTRACT_ASSETS, FeePayer
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.catalog import Catalog
 from walletcore.domain.clients import ApiClient, AuthFailures
@@ -58,6 +58,8 @@ TOKEN_LIFETIME = timedelta(minutes=15)
 CLIENT_CACHE_SIZE = 4096
 API_KEY_PREFIX = "wck_"
 _DUMMY_HASH = hashlib.sha256(b"walletcore: no such client").hexdigest()
+#: A client's assets when the operator names none: the contract's sixteen.
+_CONTRACT_IDS = frozenset(a.id for a in CONTRACT_ASSETS)
 
 
 def hash_api_key(api_key: str) -> str:
@@ -380,9 +382,12 @@ def _describe(client: ApiClient) -> str:
 
 
 def _check_assets(catalog: Catalog, assets: Iterable[int] | None) -> tuple[int, ...]:
-    """The assets to enable, in catalog order; none given: every served asset."""
+    """The assets to enable, in catalog order, each one the catalog serves. None given:
+    the contract's sixteen (`CONTRACT_ASSETS`), never a plugin chain's: a chain the
+    deployment adds is enabled for a client only when the operator names its assets, so
+    serving a new chain changes no existing client's answers."""
     if assets is None:
-        return catalog.asset_ids
+        return tuple(a for a in catalog.asset_ids if a in _CONTRACT_IDS)
     wanted = set(assets)
     unknown = sorted(a for a in wanted if a not in catalog)
     if unknown:
