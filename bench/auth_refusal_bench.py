@@ -38,7 +38,7 @@ from walletcore.domain.ids import new_id
 from walletcore.services.audit import Auditor
 from walletcore.services.auth import AuthService
 from walletcore.services.tokens import TokenSigner
-from walletcore.testing import autocommit
+from walletcore.testing import CONTRACT_CATALOG, autocommit
 from walletcore_sql import migrate
 from walletcore_sql.engine import make_engine, sqlite_url
 from walletcore_sql.storage import SqlStorage
@@ -56,7 +56,11 @@ REFUSALS = ("unknown client", "wrong key", "disabled client")
 def service(storage: SqlStorage) -> AuthService:
     clock = SystemClock()
     return AuthService(
-        storage, clock, TokenSigner(secrets.token_bytes(32)), Auditor(storage, clock)
+        storage,
+        clock,
+        TokenSigner(secrets.token_bytes(32)),
+        Auditor(storage, clock),
+        catalog=CONTRACT_CATALOG,
     )
 
 

@@ -36,9 +36,10 @@ from typing import Any
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.services.context import Caller
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore.testing.http import LoopbackHttpServer
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
@@ -94,7 +95,7 @@ def _container(home: Path, env: dict[str, str], clock: ManualClock, keystore: An
             "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
             "WALLETCORE_CHAINS": "rpc",
             "WALLETCORE_JOBS": "off",
-            **{f"WALLETCORE_CHAIN_{c.value}": "sandbox" for c in Chain},
+            **{f"WALLETCORE_CHAIN_{c.value}": "sandbox" for c in CONTRACT_CHAINS},
             **env,
         }
     )
@@ -122,7 +123,7 @@ async def _sends(
             user_id=created.user_id,
             asset_id=asset_id,
             recipient=recipient,
-            amount="0.01" if chain is not Chain.TRON else "1",
+            amount="0.01" if chain != Chain.TRON else "1",
             password=PASSWORD,
         )
         hashes.append(receipt.tx_hash)
@@ -149,7 +150,7 @@ async def bench_evm(home: Path, n: int, keystore: Any) -> None:
     if find_anvil() is None:
         print("| ETHEREUM | skipped: no anvil (python3 dev.py test installs it) | | | |")
         return
-    eth = asset_by_id(2)
+    eth = CONTRACT_CATALOG.asset_by_id(2)
     clock = ManualClock()
     with AnvilNode(Chain.ETHEREUM, mining=False) as node, CountingProxy(node.url) as proxy:
         container = _container(

@@ -368,7 +368,12 @@ def ok(status: int, answer: Any, what: str) -> Any:
 
 # -- load generation -----------------------------------------------------------------------
 def run_wrk(
-    port: int, path: str, headers: dict[str, str], body: Any, seconds: int, connections: int,
+    port: int,
+    path: str,
+    headers: dict[str, str],
+    body: Any,
+    seconds: int,
+    connections: int,
     workdir: Path,
 ) -> dict[str, float]:
     script = workdir / "post.lua"
@@ -380,9 +385,22 @@ def run_wrk(
     lines += [f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items()]
     script.write_text("\n".join(lines) + "\n")
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s",
-         "-s", str(script), f"http://127.0.0.1:{port}{path}"],
-        capture_output=True, text=True, timeout=seconds + 60, check=True,
+        [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--latency",
+            "--timeout",
+            "10s",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{port}{path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+        check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
@@ -404,11 +422,22 @@ def _wrk_ms(text: str) -> float:
 def run_python_loadgen(
     port: int, path: str, headers: dict[str, str], body: Any, seconds: int, connections: int
 ) -> dict[str, float]:
-    spec = json.dumps({"port": port, "path": path, "headers": headers, "body": body,
-                       "seconds": seconds, "connections": connections})
+    spec = json.dumps(
+        {
+            "port": port,
+            "path": path,
+            "headers": headers,
+            "body": body,
+            "seconds": seconds,
+            "connections": connections,
+        }
+    )
     out = subprocess.run(
         [sys.executable, __file__, "--loadgen-child", spec],
-        capture_output=True, text=True, timeout=seconds + 60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+        check=True,
     ).stdout
     return json.loads(out)
 
@@ -515,8 +544,13 @@ async def pg_drop_database(admin_url: str, name: str) -> None:
 
 # -- the fill: users and N trades -----------------------------------------------------------
 STATUSES = [  # (status, weight) of historic trades
-    ("completed", 60), ("expired", 20), ("cancelled", 8), ("failed", 4),
-    ("open", 4), ("approved", 2), ("executing", 2),
+    ("completed", 60),
+    ("expired", 20),
+    ("cancelled", 8),
+    ("failed", 4),
+    ("open", 4),
+    ("approved", 2),
+    ("executing", 2),
 ]
 
 
@@ -541,27 +575,73 @@ def trade_records(
         fiat_amount = crypto * price
         settled = status in ("completed", "failed", "approved", "executing")
         done = status == "completed"
-        shapes.append((
-            rng.choice(("buy", "sell")), status, crypto, fiat_amount, price,
-            crypto if settled else None, fiat_amount if settled else None,
-            price if settled else None,
-            crypto if done else None, fiat_amount if done else None, price if done else None,
-            f"SBX-{rng.randrange(10**9)}" if done else None,
-            "sandbox venue rejected" if status == "failed" else None,
-            settled, status in ("completed", "failed", "expired", "cancelled"),
-        ))
+        shapes.append(
+            (
+                rng.choice(("buy", "sell")),
+                status,
+                crypto,
+                fiat_amount,
+                price,
+                crypto if settled else None,
+                fiat_amount if settled else None,
+                price if settled else None,
+                crypto if done else None,
+                fiat_amount if done else None,
+                price if done else None,
+                f"SBX-{rng.randrange(10**9)}" if done else None,
+                "sandbox venue rejected" if status == "failed" else None,
+                settled,
+                status in ("completed", "failed", "expired", "cancelled"),
+            )
+        )
     year = 365 * 24 * 3600
     minute, five, six = timedelta(seconds=60), timedelta(seconds=5), timedelta(seconds=6)
     for index in range(count):
         user = list_user if index < 100 or not others else others[rng.randrange(len(others))]
-        created = now - timedelta(seconds=rng.randrange(60, year), microseconds=rng.randrange(10**6))
-        (side, status, crypto, fiat_amount, price, a_crypto, a_fiat, a_price, e_crypto, e_fiat,
-         e_price, reference, reason, approved, terminal) = shapes[rng.randrange(len(shapes))]
+        created = now - timedelta(
+            seconds=rng.randrange(60, year), microseconds=rng.randrange(10**6)
+        )
+        (
+            side,
+            status,
+            crypto,
+            fiat_amount,
+            price,
+            a_crypto,
+            a_fiat,
+            a_price,
+            e_crypto,
+            e_fiat,
+            e_price,
+            reference,
+            reason,
+            approved,
+            terminal,
+        ) = shapes[rng.randrange(len(shapes))]
         yield (
-            new_id(), client_id, user, side, status, 1, "BTC", "EUR", "crypto",
-            crypto, fiat_amount, price, created + minute,
-            a_crypto, a_fiat, a_price, e_crypto, e_fiat, e_price, reference, reason,
-            created, created + five if approved else None,
+            new_id(),
+            client_id,
+            user,
+            side,
+            status,
+            1,
+            "BTC",
+            "EUR",
+            "crypto",
+            crypto,
+            fiat_amount,
+            price,
+            created + minute,
+            a_crypto,
+            a_fiat,
+            a_price,
+            e_crypto,
+            e_fiat,
+            e_price,
+            reference,
+            reason,
+            created,
+            created + five if approved else None,
             (created + six if approved else created + minute) if terminal else None,
         )
 
@@ -612,9 +692,13 @@ def fill_sqlite(path: Path, client_id: str, user_ids: list[str], count: int) -> 
             [encode((client_id, u, now - timedelta(days=400), None), user_procs) for u in user_ids],
         )
         db.execute("COMMIT")
-        insert = f"INSERT INTO trades ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        insert = (
+            f"INSERT INTO trades ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        )
         checked = False
-        for batch in batched(trade_records(client_id, user_ids[0], user_ids[1:], count, now), 50_000):
+        for batch in batched(
+            trade_records(client_id, user_ids[0], user_ids[1:], count, now), 50_000
+        ):
             if not checked:
                 check_rows(columns, batch[:2000])
                 checked = True
@@ -643,7 +727,9 @@ async def fill_pg(dsn: str, client_id: str, user_ids: list[str], count: int) -> 
             columns=[c.name for c in users.columns],
         )
         checked = False
-        for batch in batched(trade_records(client_id, user_ids[0], user_ids[1:], count, now), 50_000):
+        for batch in batched(
+            trade_records(client_id, user_ids[0], user_ids[1:], count, now), 50_000
+        ):
             if not checked:
                 check_rows(columns, batch[:2000])
                 checked = True
@@ -668,8 +754,12 @@ class Database:
             "WALLETCORE_REPO": "sql",
             "BCL_DATA_DIR": str(workdir / "bcl"),
         }
-        for name in ("WALLETCORE_DATABASE_URL", "WALLETCORE_TOKEN_SIGNING_KEY",
-                     "WALLETCORE_MASTER_KEY", "WALLETCORE_QUOTE_TTL_SECONDS"):
+        for name in (
+            "WALLETCORE_DATABASE_URL",
+            "WALLETCORE_TOKEN_SIGNING_KEY",
+            "WALLETCORE_MASTER_KEY",
+            "WALLETCORE_QUOTE_TTL_SECONDS",
+        ):
             self.env.pop(name, None)
         self.pg_name: str | None = None
         self.dsn = ""
@@ -701,7 +791,10 @@ class Database:
         migrate.upgrade(url)
         created = subprocess.run(
             [str(BIN / "walletcore"), "clients", "create", "--name", "bench"],
-            env=self.env, capture_output=True, text=True, check=True,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         self.client_id = json.loads(created.stdout)["clientId"]
         self.api_key = json.loads(created.stdout)["apiKey"]
@@ -720,13 +813,15 @@ class Database:
         self.fill_seconds = took
         print(
             f"[{self.label}] {where}: filled {count:,} trades over {len(self.user_ids):,} users "
-            f"in {took:.1f} s ({count / took if took else 0:,.0f} rows/s)", flush=True,
+            f"in {took:.1f} s ({count / took if took else 0:,.0f} rows/s)",
+            flush=True,
         )
         started = time.perf_counter()
         fill_ledger(self.home, self.args.ledger_txs)
         print(
             f"[{self.label}] sandbox ledger: {self.args.ledger_txs:,} transfers in "
-            f"{time.perf_counter() - started:.1f} s", flush=True,
+            f"{time.perf_counter() - started:.1f} s",
+            flush=True,
         )
         return True
 
@@ -737,10 +832,11 @@ def fill_ledger(home: Path, count: int) -> None:
     the rows `LedgerTx` values through its own insert, one transaction."""
     from walletcore.clock import SystemClock
     from walletcore.domain.assets import Chain
+    from walletcore.testing import CONTRACT_CATALOG
     from walletcore_sandbox import ledger as module
 
     path = home / module.DATA_FILE
-    ledger = module.SandboxLedger(path, SystemClock(), lambda *_: True)
+    ledger = module.SandboxLedger(path, SystemClock(), lambda *_: True, catalog=CONTRACT_CATALOG)
 
     async def made() -> None:
         await ledger.credit(Chain.BITCOIN, "bench-faucet", 1, 10**18, "f" * 64)
@@ -753,8 +849,11 @@ def fill_ledger(home: Path, count: int) -> None:
     for n in range(count):
         sender, recipient = (f"bench-other-{rng.randrange(5000)}" for _ in range(2))
         units = rng.randrange(1, 10**8)
-        txs.append(module.LedgerTx(f"{n:064x}", Chain.BITCOIN, 1, sender, recipient, units,
-                                   250, sender, now, now).values())
+        txs.append(
+            module.LedgerTx(
+                f"{n:064x}", Chain.BITCOIN, 1, sender, recipient, units, 250, sender, now, now
+            ).values()
+        )
     db = sqlite3.connect(path, isolation_level=None)
     try:
         db.execute("BEGIN IMMEDIATE")
@@ -770,24 +869,56 @@ def funded_user(db: Database, port: int, auth: dict[str, str]) -> str:
     (`walletcore sandbox fund`): sells are backed by the wallet's balance."""
     created = ok(*post(port, "/create", auth, {"password": "bench seller password"})[:2], "/create")
     subprocess.run(
-        [str(BIN / "walletcore"), "sandbox", "fund", "--chain", "BITCOIN",
-         "--address", created["addresses"]["BITCOIN"], "--asset", "1", "--amount", "1000000"],
-        env=db.env, capture_output=True, text=True, check=True,
+        [
+            str(BIN / "walletcore"),
+            "sandbox",
+            "fund",
+            "--chain",
+            "BITCOIN",
+            "--address",
+            created["addresses"]["BITCOIN"],
+            "--asset",
+            "1",
+            "--amount",
+            "1000000",
+        ],
+        env=db.env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return str(created["userId"])
 
 
 def bench_config(
-    db: Database, workers: int, args: argparse.Namespace, workdir: Path, bare_seed: bytes,
-    bare_token: str, measure_create: bool,
+    db: Database,
+    workers: int,
+    args: argparse.Namespace,
+    workdir: Path,
+    bare_seed: bytes,
+    bare_token: str,
+    measure_create: bool,
 ) -> dict[str, Any]:
     real_port, bare_port = free_port(), free_port()
     tag = f"{db.kind}-w{workers}"
     real_log, bare_log = workdir / f"real-{tag}.log", workdir / f"bare-{tag}.log"
     real = spawn(
-        [str(BIN / "walletcore"), "serve", "--host", "127.0.0.1", "--port", str(real_port),
-         "--workers", str(workers), "--server", "granian", "--log-level", args.log_level],
-        db.env, real_log,
+        [
+            str(BIN / "walletcore"),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(real_port),
+            "--workers",
+            str(workers),
+            "--server",
+            "granian",
+            "--log-level",
+            args.log_level,
+        ],
+        db.env,
+        real_log,
     )
     # On PostgreSQL the deployment's background jobs (the shared price refresh, settlement,
     # following sends) run on `walletcore worker` (docs/jobs.md); on SQLite in-process.
@@ -802,13 +933,19 @@ def bench_config(
     bare_env = {**os.environ, BARE_SEED_ENV: bare_seed.hex(), "PYTHONPATH": bare_path}
     bare = spawn(
         [sys.executable, __file__, "--serve-bare", str(bare_port), str(workers)],
-        bare_env, bare_log, cwd=HERE,
+        bare_env,
+        bare_log,
+        cwd=HERE,
     )
     try:
         wait_ready(bare_port, "/bare", bare, bare_log)
         wait_ready(real_port, "/auth", real, real_log)
-        token = ok(*post(real_port, "/auth", {"x-client-id": db.client_id,
-                                              "x-api-key": db.api_key}, None)[:2], "/auth")["token"]
+        token = ok(
+            *post(real_port, "/auth", {"x-client-id": db.client_id, "x-api-key": db.api_key}, None)[
+                :2
+            ],
+            "/auth",
+        )["token"]
         auth = {"Authorization": f"Bearer {token}"}
         wait_priced(real_port, auth)
         list_user = db.user_ids[0]
@@ -816,14 +953,23 @@ def bench_config(
         sell_body = {"userId": sell_user, "assetId": 1, "cryptoAmount": "0.01"}
 
         def fresh_trade() -> dict[str, str]:
-            trade = ok(*post(real_port, "/sell", auth,
-                             {"userId": poll_user, "assetId": 1, "cryptoAmount": "0.01"})[:2],
-                       "/sell")
+            trade = ok(
+                *post(
+                    real_port,
+                    "/sell",
+                    auth,
+                    {"userId": poll_user, "assetId": 1, "cryptoAmount": "0.01"},
+                )[:2],
+                "/sell",
+            )
             return {"userId": poll_user, "tradeId": trade["tradeId"]}
 
         bodies: dict[str, Any] = {
-            "prices": None, "config": None, "trade": fresh_trade(),
-            "trades": {"userId": list_user}, "sell": sell_body,
+            "prices": None,
+            "config": None,
+            "trade": fresh_trade(),
+            "trades": {"userId": list_user},
+            "sell": sell_body,
         }
         sizes: dict[str, int] = {}
         for name in args.endpoints:
@@ -831,10 +977,14 @@ def bench_config(
             ok(status, answer, f"/{name}")
             sizes[name] = size
             if name == "trades":
-                sizes["trades_count"] = len(answer["result"].get("trades", answer["result"])) \
-                    if isinstance(answer["result"], dict) else len(answer["result"])
+                sizes["trades_count"] = (
+                    len(answer["result"].get("trades", answer["result"]))
+                    if isinstance(answer["result"], dict)
+                    else len(answer["result"])
+                )
         sizes["bare"] = sizes["bare-auth"] = sizes["bare-cached"] = post(
-            bare_port, "/bare", {}, None)[2]
+            bare_port, "/bare", {}, None
+        )[2]
         bare_auth = {"Authorization": f"Bearer {bare_token}"}
         for path in ("/bare-auth", "/bare-cached"):
             ok(*post(bare_port, path, bare_auth, None)[:2], path)
@@ -845,7 +995,10 @@ def bench_config(
         def drive(target: str, seconds: int) -> dict[str, float]:
             if target.startswith("bare"):
                 port, path, headers, body = (
-                    bare_port, f"/{target}", bare_auth if target != "bare" else {}, None
+                    bare_port,
+                    f"/{target}",
+                    bare_auth if target != "bare" else {},
+                    None,
                 )
             else:
                 if target == "trade":
@@ -879,15 +1032,20 @@ def bench_config(
             uncached = results["bare-auth"][-1]["rps"]
             for target in targets:
                 results[target][-1]["vs_auth"] = results[target][-1]["rps"] / uncached
-            print(f"  [{db.label} w{workers}] round {round_no + 1}/{args.rounds}: " + "  ".join(
-                f"{t} {results[t][-1]['ratio']:.2f}" for t in targets[1:]
-            ), flush=True)
+            print(
+                f"  [{db.label} w{workers}] round {round_no + 1}/{args.rounds}: "
+                + "  ".join(f"{t} {results[t][-1]['ratio']:.2f}" for t in targets[1:]),
+                flush=True,
+            )
         if args.profile is not None:
             profile_endpoints(real, endpoints, drive, args, f"{db.kind}-w{workers}")
         rows: dict[str, dict[str, Any]] = {}
         for target, runs in results.items():
             rows[target] = {
-                **{k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99", "ratio", "vs_auth", "cpu_us")},
+                **{
+                    k: statistics.median(r[k] for r in runs)
+                    for k in ("rps", "p50", "p99", "ratio", "vs_auth", "cpu_us")
+                },
                 "bad": sum(r["bad"] for r in runs),
                 "socket_errors": sum(r["socket_errors"] for r in runs),
                 "ratios": [round(r["ratio"], 3) for r in runs],
@@ -916,10 +1074,23 @@ def profile_endpoints(
     for name in endpoints:
         recorders = [
             subprocess.Popen(
-                [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "400",
-                 "--duration", str(args.seconds + 1), "--nonblocking",
-                 "--output", str(args.profile / f"{tag}-{name}-{pid}.txt")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [
+                    spy,
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "400",
+                    "--duration",
+                    str(args.seconds + 1),
+                    "--nonblocking",
+                    "--output",
+                    str(args.profile / f"{tag}-{name}-{pid}.txt"),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             for pid in pids
         ]
@@ -964,8 +1135,13 @@ def argon2_once() -> float:
     from walletcore_chains.sealing import PRODUCTION_KDF
 
     started = time.perf_counter()
-    argon2id.kdf(32, b"bench password", secrets.token_bytes(16),
-                 opslimit=PRODUCTION_KDF.opslimit, memlimit=PRODUCTION_KDF.memlimit)
+    argon2id.kdf(
+        32,
+        b"bench password",
+        secrets.token_bytes(16),
+        opslimit=PRODUCTION_KDF.opslimit,
+        memlimit=PRODUCTION_KDF.memlimit,
+    )
     return time.perf_counter() - started
 
 
@@ -976,12 +1152,22 @@ def argon2_parameters() -> str:
 
 
 def run_write_path(args: argparse.Namespace) -> dict[str, Any] | None:
-    cmd = [sys.executable, str(HERE / "write_path_bench.py"), "--pg-url", args.pg_url,
-           "--seconds", str(args.write_seconds), "--rounds", str(args.write_rounds), "--json"]
+    cmd = [
+        sys.executable,
+        str(HERE / "write_path_bench.py"),
+        "--pg-url",
+        args.pg_url,
+        "--seconds",
+        str(args.write_seconds),
+        "--rounds",
+        str(args.write_rounds),
+        "--json",
+    ]
     print(f"\nwrite path: {' '.join(cmd[1:])}", flush=True)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-    sys.stdout.write("".join(f"  | {line}\n" for line in done.stderr.splitlines()
-                             if not line.startswith("{")))
+    sys.stdout.write(
+        "".join(f"  | {line}\n" for line in done.stderr.splitlines() if not line.startswith("{"))
+    )
     if done.returncode != 0:
         print(f"  write path failed ({done.returncode}): {done.stdout[-2000:]}")
         return None
@@ -990,8 +1176,10 @@ def run_write_path(args: argparse.Namespace) -> dict[str, Any] | None:
 
 # -- output ------------------------------------------------------------------------------------
 def print_tables(
-    configs: dict[tuple[str, int], dict[str, Any]], args: argparse.Namespace,
-    fills: dict[str, float], write: dict[str, Any] | None,
+    configs: dict[tuple[str, int], dict[str, Any]],
+    args: argparse.Namespace,
+    fills: dict[str, float],
+    write: dict[str, Any] | None,
     create: dict[str, list[tuple[float, float]]],
 ) -> None:
     print(
@@ -1002,9 +1190,11 @@ def print_tables(
     )
     if fills:
         print("fill: " + ", ".join(f"{k} {v:.1f} s" for k, v in fills.items()))
-    head = (f"{'db':6} {'w':>1} {'endpoint':11} {'bytes':>6} {'req/s':>8} {'p50 ms':>8} "
-            f"{'p99 ms':>8} {'ratio':>6} {'vs auth':>7} {'non2xx':>6} {'cpu us':>7}  "
-            "per-round ratios")
+    head = (
+        f"{'db':6} {'w':>1} {'endpoint':11} {'bytes':>6} {'req/s':>8} {'p50 ms':>8} "
+        f"{'p99 ms':>8} {'ratio':>6} {'vs auth':>7} {'non2xx':>6} {'cpu us':>7}  "
+        "per-round ratios"
+    )
     print(head)
     print("-" * len(head))
     for (kind, workers), config in configs.items():
@@ -1026,8 +1216,11 @@ def print_tables(
     print("\n| endpoint | " + " | ".join(titles) + " | goal |")
     print("|---|" + "---|" * len(titles) + "---|")
     for target, title in (("bare", "bare (no auth)"), ("bare-auth", "bare-auth")):
-        print(f"| {title} / {BASE} | " + " | ".join(
-            f"{configs[c]['rows'][target]['ratio']:.2f}" for c in columns) + " | |")
+        print(
+            f"| {title} / {BASE} | "
+            + " | ".join(f"{configs[c]['rows'][target]['ratio']:.2f}" for c in columns)
+            + " | |"
+        )
     for endpoint in args.endpoints:
         cells, short = [], []
         for c, title in zip(columns, titles, strict=True):
@@ -1036,8 +1229,7 @@ def print_tables(
             cells.append(f"{row['ratio']:.2f} / {row['vs_auth']:.2f}{flag}")
             if row["ratio"] < GOALS[endpoint]:
                 short.append(title)
-        print(f"| `/{endpoint}` | " + " | ".join(cells)
-              + f" | >={GOALS[endpoint]} {met(short)} |")
+        print(f"| `/{endpoint}` | " + " | ".join(cells) + f" | >={GOALS[endpoint]} {met(short)} |")
     if write is not None:
         print(
             f"| quote + approve vs raw asyncpg insert + conditional update (c={write['concurrency']}) "
@@ -1058,13 +1250,17 @@ def print_tables(
             for k, pairs in create.items()
         )
         over = [k for k, multiple in multiples.items() if multiple > CREATE_GOAL]
-        print(f"| `/create` vs one Argon2id ({argon2_parameters()}; each sample right after "
-              f"one Argon2id, median of the pairs' ratios) | {cells} "
-              f"| <={CREATE_GOAL}x {met(over)} |")
-    print(f"(endpoint cells: req/s over the bare app with the service's token check, cached as "
-          f"the service caches it ({BASE}: the headline, which the goals are for) / over the "
-          "same bare app verifying the token on every request (bare-auth); same round, "
-          "median of rounds)")
+        print(
+            f"| `/create` vs one Argon2id ({argon2_parameters()}; each sample right after "
+            f"one Argon2id, median of the pairs' ratios) | {cells} "
+            f"| <={CREATE_GOAL}x {met(over)} |"
+        )
+    print(
+        f"(endpoint cells: req/s over the bare app with the service's token check, cached as "
+        f"the service caches it ({BASE}: the headline, which the goals are for) / over the "
+        "same bare app verifying the token on every request (bare-auth); same round, "
+        "median of rounds)"
+    )
     if any(r["bad"] or r["socket_errors"] for c in configs.values() for r in c["rows"].values()):
         print("\n! some responses were not 200 or sockets failed: see non2xx above")
 
@@ -1077,36 +1273,57 @@ def met(short: list[str]) -> str:
 # -- main --------------------------------------------------------------------------------------
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="1 s runs, 2 rounds, 20k trades, short write path (~3 min)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="1 s runs, 2 rounds, 20k trades, short write path (~3 min)",
+    )
     parser.add_argument("--seconds", type=int, default=None, help="per run (default 4; quick 1)")
     parser.add_argument("--rounds", type=int, default=None, help="default 3; quick 2")
     parser.add_argument("--db", default="sqlite,pg", help="sqlite,pg")
     parser.add_argument("--workers", default="1,2", help="worker counts, e.g. 1,2")
     parser.add_argument("--trades", type=int, default=None, help="default 1,000,000; quick 20,000")
-    parser.add_argument("--ledger-txs", type=int, default=None,
-                        help="transfers in the sandbox ledger: default 100,000; quick 10,000")
+    parser.add_argument(
+        "--ledger-txs",
+        type=int,
+        default=None,
+        help="transfers in the sandbox ledger: default 100,000; quick 10,000",
+    )
     parser.add_argument("--endpoints", default=",".join(ALL_ENDPOINTS))
-    parser.add_argument("--pg-url", default=DEFAULT_PG_URL,
-                        help="a database on the server where the throwaway one is created")
+    parser.add_argument(
+        "--pg-url",
+        default=DEFAULT_PG_URL,
+        help="a database on the server where the throwaway one is created",
+    )
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--log-level", default=os.environ.get("BENCH_LOG_LEVEL", "info"),
-                        choices=["debug", "info", "warning", "error"],
-                        help="the service's log level (default info, as deployed)")
-    parser.add_argument("--loadgen", choices=["wrk", "python"],
-                        default="wrk" if shutil.which("wrk") else "python")
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("BENCH_LOG_LEVEL", "info"),
+        choices=["debug", "info", "warning", "error"],
+        help="the service's log level (default info, as deployed)",
+    )
+    parser.add_argument(
+        "--loadgen", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python"
+    )
     parser.add_argument("--create-samples", type=int, default=None, help="default 5; quick 3")
     parser.add_argument("--write-seconds", type=float, default=None, help="default 8; quick 3")
     parser.add_argument("--write-rounds", type=int, default=None, help="default 2; quick 1")
     parser.add_argument("--no-write-path", action="store_true")
-    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
-                        help="after the rounds, run each endpoint once more under py-spy "
-                             "(the service's workers, collapsed stacks into DIR)")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="after the rounds, run each endpoint once more under py-spy "
+        "(the service's workers, collapsed stacks into DIR)",
+    )
     args = parser.parse_args()
     quick = args.quick
     args.seconds = max(1, min(args.seconds or (1 if quick else 4), 60))
     args.rounds = max(1, min(args.rounds or (2 if quick else 3), 10))
-    args.trades = max(0, args.trades if args.trades is not None else (20_000 if quick else 1_000_000))
+    args.trades = max(
+        0, args.trades if args.trades is not None else (20_000 if quick else 1_000_000)
+    )
     args.ledger_txs = max(
         0, args.ledger_txs if args.ledger_txs is not None else (10_000 if quick else 100_000)
     )
@@ -1146,7 +1363,8 @@ def main() -> int:
     now = int(time.time())
     bare_token = jwt.encode(
         {"sub": new_id(), "gen": 1, "iat": now, "exp": now + 3600, "jti": new_id()},
-        Ed25519PrivateKey.from_private_bytes(bare_seed), algorithm="EdDSA",
+        Ed25519PrivateKey.from_private_bytes(bare_seed),
+        algorithm="EdDSA",
     )
 
     started = time.monotonic()
@@ -1165,8 +1383,9 @@ def main() -> int:
             fills[db.label] = db.fill_seconds
             for index, workers in enumerate(args.worker_counts):
                 print(f"[{db.label} w{workers}] serving ...", flush=True)
-                result = bench_config(db, workers, args, tmp, bare_seed, bare_token,
-                                      measure_create=index == 0)
+                result = bench_config(
+                    db, workers, args, tmp, bare_seed, bare_token, measure_create=index == 0
+                )
                 configs[(kind, workers)] = result
                 if "create" in result:
                     create[f"{db.label} w{workers}"] = result["create"]

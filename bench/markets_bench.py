@@ -30,6 +30,7 @@ from walletcore.domain.assets import Fiat
 from walletcore.domain.ids import new_id
 from walletcore.domain.trade import FixedLeg, Order, Side
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_markets.testing.binance_server import BinanceTestServer
 from walletcore_markets.testing.coingecko_server import CoinGeckoTestServer
 
@@ -56,7 +57,13 @@ async def time_approvals(samples: int, rate_limit_ms: str | None) -> list[float]
     else:
         os.environ["WALLETCORE_EXCHANGE_RATE_LIMIT_MS"] = rate_limit_ms
     settings, clock = Settings(), SystemClock()
-    prices = plugins.build("walletcore.price_sources", "coingecko", settings=settings, clock=clock)
+    prices = plugins.build(
+        "walletcore.price_sources",
+        "coingecko",
+        settings=settings,
+        clock=clock,
+        catalog=CONTRACT_CATALOG,
+    )
     venue = plugins.build(
         "walletcore.venues", "exchange", settings=settings, clock=clock, prices=prices
     )
@@ -95,7 +102,11 @@ async def main(samples: int) -> None:
         rows = []
         for name in ("coingecko", "tickers"):
             source = plugins.build(
-                "walletcore.price_sources", name, settings=settings, clock=clock
+                "walletcore.price_sources",
+                name,
+                settings=settings,
+                clock=clock,
+                catalog=CONTRACT_CATALOG,
             )
             rows.append((f"refresh `{name}`", await time_refreshes(source, samples)))
         rows.append(("approve `exchange`, throttle off", await time_approvals(samples, "0")))

@@ -34,9 +34,9 @@ os.environ.setdefault("BCL_DATA_DIR", tempfile.mkdtemp(prefix="walletcore-bench-
 
 from eth_account import Account
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.ports import NonceLeases, Transfer
-from walletcore.testing import LocalNonceLeases
+from walletcore.testing import CONTRACT_CATALOG, LocalNonceLeases
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.gateway import EvmGateway
@@ -47,7 +47,7 @@ from walletcore_sql.nonces import nonce_leases
 from walletcore_sql.storage import SqlStorage
 from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_test_url
 
-ETH = asset_by_id(2)
+ETH = CONTRACT_CATALOG.asset_by_id(2)
 ELSEWHERE = "0x52908400098527886E0F7030069857D2E4169EE7"
 CHAIN_KEY = "eip155:bench"
 

@@ -12,15 +12,15 @@ import statistics
 import sys
 import time
 
-from walletcore.domain.assets import ASSETS_BY_ID
 from walletcore.ports import Transfer
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains import curves
 from walletcore_chains.testing.tron_node import TronTestNode
 from walletcore_chains.tron import address_of, validate_address
 from walletcore_chains.tron.client import TronClient
 from walletcore_chains.tron.gateway import TronGateway
 
-TRX, USDT = ASSETS_BY_ID[4], ASSETS_BY_ID[41]
+TRX, USDT = CONTRACT_CATALOG.asset_by_id(4), CONTRACT_CATALOG.asset_by_id(41)
 
 
 def ms(samples: list[float]) -> str:

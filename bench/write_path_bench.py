@@ -317,13 +317,13 @@ async def main(
     from sqlalchemy.engine import make_url
 
     from walletcore.container import create_container
-    from walletcore.domain.assets import asset_by_id
     from walletcore.domain.clients import User
     from walletcore.domain.ids import new_id
     from walletcore.domain.wallet import WalletOwner, WalletRecord
     from walletcore.ports import Lifecycle
     from walletcore.services.context import Caller
     from walletcore.settings import Settings
+    from walletcore.testing import CONTRACT_CATALOG
     from walletcore_sql import migrate
     from walletcore_sql.tables import trades
 
@@ -354,7 +354,7 @@ async def main(
         client = issued.client
         now = datetime.now(UTC)
         user_ids = [new_id() for _ in range(args.concurrency)]
-        btc = asset_by_id(1)
+        btc = CONTRACT_CATALOG.asset_by_id(1)
         ledger = container.gateways()[btc.chain]  # the sandbox chain: sells are backed
         for uid in user_ids:
             address = f"bench-{uid}"

@@ -17,6 +17,7 @@ from pathlib import Path
 from walletcore import Caller, Settings, create_container
 from walletcore.domain.assets import Fiat
 from walletcore.testing import (
+    CONTRACT_CATALOG,
     FakeKeyStore,
     FixedHoldings,
     FixedPrices,
@@ -40,6 +41,7 @@ async def main() -> None:
         prices=prices,
         venue=InstantVenue(prices),
         holdings=FixedHoldings(storage=storage),  # FAKE addresses hold nothing on any chain
+        catalog=CONTRACT_CATALOG,  # no chain plugin is installed: the assets it serves
     )
     issued = await container.auth().create_client("embedder", assets=[1, 2])
     caller = Caller(issued.client, "embed-1")

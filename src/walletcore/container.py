@@ -19,9 +19,11 @@ from walletcore.chainplugins import (
     ChainPlugin,
     build_gateways,
     plan_chains,
+    served_chains,
 )
 from walletcore.clock import SystemClock
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.chains import ChainDescription
 from walletcore.domain.trade_limits import TradeLimits
 from walletcore.jobs import InProcessJobs, Jobs, JobSettings, JobsMode
@@ -59,6 +61,50 @@ def _validator(registry: Mapping[str, ChainPlugin[Any]]) -> AddressValidator:
 def _verifier(registry: Mapping[str, ChainPlugin[Any]]) -> SignatureVerifier:
     """Every chain's signature verifier: its defining plugin's."""
     return ChainDefinitions.of(registry).verify_signature
+
+
+def served_catalog(settings: Settings, registry: Mapping[str, ChainPlugin[Any]]) -> Catalog:
+    """The assets this deployment serves, in catalog order: the assets the descriptions of
+    the chains it serves declare (`chainplugins.served_chains`: the contract's six, in
+    contract order, then each other chain the operator names that an installed plugin
+    defines, by name), each described by the plugin that defines it. An installed chain
+    the deployment does not name adds nothing."""
+    definitions = ChainDefinitions.of(registry)
+    problems: list[str] = []
+    chains = served_chains(settings, definitions, problems)
+    if problems:
+        raise ConfigurationError(problems=problems)
+    missing = [c for c in chains if c not in definitions]
+    if missing:
+        definitions.plugin_of(missing[0])  # raises, naming what is installed
+    return Catalog((c, definitions.description(c).assets) for c in chains)
+
+
+def _asset_policy(catalog: Catalog, settings: Settings) -> AssetPolicy:
+    """`WALLETCORE_LIMITED_ASSETS` and `_UNAVAILABLE_ASSETS` over the served assets. Ids
+    the catalog does not serve are refused when set; the defaults name only served ones."""
+    limited = settings.limited_assets
+    unknown = [a for a in limited if a not in catalog]
+    if unknown:
+        raise ConfigurationError(f"WALLETCORE_LIMITED_ASSETS: unknown asset ids: {unknown}")
+    unavailable = settings.unavailable_assets
+    if "unavailable_assets" in settings.model_fields_set:
+        bad = sorted({a for ids in unavailable.values() for a in ids if a not in catalog})
+        if bad:
+            raise ConfigurationError(f"WALLETCORE_UNAVAILABLE_ASSETS: unknown asset ids: {bad}")
+    else:
+        unavailable = {e: [a for a in ids if a in catalog] for e, ids in unavailable.items()}
+    return AssetPolicy(catalog, limited, unavailable)
+
+
+def _trade_limits(catalog: Catalog, settings: Settings) -> TradeLimits:
+    """`WALLETCORE_TRADE_MINIMUMS` and `_MAXIMUMS` over the served assets' defaults."""
+    try:
+        return TradeLimits(catalog, settings.trade_minimums, settings.trade_maximums)
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"WALLETCORE_TRADE_MINIMUMS / WALLETCORE_TRADE_MAXIMUMS: {exc}"
+        ) from None
 
 
 def _descriptions(plan: ChainPlan) -> dict[Chain, ChainDescription]:
@@ -113,6 +159,7 @@ class Container(containers.DeclarativeContainer):
         settings.provided.prices,
         settings=settings,
         clock=clock,
+        catalog=providers.Callable(lambda c: c.catalog(), __self__),  # defined below
     )
     # background jobs (walletcore.jobs): which engine runs them (`WALLETCORE_JOBS`), the
     # job functions, and the in-process runner of a deployment on SQLite
@@ -141,6 +188,7 @@ class Container(containers.DeclarativeContainer):
             SharedPriceSource,
             storage,
             clock,
+            symbols=providers.Callable(lambda c: c.catalog().symbols, __self__),
             max_age_seconds=settings.provided.price_max_age_seconds,
             timeout_seconds=settings.provided.price_timeout_seconds,
             cache_seconds=job_settings.provided.jobs_price_cache_seconds,
@@ -156,6 +204,7 @@ class Container(containers.DeclarativeContainer):
         settings=settings,
         clock=clock,
         prices=prices,
+        catalog=providers.Callable(lambda c: c.catalog(), __self__),  # defined below
     )
 
     token_key = providers.Singleton(
@@ -175,20 +224,6 @@ class Container(containers.DeclarativeContainer):
 
     token_signer = providers.Singleton(TokenSigner, token_key)
     auditor = providers.Singleton(Auditor, storage, clock)
-    asset_policy = providers.Singleton(
-        AssetPolicy, settings.provided.limited_assets, settings.provided.unavailable_assets
-    )
-
-    auth = providers.Singleton(
-        AuthService,
-        storage,
-        clock,
-        token_signer,
-        auditor,
-        client_cache_seconds=settings.provided.client_cache_seconds,
-    )
-    market = providers.Singleton(MarketService, prices, asset_policy)
-    wallets = providers.Singleton(WalletService, storage, clock, keystore, asset_policy, auditor)
 
     # wallet operations on chain: one ChainPlugin per chain or family (entry points of
     # `walletcore.chains`, docs/chains.md), chosen per chain by `WALLETCORE_CHAINS` and
@@ -198,6 +233,22 @@ class Container(containers.DeclarativeContainer):
     #: embedding): `create_container(chain_settings={"evm": EvmSettings(...)})`
     chain_settings: providers.Factory[dict[str, Any]] = providers.Factory(dict)
     chain_plan = providers.Singleton(plan_chains, settings, chain_plugins, chain_settings)
+    #: the served assets (walletcore.domain.catalog), handed to every service and adapter
+    #: that names an asset; overridable: `create_container(catalog=Catalog(...))`
+    catalog = providers.Singleton(served_catalog, settings, chain_plugins)
+    asset_policy = providers.Singleton(_asset_policy, catalog, settings)
+
+    auth = providers.Singleton(
+        AuthService,
+        storage,
+        clock,
+        token_signer,
+        auditor,
+        catalog=catalog,
+        client_cache_seconds=settings.provided.client_cache_seconds,
+    )
+    market = providers.Singleton(MarketService, prices, asset_policy)
+    wallets = providers.Singleton(WalletService, storage, clock, keystore, asset_policy, auditor)
     address_validator = providers.Singleton(_validator, chain_plugins)
     signature_verifier = providers.Singleton(_verifier, chain_plugins)
     #: chain -> its `ChainDescription` (fee caps, wrong-password answers, `/fee`'s shape)
@@ -207,6 +258,7 @@ class Container(containers.DeclarativeContainer):
         chain_plan,
         settings=settings,
         clock=clock,
+        catalog=catalog,
         nonce_leases=nonce_leases.provider,  # called by the gateways that reserve nonces
     )
     wallet_reads = providers.Singleton(
@@ -219,7 +271,14 @@ class Container(containers.DeclarativeContainer):
     # the transfer lifecycle (services/transfers/): ladders, following, replacements
     transfer_settings = providers.Singleton(TransferSettings)
     transfers = providers.Singleton(
-        Transfers, storage, clock, keystore, gateways, descriptions, transfer_settings
+        Transfers,
+        storage,
+        clock,
+        keystore,
+        gateways,
+        descriptions,
+        transfer_settings,
+        catalog=catalog,
     )
     sends = providers.Singleton(
         SendService, storage, clock, keystore, gateways, asset_policy, auditor, transfers
@@ -238,9 +297,7 @@ class Container(containers.DeclarativeContainer):
     # what a user's wallet holds on chain: sells are backed by it (services/holdings.py)
     holdings = providers.Singleton(WalletHoldings, storage, gateways)
     # the bounds of a quote's amounts per asset (`WALLETCORE_TRADE_MINIMUMS`, `_MAXIMUMS`)
-    trade_limits = providers.Singleton(
-        TradeLimits, settings.provided.trade_minimums, settings.provided.trade_maximums
-    )
+    trade_limits = providers.Singleton(_trade_limits, catalog, settings)
     trading = providers.Singleton(
         TradingService,
         storage,
@@ -291,6 +348,8 @@ def check_profile(container: Container) -> None:
             problems.append(str(exc))
 
     attempt(container.chain_plan)
+    attempt(container.asset_policy)  # the asset ids of the settings, against the catalog
+    attempt(container.trade_limits)
     if production:
         sandboxed = {f for f, names in SANDBOX_ONLY.items() if getattr(settings, f) in names}
         for field in sorted(sandboxed):

@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from walletcore.domain.assets import PRICE_FIATS, SYMBOLS, Fiat
+from walletcore.domain.assets import PRICE_FIATS, Fiat
 from walletcore.domain.errors import OrderRejected, PriceUnavailable, PricingTimeout
 from walletcore.domain.trade import Order, Side
 from walletcore.ports import Clock, PriceMap, PriceSource, Storage, StoredPrices
@@ -33,19 +33,28 @@ Fetch = Callable[[], Awaitable[PriceTable]]
 class _KnownPrices(PriceSource):
     """What both sources share: the recorded prices, `(symbol, fiat) -> (price, when)`, the
     `/prices` map built from them, their ages, and the quote rule (none recorded or older
-    than `max_age`: 502). Subclasses bring the values up to date in `_fresh`."""
+    than `max_age`: 502). Subclasses bring the values up to date in `_fresh`. `symbols`:
+    the coins the `/prices` map lists (the catalog's `symbols`)."""
 
-    def __init__(self, clock: Clock, *, max_age_seconds: float, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        symbols: Iterable[str],
+        max_age_seconds: float,
+        timeout_seconds: float,
+    ) -> None:
         self._clock = clock
+        self.symbols: tuple[str, ...] = tuple(symbols)
         self._max_age = timedelta(seconds=max_age_seconds)
         self._timeout = timeout_seconds
         self._known: StoredPrices = {}
         #: The `/prices` map, rebuilt when the values change (callers must not mutate it).
-        self._map: PriceMap = price_map_of({})
+        self._map: PriceMap = price_map_of({}, self.symbols)
 
     def _record(self, known: StoredPrices) -> None:
         self._known = dict(known)
-        self._map = price_map_of(self._known)
+        self._map = price_map_of(self._known, self.symbols)
 
     async def _fresh(self) -> None:
         """Bring the recorded values up to date if they are due (a refresh, a read)."""
@@ -88,11 +97,17 @@ class RefreshingPriceSource(_KnownPrices):
         fetch: Fetch,
         clock: Clock,
         *,
+        symbols: Iterable[str],
         interval_seconds: float = 60.0,
         timeout_seconds: float = 10.0,
         max_age_seconds: float = 900.0,
     ) -> None:
-        super().__init__(clock, max_age_seconds=max_age_seconds, timeout_seconds=timeout_seconds)
+        super().__init__(
+            clock,
+            symbols=symbols,
+            max_age_seconds=max_age_seconds,
+            timeout_seconds=timeout_seconds,
+        )
         self._fetch = fetch
         self._interval = interval_seconds
         self._last_attempt: datetime | None = None
@@ -169,14 +184,15 @@ def usable_prices(table: PriceTable) -> dict[tuple[str, Fiat], Decimal]:
     }
 
 
-def price_map_of(known: StoredPrices) -> PriceMap:
-    """The `/prices` map of recorded prices: every symbol, 0 for a fiat never recorded."""
+def price_map_of(known: StoredPrices, symbols: Iterable[str]) -> PriceMap:
+    """The `/prices` map of recorded prices: every one of `symbols` (the catalog's, sorted),
+    0 for a fiat never recorded."""
     return {
         symbol: {
             fiat.value: float(known[(symbol, fiat)][0]) if (symbol, fiat) in known else 0.0
             for fiat in PRICE_FIATS
         }
-        for symbol in SYMBOLS
+        for symbol in symbols
     }
 
 
@@ -201,12 +217,18 @@ class SharedPriceSource(_KnownPrices):
         storage: Storage,
         clock: Clock,
         *,
+        symbols: Iterable[str],
         max_age_seconds: float = 900.0,
         timeout_seconds: float = 10.0,
         cache_seconds: float = 1.0,
         refresh_if_due: RefreshIfDue | None = None,
     ) -> None:
-        super().__init__(clock, max_age_seconds=max_age_seconds, timeout_seconds=timeout_seconds)
+        super().__init__(
+            clock,
+            symbols=symbols,
+            max_age_seconds=max_age_seconds,
+            timeout_seconds=timeout_seconds,
+        )
         self._storage = storage
         self._cache_seconds = cache_seconds
         self._refresh_if_due = refresh_if_due

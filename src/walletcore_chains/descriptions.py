@@ -5,7 +5,7 @@ installed plugins (the container's `descriptions`); this table is for tools and 
 
 from __future__ import annotations
 
-from walletcore.domain.assets import CATALOG, Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.domain.chains import ChainDescription
 from walletcore_chains.bitcoin import chain as bitcoin
 from walletcore_chains.evm import chains as evm
@@ -16,8 +16,6 @@ _ALL = {
     d.chain: d
     for d in (bitcoin.DESCRIPTION, *evm.DESCRIPTIONS.values(), tron.DESCRIPTION, solana.DESCRIPTION)
 }
-DESCRIPTIONS: dict[Chain, ChainDescription] = {
-    chain: _ALL[chain] for chain in dict.fromkeys(a.chain for a in CATALOG)
-}
+DESCRIPTIONS: dict[Chain, ChainDescription] = {chain: _ALL[chain] for chain in CONTRACT_CHAINS}
 
 __all__ = ["DESCRIPTIONS"]

@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping
 
 from walletcore.chainplugins import KeyDerivation
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import chain_order
 from walletcore_chains import bclib, curves
 
 MNEMONIC_WORDS = 24
@@ -39,7 +40,7 @@ def derivations() -> Derivations:
     from walletcore.plugins import chain_definitions
 
     defined = chain_definitions()
-    return {chain: defined.derivation(chain) for chain in Chain if chain in defined}
+    return {chain: defined.derivation(chain) for chain in sorted(defined, key=chain_order)}
 
 
 def paths(keys: Derivations | None = None) -> dict[Chain, str]:

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from walletcore.container import Container, check_profile, create_container
-from walletcore.domain.assets import Chain, FeePayer, native_asset
+from walletcore.domain.assets import Asset, Chain, FeePayer
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import (
     AddressUnknown,
@@ -122,19 +122,22 @@ async def _platform_balances(client_id: str, container: Container) -> dict[str, 
         if await unit.clients.get(client_id) is None:
             raise ApiClientNotFound()
         wallet = await platform_wallet(unit, client_id)  # 404 until provisioned
+    catalog = container.catalog()
     gateways = container.gateways()
     try:
-        chains = list(Chain)
-        read = [_native_balance(gateways.get(c), c, wallet.addresses.get(c)) for c in chains]
+        chains = catalog.chains
+        read = [
+            _native_balance(gateways.get(c), c, catalog.native_asset(c), wallet.addresses.get(c))
+            for c in chains
+        ]
         return dict(zip((c.value for c in chains), await asyncio.gather(*read), strict=True))
     finally:
         await _close_gateways(gateways)
 
 
 async def _native_balance(
-    gateway: ChainGateway | None, chain: Chain, address: str | None
+    gateway: ChainGateway | None, chain: Chain, asset: Asset, address: str | None
 ) -> dict[str, Any]:
-    asset = native_asset(chain)
     shown: dict[str, Any] = {"asset": asset.id, "symbol": asset.symbol, "address": address}
     if address is None:
         return {**shown, "error": f"the platform wallet has no {chain} address"}
@@ -228,6 +231,7 @@ async def _sandbox_fund(args: argparse.Namespace, container: Container) -> Any:
         return await fund(
             container.settings(),
             gateways,
+            container.catalog(),
             chain=args.chain,
             address=args.address,
             asset_id=args.asset,
@@ -240,8 +244,11 @@ async def _sandbox_fund(args: argparse.Namespace, container: Container) -> Any:
 async def _nonces(args: argparse.Namespace, container: Container) -> Any:
     from walletcore_chains.evm.gateway import EvmGateway
 
-    name = args.chain.strip().upper()
-    gateway = container.gateways().get(Chain(name)) if name in Chain.__members__ else None
+    try:
+        chain: Chain | None = Chain(args.chain.strip().upper())
+    except ValueError:
+        chain = None
+    gateway = None if chain is None else container.gateways().get(chain)
     if not isinstance(gateway, EvmGateway):
         raise InvalidRequest(
             f"{args.chain} has no EVM gateway here: nonce floors are kept for ETHEREUM, BSC "

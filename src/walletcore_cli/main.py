@@ -116,7 +116,8 @@ def parser() -> argparse.ArgumentParser:
         "--assets",
         type=_asset_list,
         default=None,
-        help="enabled asset ids, e.g. 1,2,21 (default: all)",
+        help="enabled asset ids, e.g. 1,2,21 (default: the contract's sixteen; a chain "
+        "a plugin adds is enabled only by naming its assets)",
     )
     create.add_argument(
         "--fee-payer",

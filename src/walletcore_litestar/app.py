@@ -26,6 +26,7 @@ def create_app(
     app = Litestar(plugins=[plugin], logging_config=None, debug=False)
     finish_openapi(
         app.openapi_schema,
+        catalog=container.catalog(),
         user_scoped=USER_SCOPED_PATHS,
         no_body=NO_BODY_PATHS,
         idempotent=IDEMPOTENT_PATHS,

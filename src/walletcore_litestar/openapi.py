@@ -6,13 +6,16 @@ Added: the headers the binding reads itself (`X-Request-Id`, required on the sen
 is the idempotency key; `X-USER-ID`; `/auth`'s credentials), `X-Request-Id` on every
 response, optional bodies on the endpoints that take none, each body's rules across fields
 (`Body.schema_extra`), and `additionalProperties: false` on every object: a body with an
-unknown field is a 400, and no answer carries a field the document does not name.
+unknown field is a 400, and no answer carries a field the document does not name. What names
+assets (ids, decimal places, chains) is rewritten for the catalog the container serves
+(`describe_catalog`).
 
 Served: the JSON at `/schema/openapi.json`, an interactive page (Scalar) at `/schema`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -38,8 +41,18 @@ from litestar.typing import FieldDefinition
 
 import walletcore
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore_litestar.schemas import ChainAddresses, address_order
-from walletcore_litestar.wire import HEX_ID_PATTERN, MAX_REQUEST_ID_CHARS, Body
+from walletcore_litestar.wire import (
+    ASSET_ID_STRING_PATTERN,
+    DOCUMENTED,
+    HEX_ID_PATTERN,
+    MAX_REQUEST_ID_CHARS,
+    Body,
+    DecimalsRule,
+    amount_pattern,
+    asset_id_string_pattern,
+)
 
 SCHEMA_PATH = "/schema"
 #: The page's script comes from a CDN (the document itself is served here); major pinned.
@@ -113,6 +126,7 @@ class ChainAddressesSchema(OpenAPISchemaPlugin):
 def finish_openapi(
     openapi: OpenAPI,
     *,
+    catalog: Catalog,
     user_scoped: Iterable[str],
     no_body: Iterable[str],
     idempotent: Iterable[str],
@@ -138,12 +152,63 @@ def finish_openapi(
     for body in _subclasses(Body):
         if body.schema_extra and body.__name__ in schemas:
             for keyword, value in body.schema_extra.items():
+                if isinstance(value, DecimalsRule):
+                    value = value.resolve(catalog)
                 setattr(schemas[body.__name__], _attribute(keyword), value)
+    describe_catalog(openapi, catalog)
     for schema in schemas.values():
         _collapse_single_one_of(schema)
         if schema.type == OpenAPIType.OBJECT and schema.additional_properties is None:
             schema.additional_properties = False
     return openapi
+
+
+def describe_catalog(openapi: OpenAPI, catalog: Catalog) -> OpenAPI:
+    """The document of the assets `catalog` serves: the asset ids (`enum`, the digit-string
+    pattern), the most decimal places of an amount, and the `Chain` names of `/config`,
+    where the schemas were written for the contract's (`wire.DOCUMENTED`)."""
+    if openapi.components is None:
+        openapi.components = Components()
+    if openapi.components.schemas is None:
+        openapi.components.schemas = {}
+    schemas = openapi.components.schemas
+    documented_ids = list(DOCUMENTED.asset_ids)
+    served_ids = list(catalog.asset_ids)
+    swaps = {
+        ASSET_ID_STRING_PATTERN: asset_id_string_pattern(served_ids),
+        amount_pattern(DOCUMENTED.max_decimals): amount_pattern(catalog.max_decimals),
+    }
+
+    def visit(schema: Schema) -> None:
+        if schema.enum is not None and list(schema.enum) == documented_ids:
+            schema.enum = list(served_ids)
+        if schema.pattern is not None and schema.pattern in swaps:
+            schema.pattern = swaps[schema.pattern]
+
+    for schema in list(schemas.values()):
+        _walk(schema, visit)
+    schemas["Chain"] = Schema(
+        type=OpenAPIType.STRING, enum=[c.value for c in catalog.chains], title="Chain"
+    )
+    config_asset = schemas.get("ConfigAsset")
+    if isinstance(config_asset, Schema) and config_asset.properties:
+        config_asset.properties["chain"] = Reference(ref="#/components/schemas/Chain")
+    openapi.components.schemas = dict(sorted(schemas.items()))
+    return openapi
+
+
+def _walk(schema: Any, visit: Any) -> None:
+    """`visit` every `Schema` in `schema` and under it (properties, items, combinators)."""
+    if isinstance(schema, Schema):
+        visit(schema)
+        for f in dataclasses.fields(schema):
+            _walk(getattr(schema, f.name), visit)
+    elif isinstance(schema, dict):
+        for value in schema.values():
+            _walk(value, visit)
+    elif isinstance(schema, (list, tuple)):
+        for value in schema:
+            _walk(value, visit)
 
 
 def _subclasses(cls: type[Body]) -> Iterator[type[Body]]:

@@ -11,7 +11,7 @@ from litestar.config.app import AppConfig
 from litestar.plugins import InitPluginProtocol
 
 from walletcore.container import Container, start, stop
-from walletcore.domain.assets import CATALOG, Chain
+from walletcore.domain.assets import Chain
 from walletcore_litestar.bodies import StrictRequest
 from walletcore_litestar.errors import MAX_BODY_BYTES, handle_exception
 from walletcore_litestar.instrument import instrument
@@ -62,9 +62,8 @@ class WalletcorePlugin(InitPluginProtocol):
         return app_config
 
     def _address_chains(self) -> list[Chain]:
-        """The chains a wallet can hold an address on: the catalog's and the served."""
-        described = self.container.descriptions()
-        return list(dict.fromkeys([*(a.chain for a in CATALOG), *described]))
+        """The chains a wallet can hold an address on: the served catalog's."""
+        return list(self.container.catalog().chains)
 
     async def _start(self, app: Litestar) -> None:
         preload_chain_libraries()

@@ -21,7 +21,8 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
-from walletcore.domain.assets import CATALOG, FIAT_DECIMALS, AssetKind, Chain, FeePayer, Fiat
+from walletcore.domain.assets import FIAT_DECIMALS, AssetKind, Chain, FeePayer, Fiat
+from walletcore.domain.catalog import chain_order
 from walletcore.domain.money import MAX_AMOUNT_CHARS, format_amount, format_optional
 from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.domain.trade import Quote, Side, Trade, TradeStatus
@@ -35,6 +36,7 @@ from walletcore_litestar.wire import (
     AssetIdNumber,
     Body,
     DateTime,
+    DecimalsRule,
     DecimalString,
     Envelope,
     HexId,
@@ -42,7 +44,6 @@ from walletcore_litestar.wire import (
     Result,
     UserIdIn,
     amount_pattern,
-    decimals_rule,
     doc,
     hiding,
 )
@@ -83,7 +84,7 @@ class QuoteRequest(Body):
             {"required": [name], "properties": {name: {"type": "string"}}}
             for name in ("cryptoAmount", "fiatAmount")
         ],
-        "allOf": decimals_rule("cryptoAmount"),
+        "allOf": DecimalsRule("cryptoAmount"),
     }
 
     assetId: AssetIdIn
@@ -165,7 +166,8 @@ def price_map(prices: Mapping[str, Mapping[str, float]]) -> dict[str, FiatPrices
 
 class ConfigAsset(Result):
     assetId: AssetIdNumber
-    chain: Chain
+    #: a served chain's name (the document's `Chain`: `openapi.describe_catalog`)
+    chain: str
     symbol: str
     kind: AssetKind
     decimals: int
@@ -178,7 +180,7 @@ class ConfigAsset(Result):
         standard = msgspec.UNSET if asset.standard is None else asset.standard
         return cls(
             asset.id,
-            asset.chain,
+            asset.chain.value,
             asset.symbol,
             asset.kind,
             asset.decimals,
@@ -257,14 +259,7 @@ class TradeView(Result):
 def address_order(chains: Iterable[Chain]) -> list[Chain]:
     """`chains` in the order a wallet's addresses are listed in: the catalog's (the
     contract's six chains in contract order), then any other chain by name."""
-    rank = _CATALOG_CHAIN_RANK
-    return sorted(chains, key=lambda c: (rank.get(c, len(rank)), str(c)))
-
-
-#: The catalog's chains, ranked in catalog order.
-_CATALOG_CHAIN_RANK: dict[Chain, int] = {
-    chain: rank for rank, chain in enumerate(dict.fromkeys(a.chain for a in CATALOG))
-}
+    return sorted(chains, key=chain_order)
 
 
 class ChainAddresses(dict[str, str]):

@@ -28,13 +28,13 @@ from walletcore_litestar.wire import (
     AssetIdIn,
     Body,
     DateTime,
+    DecimalsRule,
     DecimalString,
     Envelope,
     PasswordIn,
     Result,
     UserIdIn,
     amount_pattern,
-    decimals_rule,
     doc,
     hiding,
 )
@@ -98,7 +98,7 @@ class PlatformFeeRequest(Body):
 class PlatformSendRequest(Body):
     """`/platform/send`."""
 
-    schema_extra: ClassVar[dict[str, Any]] = {"allOf": decimals_rule("amount")}
+    schema_extra: ClassVar[dict[str, Any]] = {"allOf": DecimalsRule("amount")}
 
     assetId: AssetIdIn
     recipient: Address
@@ -120,7 +120,7 @@ class WalletTxRequest(PlatformTxRequest):
 class WalletFeeRequest(Body):
     """`/fee`: the fee of the send that would follow (`amount` refines it where it matters)."""
 
-    schema_extra: ClassVar[dict[str, Any]] = {"allOf": decimals_rule("amount")}
+    schema_extra: ClassVar[dict[str, Any]] = {"allOf": DecimalsRule("amount")}
 
     assetId: AssetIdIn
     recipient: Address
@@ -150,7 +150,7 @@ class TransactionRow(Result):
     date: DateTime | None
 
     @classmethod
-    def of(cls, row: TxRow, asset: Asset) -> TransactionRow:
+    def of(cls, row: TxRow, asset: Asset, native: Asset) -> TransactionRow:
         amount = (
             None if row.amount_units is None else format_balance(row.amount_units, asset.decimals)
         )
@@ -158,14 +158,14 @@ class TransactionRow(Result):
             row.hash,
             row.type,
             amount,
-            fee_text(row.fee_units, asset),
+            fee_text(row.fee_units, native),
             row.status,
             format_optional_datetime(row.date),
         )
 
 
-def transaction_rows(found: list[TxRow], asset: Asset) -> list[TransactionRow]:
-    return [TransactionRow.of(row, asset) for row in found]
+def transaction_rows(found: list[TxRow], asset: Asset, native: Asset) -> list[TransactionRow]:
+    return [TransactionRow.of(row, asset, native) for row in found]
 
 
 class WalletInfo(Result):
@@ -179,7 +179,7 @@ class WalletInfo(Result):
         return cls(
             info.address,
             format_balance(info.units, asset.decimals),
-            transaction_rows(info.transactions, asset),
+            transaction_rows(info.transactions, asset, info.native),
         )
 
 
@@ -190,13 +190,13 @@ class TronFee(Result):
     energy: int | msgspec.UnsetType = msgspec.UNSET
 
 
-def fee_result(quote: FeeQuote, asset: Asset, fee_wire: FeeWire) -> str | TronFee:
-    """`/fee`: a decimal string in the native coin (`fee_wire` `decimal`); the resources
-    object (`resources`: TRON's bandwidth, and energy for a token) otherwise."""
+def fee_result(quote: FeeQuote, asset: Asset, native: Asset, fee_wire: FeeWire) -> str | TronFee:
+    """`/fee`: a decimal string in `native`, the chain's coin (`fee_wire` `decimal`); the
+    resources object (`resources`: TRON's bandwidth, and energy for a token) otherwise."""
     if fee_wire == "resources":
         energy = msgspec.UNSET if asset.is_native else quote.energy or 0
         return TronFee(quote.bandwidth or 0, energy)
-    return fee_text(quote.native_units, asset)
+    return fee_text(quote.native_units, native)
 
 
 class SendResult(Result):

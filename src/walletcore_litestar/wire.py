@@ -4,17 +4,22 @@ result and envelope.
 
 `doc(...)` is schema-only metadata: Litestar writes it into the OpenAPI document, msgspec
 does not enforce it, so each value's message comes from the core, in one place.
+
+What names assets (the ids, their decimal places, the chains) is written here for the
+contract's catalog (`DOCUMENTED`); `openapi.describe_catalog` rewrites it for the catalog the
+app's container serves, so the document lists what the deployment serves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any, ClassVar
 
 import msgspec
 from litestar.params import KwargDefinition
 
-from walletcore.domain.assets import ASSET_IDS, CATALOG
+from walletcore.domain.assets import CONTRACT_ASSETS
+from walletcore.domain.catalog import Catalog
 from walletcore.services.wallets import PASSWORD_MAX_LENGTH
 
 # -- documented constraints -----------------------------------------------------------------
@@ -25,11 +30,21 @@ HEX_ID_PATTERN = r"^[0-9a-fA-F]{24}$"
 DECIMAL_PATTERN = r"^[0-9]+(\.[0-9]+)?$"
 DATETIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
 ERROR_STATUS_PATTERN = r"^[45][0-9]{2}$"
-#: An all-digit `assetId` naming a catalog asset (`"21"`, `"021"`), at most 9 digits.
-ASSET_ID_STRING_PATTERN = "^0*(?:" + "|".join(str(i) for i in ASSET_IDS) + ")$"
+#: The catalog the schemas are written with (the contract's); the served one replaces it in
+#: the document (`openapi.describe_catalog`).
+DOCUMENTED = Catalog.of(CONTRACT_ASSETS)
+
+
+def asset_id_string_pattern(ids: Iterable[int]) -> str:
+    """An all-digit `assetId` naming one of `ids` (`"21"`, `"021"`)."""
+    return "^0*(?:" + "|".join(str(i) for i in ids) + ")$"
+
+
+#: An all-digit `assetId` naming a catalog asset, at most 9 digits.
+ASSET_ID_STRING_PATTERN = asset_id_string_pattern(DOCUMENTED.asset_ids)
 ASSET_ID_STRING_MAX = 9
 #: The most decimal places any asset has: an amount may carry that many.
-MAX_ASSET_DECIMALS = max(a.decimals for a in CATALOG)
+MAX_ASSET_DECIMALS = DOCUMENTED.max_decimals
 
 
 def amount_pattern(places: int) -> str:
@@ -47,11 +62,22 @@ def asset_ids_schema(ids: list[int]) -> dict[str, Any]:
     return {"anyOf": [{"enum": ids}, {"type": "string", "pattern": f"^0*(?:{names})$"}]}
 
 
-def decimals_rule(field: str) -> list[dict[str, Any]]:
+class DecimalsRule:
+    """A body's rule that `field` has at most the decimal places of the asset the body
+    names (`Body.schema_extra`): `decimals_rule(field, catalog)` for the served catalog."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def resolve(self, catalog: Catalog) -> list[dict[str, Any]]:
+        return decimals_rule(self.field, catalog)
+
+
+def decimals_rule(field: str, catalog: Catalog) -> list[dict[str, Any]]:
     """`field` has at most the decimal places of the asset the body names: one `if`/`then`
     per count below the largest (which the field's own pattern states)."""
     by_places: dict[int, list[int]] = {}
-    for asset in CATALOG:
+    for asset in catalog.assets:
         by_places.setdefault(asset.decimals, []).append(asset.id)
     return [
         {
@@ -59,7 +85,7 @@ def decimals_rule(field: str) -> list[dict[str, Any]]:
             "then": {"properties": {field: {"pattern": amount_pattern(places)}}},
         }
         for places, ids in sorted(by_places.items())
-        if places < MAX_ASSET_DECIMALS
+        if places < catalog.max_decimals
     ]
 
 
@@ -97,7 +123,8 @@ DateTime = Annotated[
     str, doc(pattern=DATETIME_PATTERN, description="ISO 8601 UTC with milliseconds and Z")
 ]
 AssetIdNumber = Annotated[
-    int, doc(schema_extra={"enum": list(ASSET_IDS)}, description="asset id (see /config)")
+    int,
+    doc(schema_extra={"enum": list(DOCUMENTED.asset_ids)}, description="asset id (see /config)"),
 ]
 RequestId = Annotated[
     str,
@@ -142,7 +169,8 @@ class Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A request body. An unknown field is a 400: on a money API a misspelt optional field
     (`fiatamount`) must not be silently dropped."""
 
-    #: JSON Schema keywords for rules across fields, added to this body's schema.
+    #: JSON Schema keywords for rules across fields, added to this body's schema (a
+    #: `DecimalsRule` is resolved for the served catalog).
     schema_extra: ClassVar[dict[str, Any]] = {}
 
 

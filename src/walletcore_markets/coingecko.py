@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
@@ -32,9 +32,11 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from walletcore.clock import SystemClock
-from walletcore.domain.assets import SYMBOLS, Fiat
+from walletcore.domain.assets import Fiat
+from walletcore.domain.catalog import Catalog
 from walletcore.ports import Clock
 from walletcore.pricing import PriceTable, RefreshingPriceSource
+from walletcore.secretfiles import ConfigurationError
 
 log = logging.getLogger("walletcore.prices.coingecko")
 
@@ -80,9 +82,6 @@ class CoinGeckoSettings(BaseSettings):
     @classmethod
     def _known_symbols(cls, value: dict[str, str]) -> dict[str, str]:
         given = {k.strip().upper(): v.strip() for k, v in value.items()}
-        unknown = sorted(set(given) - set(SYMBOLS))
-        if unknown:
-            raise ValueError(f"unknown symbols {unknown}; symbols: {', '.join(SYMBOLS)}")
         if not all(given.values()):
             raise ValueError("a coin id cannot be empty")
         return {**DEFAULT_IDS, **given}
@@ -194,13 +193,19 @@ class CoinGeckoPriceSource(RefreshingPriceSource):
         settings: CoinGeckoSettings,
         clock: Clock,
         *,
+        symbols: Iterable[str],
         client: httpx.AsyncClient | None = None,
         interval_seconds: float = 60.0,
         timeout_seconds: float = 10.0,
         max_age_seconds: float = 900.0,
     ) -> None:
+        symbols = tuple(symbols)
+        unknown = sorted(set(settings.ids) - set(symbols) - set(DEFAULT_IDS))
+        if unknown:  # a coin id set for a coin no served asset is
+            raise ValueError(f"unknown symbols {unknown}; symbols: {', '.join(symbols)}")
         self._api = _Api(settings, client, clock)
-        self._ids = dict(settings.ids)
+        #: symbol -> coin id, of the served coins (a default of a coin not served: unasked)
+        self._ids = {s: coin for s, coin in settings.ids.items() if s in symbols}
         self._oldest = timedelta(seconds=max_age_seconds)
         #: coin id -> the `last_updated_at` of the prices last taken
         self._updated: dict[str, datetime] = {}
@@ -213,6 +218,7 @@ class CoinGeckoPriceSource(RefreshingPriceSource):
         super().__init__(
             self._fetch_prices,
             clock,
+            symbols=symbols,
             interval_seconds=interval_seconds,
             timeout_seconds=timeout_seconds,
             max_age_seconds=max_age_seconds,
@@ -303,16 +309,21 @@ class CoinGeckoFx:
         await self._api.aclose()
 
 
-def build(*, clock: Clock, settings: Any, **_: Any) -> CoinGeckoPriceSource:
+def build(*, clock: Clock, settings: Any, catalog: Catalog, **_: Any) -> CoinGeckoPriceSource:
     """Entry point `walletcore.price_sources: coingecko`: `CoinGeckoSettings` from the
-    environment; refresh, timeout and max age from the core's settings."""
-    return CoinGeckoPriceSource(
-        CoinGeckoSettings(),
-        clock,
-        interval_seconds=settings.price_refresh_seconds,
-        timeout_seconds=settings.price_timeout_seconds,
-        max_age_seconds=settings.price_max_age_seconds,
-    )
+    environment, the catalog's coins; refresh, timeout and max age from the core's
+    settings."""
+    try:
+        return CoinGeckoPriceSource(
+            CoinGeckoSettings(),
+            clock,
+            symbols=catalog.symbols,
+            interval_seconds=settings.price_refresh_seconds,
+            timeout_seconds=settings.price_timeout_seconds,
+            max_age_seconds=settings.price_max_age_seconds,
+        )
+    except ValueError as exc:
+        raise ConfigurationError(f"WALLETCORE_COINGECKO_IDS: {exc}") from None
 
 
 __all__ = [

@@ -16,14 +16,15 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from walletcore.domain.assets import SYMBOLS, Fiat
+from walletcore.domain.assets import Fiat
+from walletcore.domain.catalog import Catalog
 from walletcore.ports import Clock
 from walletcore.pricing import PriceTable, RefreshingPriceSource
 from walletcore_markets.ccxt_support import close_quietly, dec, load_fx, make_exchange
@@ -63,6 +64,7 @@ class ExchangeTickerPriceSource(RefreshingPriceSource):
         fx: FxSource | None,
         clock: Clock,
         *,
+        symbols: Iterable[str],
         usd_quote: str = "USDT",
         interval_seconds: float = 60.0,
         timeout_seconds: float = 10.0,
@@ -71,6 +73,7 @@ class ExchangeTickerPriceSource(RefreshingPriceSource):
         super().__init__(
             self._fetch_table,
             clock,
+            symbols=symbols,
             interval_seconds=interval_seconds,
             timeout_seconds=timeout_seconds,
             max_age_seconds=max_age_seconds,
@@ -89,7 +92,7 @@ class ExchangeTickerPriceSource(RefreshingPriceSource):
         if self._wanted is None:
             markets = await self._exchange.load_markets()
             quotes = [f.value for f in Fiat] + ["USD", self._usd_quote]
-            names = {f"{s}/{q}" for s in SYMBOLS for q in quotes if s != q}
+            names = {f"{s}/{q}" for s in self.symbols for q in quotes if s != q}
             names.add(f"{self._usd_quote}/USD")
             self._wanted = sorted(n for n in names if n in markets and markets[n].get("spot", True))
         return self._wanted
@@ -108,7 +111,7 @@ class ExchangeTickerPriceSource(RefreshingPriceSource):
                     type(exc).__name__,
                 )
         table: dict[str, dict[Fiat, Decimal]] = {}
-        for symbol in SYMBOLS:
+        for symbol in self.symbols:
             usd = self._usd_value(symbol, prices)
             row: dict[Fiat, Decimal] = {}
             for fiat in Fiat:
@@ -139,8 +142,8 @@ def _ticker_price(ticker: Mapping[str, Any]) -> Decimal | None:
     return last if last is not None and last > 0 else None
 
 
-def build(*, clock: Clock, settings: Any, **_: Any) -> ExchangeTickerPriceSource:
-    """Entry point `walletcore.price_sources: tickers`."""
+def build(*, clock: Clock, settings: Any, catalog: Catalog, **_: Any) -> ExchangeTickerPriceSource:
+    """Entry point `walletcore.price_sources: tickers`: the catalog's coins."""
     tickers = TickerSettings()
     fx = None if tickers.fx == "none" else load_fx(tickers.fx)
     exchange = make_exchange(
@@ -153,6 +156,7 @@ def build(*, clock: Clock, settings: Any, **_: Any) -> ExchangeTickerPriceSource
         exchange,
         fx,
         clock,
+        symbols=catalog.symbols,
         usd_quote=tickers.usd_quote,
         interval_seconds=settings.price_refresh_seconds,
         timeout_seconds=settings.price_timeout_seconds,

@@ -30,7 +30,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from walletcore.chainplugins import ChainPlugin, GatewayContext, GatewayFactory
-from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Asset, Chain
 from walletcore.domain.chains import (
     ChainDescription,
     SandboxBook,
@@ -303,6 +303,7 @@ def _ledger_gateway(context: GatewayContext[SandboxChainSettings]) -> SandboxGat
             context.clock,
             verify,
             confirm_seconds=context.settings.sandbox_confirm_seconds,
+            catalog=context.catalog,
         ),
     )
     return SandboxGateway(
@@ -317,7 +318,7 @@ def _ledger_gateway(context: GatewayContext[SandboxChainSettings]) -> SandboxGat
 #: profile only). It stands in for a chain that has no gateway of the mode asked for.
 PLUGIN: ChainPlugin[SandboxChainSettings] = ChainPlugin(
     name="sandbox",
-    chains=frozenset(Chain),
+    chains=frozenset(CONTRACT_CHAINS),
     settings_model=SandboxChainSettings,
     gateways={"sandbox": GatewayFactory(_ledger_gateway, sandbox_only=True)},
 )

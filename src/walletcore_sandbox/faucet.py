@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.money import format_balance
 from walletcore.domain.wire import JsonValue
@@ -18,6 +19,7 @@ from walletcore_sandbox.chain import SandboxGateway
 async def fund(
     settings: Any,
     gateways: Mapping[Chain, ChainGateway],
+    catalog: Catalog,
     *,
     chain: JsonValue,
     address: JsonValue,
@@ -35,8 +37,11 @@ async def fund(
     try:
         on = Chain(str(chain).strip().upper())
     except ValueError:
-        raise InvalidRequest(f"chain must be one of {', '.join(c.value for c in Chain)}") from None
-    asset = read_asset(asset_id)
+        on = None
+    if on is None or not catalog.has_chain(on):
+        names = ", ".join(c.value for c in catalog.chains)
+        raise InvalidRequest(f"chain must be one of {names}") from None
+    asset = read_asset(catalog, asset_id)
     if asset.chain != on:
         raise InvalidRequest(f"asset {asset.id} ({asset.symbol}) is on {asset.chain}, not {on}")
     gateway = gateways[on]

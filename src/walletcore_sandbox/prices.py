@@ -8,11 +8,13 @@ the same price on every machine, so the sandbox venue can re-price an order stat
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from walletcore.domain.assets import SYMBOLS, Fiat
+from walletcore.domain.assets import Fiat
+from walletcore.domain.catalog import Catalog
 from walletcore.ports import Clock
 from walletcore.pricing import PriceTable, RefreshingPriceSource
 
@@ -53,8 +55,10 @@ def sandbox_unit_price(symbol: str, fiat: Fiat, at: datetime) -> Decimal:
     return Decimal(repr(value)).quantize(Decimal("0.00000001"))
 
 
-def sandbox_table(at: datetime) -> PriceTable:
-    return {s: {f: sandbox_unit_price(s, f, at) for f in Fiat} for s in SYMBOLS}
+def sandbox_table(at: datetime, symbols: Iterable[str]) -> PriceTable:
+    """The sandbox prices of `symbols` at `at` (a symbol without a base price is absent:
+    not quotable)."""
+    return {s: {f: sandbox_unit_price(s, f, at) for f in Fiat} for s in symbols if s in BASE_USD}
 
 
 class SandboxPriceSource(RefreshingPriceSource):
@@ -64,26 +68,31 @@ class SandboxPriceSource(RefreshingPriceSource):
         self,
         clock: Clock,
         *,
+        symbols: Iterable[str],
         interval_seconds: float = 60.0,
         timeout_seconds: float = 10.0,
         max_age_seconds: float = 900.0,
     ) -> None:
+        symbols = tuple(symbols)
+
         async def fetch() -> PriceTable:
-            return sandbox_table(clock.now())
+            return sandbox_table(clock.now(), symbols)
 
         super().__init__(
             fetch,
             clock,
+            symbols=symbols,
             interval_seconds=interval_seconds,
             timeout_seconds=timeout_seconds,
             max_age_seconds=max_age_seconds,
         )
 
 
-def build(*, clock: Clock, settings: Any, **_: Any) -> SandboxPriceSource:
-    """Entry point `walletcore.price_sources: sandbox`."""
+def build(*, clock: Clock, settings: Any, catalog: Catalog, **_: Any) -> SandboxPriceSource:
+    """Entry point `walletcore.price_sources: sandbox`: the catalog's coins."""
     return SandboxPriceSource(
         clock,
+        symbols=catalog.symbols,
         interval_seconds=settings.price_refresh_seconds,
         timeout_seconds=settings.price_timeout_seconds,
         max_age_seconds=settings.price_max_age_seconds,

@@ -32,10 +32,10 @@ from pytest_bdd import given, parsers, then, when
 
 from walletcore import Caller, Container, DomainError, Settings, create_container
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import CATALOG, Asset
+from walletcore.domain.assets import Asset
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade
 from walletcore.ports import TradeStore, UnitOfWork
-from walletcore.testing import FixedHoldings, InMemoryStorage, autocommit
+from walletcore.testing import CONTRACT_CATALOG, FixedHoldings, InMemoryStorage, autocommit
 from walletcore_litestar.schemas import TradeView
 from walletcore_sandbox.prices import SandboxPriceSource
 from walletcore_sandbox.venue import SandboxVenue
@@ -163,7 +163,9 @@ class World:
         if self._container is None:
             if self._prices is None:
                 # a feed refreshed every second: an approval prices at its own minute
-                self._prices = SandboxPriceSource(self.clock, interval_seconds=1)
+                self._prices = SandboxPriceSource(
+                    self.clock, symbols=CONTRACT_CATALOG.symbols, interval_seconds=1
+                )
             self.venue.trade_on(self._prices)
             self.holdings.storage = self.storage
             self._container = create_container(
@@ -317,7 +319,9 @@ def asset_named(text: str) -> Asset:
     """`BTC`, `USDT on TRON`: a coin symbol, with its chain when the symbol is on several."""
     symbol, _, chain = text.strip().partition(" on ")
     found = [
-        a for a in CATALOG if a.symbol == symbol and (not chain or a.chain.value == chain.upper())
+        a
+        for a in CONTRACT_CATALOG.assets
+        if a.symbol == symbol and (not chain or a.chain.value == chain.upper())
     ]
     assert len(found) == 1, f"{text!r} names {len(found)} assets; say which chain"
     return found[0]
@@ -536,6 +540,7 @@ def fund_wallet(world: World, amount: str, asset_text: str, owner: str = "the us
         fund(
             world.container.settings(),
             world.container.gateways(),
+            world.container.catalog(),
             chain=asset.chain.value,
             address=wallet_address(world, asset.chain, owner),
             asset_id=asset.id,

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from walletcore.domain.assets import CATALOG, Chain, FeePayer
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.errors import BroadcastTimeout, IdempotencyConflict
 from walletcore.domain.money import format_balance
 from walletcore.ports import SignedTransfer
 from walletcore.services.send_record import SendReceipt
+from walletcore.testing import CONTRACT_CATALOG
 
 if TYPE_CHECKING:
     from conftest import ChainTools, World
@@ -97,7 +98,7 @@ def _sent_from_wallet(world: World, sending: Sending, chain: Chain) -> list[str]
     gateway = world.container.gateways()[chain]
     address = sending.tools.wallet_address(world, chain)
     hashes: list[str] = []
-    for asset in (a for a in CATALOG if a.chain is chain):
+    for asset in (a for a in CONTRACT_CATALOG.assets if a.chain == chain):
         rows = world.run(gateway.history(address, asset, 1000))
         hashes += [r.hash for r in rows if r.type == "send"]
     return hashes

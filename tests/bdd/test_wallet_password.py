@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from walletcore.domain.assets import ASSET_IDS, CATALOG, Chain
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import WrongWalletPassword
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.services.wallets import password_error_for
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.signatures import verify_signature
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def chain_list(text: str) -> list[Chain]:
 def native_assets(text: str) -> list[int]:
     """`SOL`, `SOL and TRX`: chains' own coins, by symbol."""
     symbols = text.replace(" and ", ", ").split(", ")
-    return [a.id for a in CATALOG if a.is_native and a.symbol in symbols]
+    return [a.id for a in CONTRACT_CATALOG.assets if a.is_native and a.symbol in symbols]
 
 
 def password_from(text: str) -> object:
@@ -111,8 +112,12 @@ def given_wallet(world: World, story: Story, password: str) -> None:
 def operator_enables(world: World, assets: str) -> None:
     client = world.run(world.db.clients.get(world.parties["the api client"].client_id))
     assert client is not None
-    wanted = set(ASSET_IDS) if assets == "every asset" else set(native_assets(assets))
-    enabled = tuple(a for a in ASSET_IDS if a in wanted or a in client.enabled_assets)
+    wanted = (
+        set(CONTRACT_CATALOG.asset_ids) if assets == "every asset" else set(native_assets(assets))
+    )
+    enabled = tuple(
+        a for a in CONTRACT_CATALOG.asset_ids if a in wanted or a in client.enabled_assets
+    )
     world.run(world.db.clients.update(replace(client, enabled_assets=enabled)))
 
 

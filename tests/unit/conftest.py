@@ -16,7 +16,7 @@ from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, Trade, TradeStatus
 from walletcore.ports import Clock, Storage, TradeStore, TradeVenue, UnitOfWork
-from walletcore.testing import FixedHoldings, InMemoryStorage, autocommit
+from walletcore.testing import CONTRACT_CATALOG, FixedHoldings, InMemoryStorage, autocommit
 from walletcore_sandbox.prices import SandboxPriceSource
 from walletcore_sandbox.venue import SandboxVenue
 
@@ -161,7 +161,11 @@ def make_core(
     ) -> Core:
         storage = storage if storage is not None else InMemoryStorage()
         venue = venue if venue is not None else CountingVenue()
-        prices = prices if prices is not None else SandboxPriceSource(clock, interval_seconds=1)
+        prices = (
+            prices
+            if prices is not None
+            else SandboxPriceSource(clock, symbols=CONTRACT_CATALOG.symbols, interval_seconds=1)
+        )
         if venue.inner is None:
             venue.inner = SandboxVenue(prices)
         container = create_container(

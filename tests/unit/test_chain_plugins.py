@@ -28,11 +28,12 @@ from walletcore.chainplugins import (
     plan_chains,
 )
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import CATALOG, Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.domain.chains import HEX, ChainDescription, WrongPassword
 from walletcore.ports import NonceLeases
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
+from walletcore.testing import CONTRACT_CATALOG
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +82,7 @@ def _describes(chains: frozenset[Chain]) -> dict[Chain, ChainDescription]:
     return {
         c: ChainDescription(
             chain=c,
-            assets=tuple(a for a in CATALOG if a.chain == c),
+            assets=CONTRACT_CATALOG.assets_of(c),
             replaces_by="fee-bump",
             default_fee_cap=Decimal(1),
             wrong_password=WrongPassword.INVALID_CREDENTIALS,
@@ -100,7 +101,7 @@ def _ledger(context: GatewayContext[None]) -> Gateway:
     return Gateway(context, "ledger")
 
 
-EVERY = frozenset(Chain)
+EVERY = frozenset(CONTRACT_CHAINS)
 DEFINES = ChainPlugin[None](
     name="defines",
     chains=EVERY,
@@ -141,7 +142,7 @@ def test_the_shorthand_picks_a_mode_and_the_ledger_stands_in(tmp_path: Path) -> 
     assert labels(plan)[Chain.BITCOIN] == "sandbox:sandbox" and plan.choices[Chain.TRON].stand_in
     assert plan.settings == {"nodes": URL["nodes"], "sandbox": None}
     assert labels(plan_chains(settings(tmp_path), REGISTRY)) == dict.fromkeys(
-        Chain, "sandbox:sandbox"
+        CONTRACT_CHAINS, "sandbox:sandbox"
     )
 
 
@@ -251,9 +252,13 @@ def test_gateways_get_the_chains_definition_and_share_a_scope_per_plugin(
         raise AssertionError("not asked for")
 
     gateways = build_gateways(
-        plan, settings=settings(tmp_path), clock=ManualClock(), nonce_leases=leases
+        plan,
+        settings=settings(tmp_path),
+        clock=ManualClock(),
+        catalog=CONTRACT_CATALOG,
+        nonce_leases=leases,
     )
-    assert list(gateways) == list(Chain)
+    assert list(gateways) == list(CONTRACT_CHAINS)
     eth = gateways[Chain.ETHEREUM]
     assert isinstance(eth, Gateway) and eth.kind == "node"
     assert eth.context.settings is URL["nodes"]
@@ -290,7 +295,13 @@ def test_a_gateway_must_replace_transfers_as_its_chain_is_described(tmp_path: Pa
         raise AssertionError("not asked for")
 
     with pytest.raises(ConfigurationError, match="re-signs stuck transfers; BITCOIN's description"):
-        build_gateways(plan, settings=settings(tmp_path), clock=ManualClock(), nonce_leases=leases)
+        build_gateways(
+            plan,
+            settings=settings(tmp_path),
+            clock=ManualClock(),
+            catalog=CONTRACT_CATALOG,
+            nonce_leases=leases,
+        )
 
 
 def test_each_chain_is_defined_by_exactly_one_plugin(tmp_path: Path) -> None:

@@ -58,13 +58,15 @@ for name in names:
 import asyncio, tempfile, pathlib
 from walletcore import Caller, Settings, create_container
 from walletcore.clock import ManualClock
-from walletcore.testing import FixedPrices
+from walletcore.testing import CONTRACT_CATALOG, FixedPrices
 
 async def main():
+    # without chain plugins, the container serves the catalog it is handed
     c = create_container(
         Settings(home=pathlib.Path(tempfile.mkdtemp()), repo="memory"),
         clock=ManualClock(),
         prices=FixedPrices(),
+        catalog=CONTRACT_CATALOG,
     )
     issued = await c.auth().create_client("probe")
     token = await c.auth().authenticate(issued.client.client_id, issued.api_key, "r")

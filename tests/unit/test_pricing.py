@@ -9,9 +9,10 @@ from decimal import Decimal
 import pytest
 
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import PRICE_FIATS, SYMBOLS, Fiat
+from walletcore.domain.assets import PRICE_FIATS, Fiat
 from walletcore.domain.errors import PriceUnavailable
 from walletcore.pricing import PriceTable, RefreshingPriceSource
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_sandbox.prices import (
     FX_PER_USD,
     SandboxPriceSource,
@@ -39,7 +40,7 @@ class Upstream:
 
 FULL: PriceTable = {
     s: {f: Decimal(i + 1) * (10 if f is Fiat.USD else 9) for f in PRICE_FIATS}
-    for i, s in enumerate(SYMBOLS)
+    for i, s in enumerate(CONTRACT_CATALOG.symbols)
 }
 
 
@@ -52,7 +53,9 @@ async def close_or_fail(prices: RefreshingPriceSource, note: str = "") -> None:
 
 
 def source(upstream: Upstream, clock: ManualClock, **kwargs: float) -> RefreshingPriceSource:
-    return RefreshingPriceSource(upstream, clock, interval_seconds=60, **kwargs)
+    return RefreshingPriceSource(
+        upstream, clock, symbols=CONTRACT_CATALOG.symbols, interval_seconds=60, **kwargs
+    )
 
 
 async def test_the_map_covers_every_symbol_in_the_four_fiats_as_numbers(clock: ManualClock) -> None:
@@ -143,7 +146,9 @@ async def test_without_a_background_task_reads_refresh_once_per_interval(
 
 async def test_background_refresh_runs_between_start_and_aclose(clock: ManualClock) -> None:
     upstream = Upstream(FULL)
-    prices = RefreshingPriceSource(upstream, clock, interval_seconds=0.005)
+    prices = RefreshingPriceSource(
+        upstream, clock, symbols=CONTRACT_CATALOG.symbols, interval_seconds=0.005
+    )
     await prices.start()
     assert upstream.calls == 1  # start refreshes at once
     for _ in range(200):
@@ -163,7 +168,9 @@ async def test_background_refresh_runs_between_start_and_aclose(clock: ManualClo
 
 async def test_background_refresh_survives_failures(clock: ManualClock) -> None:
     upstream = Upstream(FULL)
-    prices = RefreshingPriceSource(upstream, clock, interval_seconds=0.005)
+    prices = RefreshingPriceSource(
+        upstream, clock, symbols=CONTRACT_CATALOG.symbols, interval_seconds=0.005
+    )
     await prices.start()
     upstream.table = RuntimeError("boom")
     for _ in range(200):
@@ -185,8 +192,10 @@ async def test_background_refresh_survives_failures(clock: ManualClock) -> None:
 # -- the sandbox prices ------------------------------------------------------------------------
 def test_sandbox_prices_are_deterministic_and_positive(clock: ManualClock) -> None:
     at = clock.now()
-    assert sandbox_table(at) == sandbox_table(at)
-    for by_fiat in sandbox_table(at).values():
+    assert sandbox_table(at, CONTRACT_CATALOG.symbols) == sandbox_table(
+        at, CONTRACT_CATALOG.symbols
+    )
+    for by_fiat in sandbox_table(at, CONTRACT_CATALOG.symbols).values():
         assert set(by_fiat) == set(Fiat)
         assert all(p > 0 and -p.as_tuple().exponent <= 8 for p in by_fiat.values())  # type: ignore[operator]
 
@@ -213,7 +222,7 @@ def test_sandbox_prices_follow_fx_and_stablecoins_stay_pegged(clock: ManualClock
 
 
 async def test_the_sandbox_source_serves_the_sandbox_table(clock: ManualClock) -> None:
-    prices = SandboxPriceSource(clock)
+    prices = SandboxPriceSource(clock, symbols=CONTRACT_CATALOG.symbols)
     assert await prices.unit_price("SOL", Fiat.CAD) == sandbox_unit_price(
         "SOL", Fiat.CAD, clock.now()
     )
@@ -227,7 +236,9 @@ async def test_aclose_always_stops_the_refresh_task(clock: ManualClock) -> None:
     `asyncio.wait_for` swallows such a cancel): closing returns, and no fetch follows."""
     for cycle in range(30):
         upstream = Upstream(FULL)
-        prices = RefreshingPriceSource(upstream, clock, interval_seconds=0)
+        prices = RefreshingPriceSource(
+            upstream, clock, symbols=CONTRACT_CATALOG.symbols, interval_seconds=0
+        )
         await prices.start()
         for _ in range(cycle % 5):
             await asyncio.sleep(0)

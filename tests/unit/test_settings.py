@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from walletcore.container import check_profile, create_container
 from walletcore.domain.assets import Chain
 from walletcore.secretfiles import ConfigurationError, operator_secret
 from walletcore.settings import DEFAULT_UNAVAILABLE, Profile, Settings
@@ -68,13 +69,32 @@ def test_limited_assets_accept_a_comma_list_or_json(
     assert Settings().limited_assets == expected
 
 
-@pytest.mark.parametrize("raw", ["7", "1,99", "BTC", "1;2", '[1, "x"]'])
-def test_limited_assets_refuse_what_is_not_in_the_catalog(
+@pytest.mark.parametrize("raw", ["BTC", "1;2", '[1, "x"]'])
+def test_limited_assets_refuse_what_is_not_a_list_of_ids(
     monkeypatch: pytest.MonkeyPatch, raw: str
 ) -> None:
     monkeypatch.setenv("WALLETCORE_LIMITED_ASSETS", raw)
     with pytest.raises(ValidationError):
         Settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "message"),
+    [
+        ("WALLETCORE_LIMITED_ASSETS", "7", "WALLETCORE_LIMITED_ASSETS: unknown asset ids: [7]"),
+        ("WALLETCORE_LIMITED_ASSETS", "1,99", "unknown asset ids: [99]"),
+        ("WALLETCORE_UNAVAILABLE_ASSETS", '{"sell": [42, 77]}', "unknown asset ids: [77]"),
+    ],
+)
+def test_asset_ids_the_catalog_does_not_serve_are_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, raw: str, message: str
+) -> None:
+    """The settings read ids; the container, which has the catalog, checks them."""
+    monkeypatch.setenv(name, raw)
+    settings = Settings(home=tmp_path, repo="memory")
+    with pytest.raises(ConfigurationError) as raised:
+        check_profile(create_container(settings))
+    assert message in str(raised.value)
 
 
 def test_unavailable_assets_from_json_with_or_without_slashes(
@@ -108,10 +128,27 @@ def test_one_chains_gateway_comes_from_its_own_variable(monkeypatch: pytest.Monk
     assert not hasattr(settings, "rpc_ethereum") and not hasattr(settings, "evm_tokens")
 
 
-def test_a_chain_variable_naming_no_chain_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WALLETCORE_CHAIN_ETHERUM", "evm")
-    with pytest.raises(ValidationError, match="WALLETCORE_CHAIN_ETHERUM names no chain"):
+@pytest.mark.parametrize("name", ["ETHER-UM", "X", "1INCH", "A" * 25])
+def test_a_chain_variable_naming_no_chain_is_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv(f"WALLETCORE_CHAIN_{name}", "evm")
+    with pytest.raises(ValidationError, match=f"WALLETCORE_CHAIN_{name} names no chain"):
         Settings()
+
+
+def test_a_chain_no_installed_plugin_defines_is_refused_when_planned(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A well-formed name is a chain to the settings; the plan asks the plugins."""
+    monkeypatch.setenv("WALLETCORE_CHAIN_ETHERUM", "evm")
+    settings = Settings(home=tmp_path, repo="memory")
+    assert settings.gateways == {Chain("ETHERUM"): "evm"}
+    with pytest.raises(ConfigurationError) as raised:
+        check_profile(create_container(settings))
+    assert "WALLETCORE_CHAIN_ETHERUM=evm: no installed chain plugin defines ETHERUM" in str(
+        raised.value
+    )
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from walletcore.chainplugins.planning import (
     ChainChoice,
     ChainPlan,
     plan_chains,
+    served_chains,
 )
 from walletcore.chainplugins.plugin import (
     ChainPlugin,
@@ -47,4 +48,5 @@ __all__ = [
     "env_name",
     "env_names",
     "plan_chains",
+    "served_chains",
 ]

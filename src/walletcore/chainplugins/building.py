@@ -8,6 +8,7 @@ from typing import Any
 from walletcore.chainplugins.planning import ChainPlan
 from walletcore.chainplugins.plugin import GatewayContext
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.ports import ChainGateway, Clock, NonceLeases
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Settings
@@ -18,6 +19,7 @@ def build_gateways(
     *,
     settings: Settings,
     clock: Clock,
+    catalog: Catalog,
     nonce_leases: Callable[[], NonceLeases],
 ) -> dict[Chain, ChainGateway]:
     """One gateway per chain, from the chosen factories (in catalog order).
@@ -35,6 +37,7 @@ def build_gateways(
             settings=plan.settings[choice.plugin.name],
             core=settings,
             clock=clock,
+            catalog=catalog,
             validate_address=plan.definitions.validator(chain),
             verify_signature=plan.definitions.verifier(chain),
             keys=plan.definitions.derivation(chain),

@@ -16,7 +16,8 @@ from typing import Any
 from walletcore.chainplugins.definitions import ChainDefinitions
 from walletcore.chainplugins.plugin import ChainPlugin, GatewayFactory
 from walletcore.chainplugins.reading import read_settings
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
+from walletcore.domain.catalog import chain_order
 from walletcore.domain.chains import ChainDescription
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
@@ -78,12 +79,12 @@ def plan_chains(
     `ConfigurationError`, naming the variables to change.
     """
     definitions = ChainDefinitions.of(registry)
-    missing = [c.value for c in Chain if c not in definitions]
+    missing = [c for c in CONTRACT_CHAINS if c not in definitions]
     if missing:
-        definitions.plugin_of(Chain(missing[0]))  # raises, naming what is installed
+        definitions.plugin_of(missing[0])  # raises, naming what is installed
     problems: list[str] = []
     choices: dict[Chain, ChainChoice] = {}
-    for chain in Chain:
+    for chain in served_chains(settings, definitions, problems):
         choice = _choose(chain, settings, registry, problems)
         if choice is not None:
             choices[chain] = choice
@@ -103,6 +104,27 @@ def plan_chains(
             problems.extend(needs(choice.chain, plugin_settings[choice.plugin.name]))
     _refuse(problems)
     return ChainPlan(choices, definitions, plugin_settings)
+
+
+def served_chains(
+    settings: Settings, definitions: ChainDefinitions, problems: list[str]
+) -> list[Chain]:
+    """The chains a deployment serves, in catalog order: the contract's six, and each other
+    chain the operator names (`WALLETCORE_CHAIN_<CHAIN>`) that an installed plugin defines;
+    a named chain no installed plugin defines is a problem."""
+    served = list(CONTRACT_CHAINS)
+    for chain in sorted(settings.gateways, key=chain_order):
+        if chain in served:
+            continue
+        if chain not in definitions:
+            known = ", ".join(c.value for c in sorted(definitions, key=chain_order))
+            problems.append(
+                f"WALLETCORE_CHAIN_{chain.value}={settings.gateways[chain]}: no installed "
+                f"chain plugin defines {chain}; chains: {known}"
+            )
+            continue
+        served.append(chain)
+    return served
 
 
 # -- choosing ---------------------------------------------------------------------------
@@ -171,7 +193,7 @@ def _chosen(
         )
         return None
     if chain not in plugin.chains:
-        served = ", ".join(c.value for c in Chain if c in plugin.chains)
+        served = ", ".join(c.value for c in sorted(plugin.chains, key=chain_order))
         problems.append(f"{source}: the chain plugin {name} serves {served}, not {chain}")
         return None
     if not mode:
@@ -222,4 +244,5 @@ __all__ = [
     "ChainChoice",
     "ChainPlan",
     "plan_chains",
+    "served_chains",
 ]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.chains import ChainDescription
 from walletcore.ports import AddressValidator, ChainGateway, Clock, NonceLeases, SignatureVerifier
 from walletcore.settings import Settings
@@ -42,6 +43,9 @@ class GatewayContext(Generic[S]):
     #: The core's settings (`WALLETCORE_HOME`, the profile, ...).
     core: Settings
     clock: Clock
+    #: The served assets (the container's catalog): the chain's own are
+    #: `catalog.assets_of(chain)`, its coin `catalog.native_asset(chain)`.
+    catalog: Catalog
     #: The chain's, from the plugin that defines it.
     validate_address: AddressValidator
     verify_signature: SignatureVerifier

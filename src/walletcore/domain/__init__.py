@@ -1,23 +1,20 @@
 """Domain types: assets, money, ids, times, trades, clients, wallets, audit, errors."""
 
 from walletcore.domain.assets import (
-    ASSET_IDS,
-    ASSETS_BY_ID,
-    CATALOG,
+    CONTRACT_ASSETS,
+    CONTRACT_CHAINS,
     DEFAULT_FIAT,
     PRICE_FIATS,
-    SYMBOLS,
     Asset,
     AssetKind,
     Chain,
     FeePayer,
     Fiat,
-    asset_by_id,
-    native_asset,
     parse_asset_id,
     parse_fiat,
 )
 from walletcore.domain.audit import AuditEntry
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.ids import is_id, new_id, parse_id
 from walletcore.domain.money import format_amount, parse_amount, truncate
@@ -39,17 +36,16 @@ from walletcore.domain.trade import (
 from walletcore.domain.wallet import TxRow, WalletOwner, WalletRecord
 
 __all__ = [
-    "ASSETS_BY_ID",
-    "ASSET_IDS",
-    "CATALOG",
+    "CONTRACT_ASSETS",
+    "CONTRACT_CHAINS",
     "DEFAULT_FIAT",
     "PRICE_FIATS",
-    "SYMBOLS",
     "Accepted",
     "ApiClient",
     "Asset",
     "AssetKind",
     "AuditEntry",
+    "Catalog",
     "Chain",
     "FeePayer",
     "Fiat",
@@ -68,11 +64,9 @@ __all__ = [
     "User",
     "WalletOwner",
     "WalletRecord",
-    "asset_by_id",
     "format_amount",
     "format_datetime",
     "is_id",
-    "native_asset",
     "new_id",
     "parse_amount",
     "parse_asset_id",

@@ -1,21 +1,90 @@
-"""The asset catalog of the spec, chains, fiats, and assetId parsing."""
+"""Chains, assets, fiats and assetId parsing, and the contract's sixteen assets
+(`CONTRACT_ASSETS`). Which assets a deployment serves, in which order, is its catalog's to
+say (`walletcore.domain.catalog.Catalog`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from walletcore.domain.errors import InvalidRequest, UnknownAsset
+from walletcore.domain.errors import InvalidRequest
+
+#: A chain's name: ASCII upper-case letters and digits, starting with a letter, 2 to 24.
+_CHAIN_FORM = re.compile(r"[A-Z][A-Z0-9]{1,23}")
 
 
-class Chain(StrEnum):
-    BITCOIN = "BITCOIN"
-    ETHEREUM = "ETHEREUM"
-    BSC = "BSC"
-    TRON = "TRON"
-    POLYGON = "POLYGON"
-    SOLANA = "SOLANA"
+class Chain(str):
+    """A chain's name (`BITCOIN`, `BASECHAIN`): ASCII upper-case letters and digits,
+    starting with a letter, 2 to 24 characters; anything else is a `ValueError`.
+
+    Open: a chain plugin names its own chains. The contract's six are the constants below
+    (`CONTRACT_CHAINS` in contract order). A `Chain` is its name: equal to, and hashing as,
+    the plain string. Compare with `==`, never `is`. Which chains a deployment serves is
+    its catalog's to say (`Catalog.chains`), not this type's.
+    """
+
+    __slots__ = ()
+
+    BITCOIN: ClassVar[Chain]
+    ETHEREUM: ClassVar[Chain]
+    BSC: ClassVar[Chain]
+    TRON: ClassVar[Chain]
+    POLYGON: ClassVar[Chain]
+    SOLANA: ClassVar[Chain]
+
+    def __new__(cls, value: object) -> Self:
+        if type(value) is cls:
+            return value
+        if not isinstance(value, str) or _CHAIN_FORM.fullmatch(value) is None:
+            shown = repr(value)[:40]
+            raise ValueError(
+                f"{shown} is not a chain name (2 to 24 ASCII upper-case letters and digits, "
+                "starting with a letter)"
+            )
+        return super().__new__(cls, value)
+
+    @property
+    def value(self) -> str:
+        """The name as a plain `str`."""
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"Chain({str.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Chain, (str.__str__(self),))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """A pydantic field of type `Chain`: a string of the form, kept as a `Chain`,
+        serialised as the plain string (pydantic is imported only when a model asks)."""
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(
+            cls,
+            core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(str),
+        )
+
+
+Chain.BITCOIN = Chain("BITCOIN")
+Chain.ETHEREUM = Chain("ETHEREUM")
+Chain.BSC = Chain("BSC")
+Chain.TRON = Chain("TRON")
+Chain.POLYGON = Chain("POLYGON")
+Chain.SOLANA = Chain("SOLANA")
+
+#: The contract's six chains, in contract order.
+CONTRACT_CHAINS: tuple[Chain, ...] = (
+    Chain.BITCOIN,
+    Chain.ETHEREUM,
+    Chain.BSC,
+    Chain.TRON,
+    Chain.POLYGON,
+    Chain.SOLANA,
+)
 
 
 class AssetKind(StrEnum):
@@ -72,8 +141,9 @@ def _token(asset_id: int, chain: Chain, symbol: str, standard: str, decimals: in
     return Asset(asset_id, chain, symbol, AssetKind.TOKEN, standard, decimals)
 
 
-#: The 16 assets, in catalog order (the order `/config` lists them in).
-CATALOG: tuple[Asset, ...] = (
+#: The contract's sixteen assets, in contract order (the order `/config` lists them in):
+#: the ones the six chains' plugins declare. What a deployment serves is its `Catalog`.
+CONTRACT_ASSETS: tuple[Asset, ...] = (
     _native(1, Chain.BITCOIN, "BTC", 8),
     _native(2, Chain.ETHEREUM, "ETH", 18),
     _token(21, Chain.ETHEREUM, "USDT", "ERC20", 6),
@@ -92,21 +162,12 @@ CATALOG: tuple[Asset, ...] = (
     _token(62, Chain.SOLANA, "USDC", "SPL", 6),
 )
 
-ASSETS_BY_ID: dict[int, Asset] = {a.id: a for a in CATALOG}
-ASSET_IDS: tuple[int, ...] = tuple(a.id for a in CATALOG)
-#: Coin symbols of the `/prices` map, sorted as the spec lists them.
-SYMBOLS: tuple[str, ...] = tuple(sorted({a.symbol for a in CATALOG}))
-
-
-def native_asset(chain: Chain) -> Asset:
-    """The chain's own coin."""
-    return next(a for a in CATALOG if a.chain is chain and a.is_native)
-
 
 def parse_asset_id(value: Any) -> int:
     """An int, or an all-digit string normalised to int; anything else is a 400.
 
-    Parsing says nothing of whether the id names an asset: see `asset_by_id`.
+    Parsing says nothing of whether the id names an asset: see `Catalog.asset_by_id`
+    (walletcore.domain.catalog).
     """
     if isinstance(value, bool):
         raise InvalidRequest("assetId must be an integer")
@@ -117,13 +178,6 @@ def parse_asset_id(value: Any) -> int:
     if value is None:
         raise InvalidRequest("assetId is required")
     raise InvalidRequest("assetId must be an integer or an all-digit string")
-
-
-def asset_by_id(asset_id: int) -> Asset:
-    try:
-        return ASSETS_BY_ID[asset_id]
-    except KeyError:
-        raise UnknownAsset() from None
 
 
 def parse_fiat(value: Any) -> Fiat:

@@ -6,7 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from walletcore.domain.assets import ASSET_IDS, FeePayer
+from walletcore.domain.assets import CONTRACT_ASSETS, FeePayer
+
+#: A client built without naming its assets (tests, fakes): the contract's sixteen. The
+#: operator's clients are enabled for what `AuthService` is told, in catalog order.
+_CONTRACT_IDS = tuple(a.id for a in CONTRACT_ASSETS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +49,7 @@ class ApiClient:
     client_id: str
     name: str
     key_hash: str = field(repr=False)
-    enabled_assets: tuple[int, ...] = ASSET_IDS
+    enabled_assets: tuple[int, ...] = _CONTRACT_IDS
     fee_payer: FeePayer = FeePayer.USER
     #: Per-asset exceptions to `fee_payer`.
     asset_fee_payers: Mapping[int, FeePayer] = field(default_factory=dict)

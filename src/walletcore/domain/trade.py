@@ -12,7 +12,7 @@ from decimal import ROUND_DOWN, Context, Decimal
 from enum import Enum, StrEnum
 from typing import Any
 
-from walletcore.domain.assets import Fiat, asset_by_id
+from walletcore.domain.assets import Fiat
 from walletcore.domain.errors import (
     InvalidRequest,
     QuoteLapsed,
@@ -249,7 +249,9 @@ class Trade:
         """An open quote whose lifetime ran out: it reads as `expired` from then on."""
         return self.status is TradeStatus.OPEN and self.is_lapsed(now)
 
-    def order(self) -> Order:
+    def order(self, decimals: int) -> Order:
+        """The venue's order of an approved trade; `decimals`: its asset's (the caller
+        looks the asset up in its catalog)."""
         if self.approved_at is None:
             raise InvalidTransition()
         return Order(
@@ -257,7 +259,7 @@ class Trade:
             side=self.side,
             asset_id=self.asset_id,
             symbol=self.symbol,
-            decimals=asset_by_id(self.asset_id).decimals,
+            decimals=decimals,
             fiat=self.fiat,
             fixed_leg=self.fixed_leg,
             fixed_amount=self.fixed_amount,

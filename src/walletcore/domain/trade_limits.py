@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_UP, Context, Decimal
 
-from walletcore.domain.assets import ASSETS_BY_ID, FIAT_DECIMALS, Asset, Fiat
+from walletcore.domain.assets import FIAT_DECIMALS, Asset, Fiat
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import InvalidRequest
 from walletcore.domain.money import OUTPUT_PLACES
 from walletcore.domain.trade import Figures, FixedLeg
@@ -49,6 +50,8 @@ DEFAULT_TRADE_MAXIMUMS: dict[int, Decimal] = {
     6: Decimal(100_000),  # SOL
     **{a: _STABLE_MAXIMUM for a in (21, 22, 31, 32, 41, 42, 51, 52, 61, 62)},
 }
+#: The most crypto a trade of an asset without a default maximum may hold.
+DEFAULT_MAXIMUM = _STABLE_MAXIMUM
 _FIAT_QUANTUM = Decimal(1).scaleb(-FIAT_DECIMALS)
 #: Wide enough for a bound times any price (the default context keeps 28 digits).
 _WIDE = Context(prec=80)
@@ -69,19 +72,30 @@ class TradeBounds:
 
 
 class TradeLimits:
-    """The bounds of every asset: the defaults, with `minimums` and `maximums` (assetId ->
-    crypto amount) laid over them."""
+    """The bounds of every asset of `catalog`: the defaults, with `minimums` and `maximums`
+    (assetId -> crypto amount, `WALLETCORE_TRADE_MINIMUMS`, `_MAXIMUMS`) laid over them.
+
+    An asset without a default (one a chain plugin adds) is bounded by `DISPLAY_FLOOR` and
+    `DEFAULT_MAXIMUM` until the operator sets its bounds. Bounds that cannot hold are a
+    `ValueError` naming the asset: an id the catalog does not serve, an amount not above
+    zero, more places than the asset has, a minimum above its maximum.
+    """
 
     def __init__(
         self,
+        catalog: Catalog,
         minimums: Mapping[int, Decimal] | None = None,
         maximums: Mapping[int, Decimal] | None = None,
     ) -> None:
+        _check_given(catalog, minimums or {})
+        _check_given(catalog, maximums or {})
         low = {**DEFAULT_TRADE_MINIMUMS, **(minimums or {})}
         high = {**DEFAULT_TRADE_MAXIMUMS, **(maximums or {})}
         self._bounds = {
-            asset_id: TradeBounds(max(low[asset_id], DISPLAY_FLOOR), high[asset_id])
-            for asset_id in ASSETS_BY_ID
+            a.id: TradeBounds(
+                max(low.get(a.id, DISPLAY_FLOOR), DISPLAY_FLOOR), high.get(a.id, DEFAULT_MAXIMUM)
+            )
+            for a in catalog.assets
         }
         for asset_id, bounds in self._bounds.items():
             if bounds.minimum > bounds.maximum:
@@ -119,6 +133,22 @@ class TradeLimits:
             )
 
 
+def _check_given(catalog: Catalog, given: Mapping[int, Decimal]) -> None:
+    """Each bound set names a served asset, is above zero and has at most its places."""
+    for asset_id, amount in given.items():
+        asset = catalog.get(asset_id)
+        if asset is None:
+            raise ValueError(f"unknown asset id: {asset_id}")
+        if not amount.is_finite() or amount <= 0:
+            raise ValueError(f"asset {asset_id}: a trade bound is a positive amount")
+        text = plain(amount)
+        if "." in text and len(text.partition(".")[2]) > asset.decimals:
+            raise ValueError(
+                f"asset {asset_id}: {text} has more than the "
+                f"{asset.decimals} decimal places of {asset.symbol}"
+            )
+
+
 def _field(fixed_leg: FixedLeg) -> str:
     """The field the client sent: the one a refusal names."""
     return "cryptoAmount" if fixed_leg is FixedLeg.CRYPTO else "fiatAmount"
@@ -134,6 +164,7 @@ def _in_fiat(fixed_leg: FixedLeg, bound: Decimal, price: Decimal, fiat: Fiat, ro
 
 
 __all__ = [
+    "DEFAULT_MAXIMUM",
     "DEFAULT_TRADE_MAXIMUMS",
     "DEFAULT_TRADE_MINIMUMS",
     "DISPLAY_FLOOR",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from walletcore.domain.assets import CATALOG, Asset, Chain, asset_by_id, parse_asset_id
+from walletcore.domain.assets import Asset, Chain, parse_asset_id
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import (
     AssetNotEnabled,
@@ -25,7 +26,7 @@ class AssetPolicy:
     - not enabled for the api client: `403` (permanent);
     - flagged unavailable on this endpoint: `503`.
 
-    `limited_assets`: the assets this environment does not offer; `unavailable_assets`:
+    `catalog`: the served assets (the container's); `limited_assets`: the assets this environment does not offer; `unavailable_assets`:
     endpoint (path without the leading slash) -> the assets answered with 503 there (the
     settings of those names, `WALLETCORE_LIMITED_ASSETS` and `_UNAVAILABLE_ASSETS`, passed
     by the container).
@@ -33,15 +34,19 @@ class AssetPolicy:
 
     def __init__(
         self,
+        catalog: Catalog,
         limited_assets: Iterable[int] = (),
         unavailable_assets: Mapping[str, Iterable[int]] | None = None,
     ) -> None:
+        self.catalog = catalog
         self._limited = frozenset(limited_assets)
         self._unavailable = {k: frozenset(v) for k, v in (unavailable_assets or {}).items()}
 
     def visible(self, client: ApiClient) -> list[Asset]:
         """Assets the client is enabled for and the environment offers, in catalog order."""
-        return [a for a in CATALOG if client.is_enabled(a.id) and a.id not in self._limited]
+        return [
+            a for a in self.catalog.assets if client.is_enabled(a.id) and a.id not in self._limited
+        ]
 
     def enabled_chains(self, client: ApiClient) -> list[Chain]:
         """Chains with at least one visible asset, in the catalog's chain order."""
@@ -52,7 +57,7 @@ class AssetPolicy:
         return chains
 
     def resolve(self, client: ApiClient, raw_asset_id: JsonValue, endpoint: str) -> Asset:
-        asset = asset_by_id(parse_asset_id(raw_asset_id))
+        asset = self.catalog.asset_by_id(parse_asset_id(raw_asset_id))
         if asset.id in self._limited:
             raise UnknownAsset()
         if not client.is_enabled(asset.id):

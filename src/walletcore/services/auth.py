@@ -35,8 +35,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import NoReturn
 
-from walletcore.domain.assets import ASSET_IDS, ASSETS_BY_ID, FeePayer
+from walletcore.domain.assets import CONTRACT_ASSETS, FeePayer
 from walletcore.domain.audit import AuditEntry
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.clients import ApiClient, AuthFailures
 from walletcore.domain.errors import (
     ApiClientNotFound,
@@ -57,6 +58,8 @@ TOKEN_LIFETIME = timedelta(minutes=15)
 CLIENT_CACHE_SIZE = 4096
 API_KEY_PREFIX = "wck_"
 _DUMMY_HASH = hashlib.sha256(b"walletcore: no such client").hexdigest()
+#: A client's assets when the operator names none: the contract's sixteen.
+_CONTRACT_IDS = frozenset(a.id for a in CONTRACT_ASSETS)
 
 
 def hash_api_key(api_key: str) -> str:
@@ -92,6 +95,7 @@ class AuthService:
         signer: TokenSigner,
         auditor: Auditor,
         *,
+        catalog: Catalog,
         client_cache_seconds: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
         observer: Observer | None = None,
@@ -100,6 +104,8 @@ class AuthService:
         self._clock = clock
         self._signer = signer
         self._auditor = auditor
+        #: the served assets: what a client may be enabled for
+        self._catalog = catalog
         #: told every refused `/auth` (the HTTP binding hooks its metrics here)
         self.observer = observer or Observer()
         #: known clients' refusals, written after the answer
@@ -190,7 +196,7 @@ class AuthService:
         request_id: str = "operator",
     ) -> IssuedKey:
         name = _check_name(name)
-        enabled = _check_assets(assets)
+        enabled = _check_assets(self._catalog, assets)
         api_key = new_api_key()
         client = ApiClient(
             client_id=new_id(),
@@ -259,8 +265,8 @@ class AuthService:
         exceptions = dict(asset_fee_payers or {})
         async with self._auditor.record("client.update", request_id, _audit_id(client_id)) as note:
             new_name = None if name is None else _check_name(name)
-            enabled = None if assets is None else _check_assets(assets)
-            unknown = sorted(set(exceptions) - set(ASSETS_BY_ID))
+            enabled = None if assets is None else _check_assets(self._catalog, assets)
+            unknown = sorted(a for a in exceptions if a not in self._catalog)
             if unknown:
                 raise InvalidRequest(f"unknown asset ids: {unknown}")
 
@@ -375,13 +381,17 @@ def _describe(client: ApiClient) -> str:
     return f"assets={assets} feePayer={client.fee_payer.value} assetFeePayers={exceptions}"
 
 
-def _check_assets(assets: Iterable[int] | None) -> tuple[int, ...]:
+def _check_assets(catalog: Catalog, assets: Iterable[int] | None) -> tuple[int, ...]:
+    """The assets to enable, in catalog order, each one the catalog serves. None given:
+    the contract's sixteen (`CONTRACT_ASSETS`), never a plugin chain's: a chain the
+    deployment adds is enabled for a client only when the operator names its assets, so
+    serving a new chain changes no existing client's answers."""
     if assets is None:
-        return ASSET_IDS
+        return tuple(a for a in catalog.asset_ids if a in _CONTRACT_IDS)
     wanted = set(assets)
-    unknown = sorted(wanted - set(ASSETS_BY_ID))
+    unknown = sorted(a for a in wanted if a not in catalog)
     if unknown:
         raise InvalidRequest(f"unknown asset ids: {unknown}")
     if not wanted:
         raise InvalidRequest("enable at least one asset")
-    return tuple(a for a in ASSET_IDS if a in wanted)
+    return tuple(a for a in catalog.asset_ids if a in wanted)

@@ -22,7 +22,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from walletcore.domain.assets import Asset, FeePayer, asset_by_id, native_asset, parse_asset_id
+from walletcore.domain.assets import Asset, FeePayer, parse_asset_id
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import AddressUnknown, InsufficientFunds, InvalidRequest
 from walletcore.domain.ids import parse_id
 from walletcore.domain.money import format_balance, parse_amount, to_base_units
@@ -53,9 +54,9 @@ class SendRequest:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def read_asset(raw_asset_id: JsonValue) -> Asset:
+def read_asset(catalog: Catalog, raw_asset_id: JsonValue) -> Asset:
     """The catalog asset of a raw `assetId` (400 when malformed or unknown)."""
-    return asset_by_id(parse_asset_id(raw_asset_id))
+    return catalog.asset_by_id(parse_asset_id(raw_asset_id))
 
 
 def read_amount(raw: JsonValue, asset: Asset) -> int:
@@ -145,16 +146,18 @@ class Plan:
 async def sponsored_fee(
     gateway: ChainGateway,
     asset: Asset,
+    native: Asset,
     sender: str,
     recipient: str,
     amount_units: int | None,
     sponsor: str | None,
 ) -> FeeQuote | None:
-    """The fee the platform wallet at `sponsor` would pay, if it can pay it; else None."""
+    """The fee the platform wallet at `sponsor` would pay, if it can pay it (in `native`,
+    the chain's coin); else None."""
     if sponsor is None:
         return None
     quote = await gateway.fee(sender, recipient, asset, amount_units, fee_payer=sponsor)
-    if await held(gateway, sponsor, native_asset(asset.chain)) < quote.native_units:
+    if await held(gateway, sponsor, native) < quote.native_units:
         return None
     return quote
 
@@ -163,9 +166,11 @@ async def plan_user_send(
     request: SendRequest,
     payer: FeePayer,
     gateway: ChainGateway,
+    native: Asset,
     wallet: WalletRecord,
     platform_wallet: WalletRecord | None,
 ) -> Plan:
+    """The user's send; `native`: the chain's coin, which pays its fee."""
     asset, recipient, units = request.asset, request.recipient, request.amount_units
     sender = wallet_address(wallet, asset)
     refuse_own_address(recipient, sender, platform=False)
@@ -179,13 +184,12 @@ async def plan_user_send(
         )
     if payer == FeePayer.PLATFORM and platform_wallet is not None:
         sponsor = platform_wallet.addresses.get(asset.chain)
-        quote = await sponsored_fee(gateway, asset, sender, recipient, units, sponsor)
+        quote = await sponsored_fee(gateway, asset, native, sender, recipient, units, sponsor)
         if quote is not None and sponsor is not None:
             transfer = Transfer(asset, sender, recipient, units, fee_payer=sponsor)
             return Plan(gateway, transfer, quote, FeePayer.PLATFORM, wallet, platform_wallet)
     # USER, or PLATFORM falling back to USER: the sending wallet pays.
     quote = await gateway.fee(sender, recipient, asset, units)
-    native = native_asset(asset.chain)
     if asset.is_native:
         check_minimum(minimum, asset, units - quote.native_units, fee_taken=quote.native_units)
         if units <= quote.native_units:
@@ -206,7 +210,7 @@ async def plan_user_send(
 
 
 async def plan_platform_send(
-    request: SendRequest, gateway: ChainGateway, wallet: WalletRecord
+    request: SendRequest, gateway: ChainGateway, native: Asset, wallet: WalletRecord
 ) -> Plan:
     """The platform wallet sends and pays its own fee, on top of the amount."""
     asset, recipient, units = request.asset, request.recipient, request.amount_units
@@ -214,7 +218,6 @@ async def plan_platform_send(
     refuse_own_address(recipient, sender, platform=True)
     check_minimum(await minimum_send(gateway, recipient, asset), asset, units)
     quote = await gateway.fee(sender, recipient, asset, units)
-    native = native_asset(asset.chain)
     holding = await held(gateway, sender, asset)
     if asset.is_native:
         needed = units + quote.native_units
@@ -241,6 +244,6 @@ async def plan_platform_send(
     return Plan(gateway, transfer, quote, FeePayer.PLATFORM, wallet)
 
 
-def fee_text(units: int, asset: Asset) -> str:
-    """A fee as the wire shows it: a decimal string in the chain's native coin."""
-    return format_balance(units, native_asset(asset.chain).decimals)
+def fee_text(units: int, native: Asset) -> str:
+    """A fee as the wire shows it: a decimal string in `native`, the chain's coin."""
+    return format_balance(units, native.decimals)

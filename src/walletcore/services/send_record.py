@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from walletcore.domain.assets import Chain, FeePayer, asset_by_id
+from walletcore.domain.assets import Asset, Chain, FeePayer
 from walletcore.domain.errors import DomainError, InvalidSendTransition
 from walletcore.domain.sends import SendRecord
 from walletcore.ports import SignedTransfer
@@ -199,8 +199,9 @@ class SignedSend:
             ladder=ladder,
         )
 
-    def receipt(self, status: str = ACCEPTED_STATUS) -> SendReceipt:
-        fee = fee_text(self.fee_units, asset_by_id(self.asset_id))
+    def receipt(self, native: Asset, status: str = ACCEPTED_STATUS) -> SendReceipt:
+        """The answer of the send; `native`: its chain's coin, the fee's unit."""
+        fee = fee_text(self.fee_units, native)
         return SendReceipt(self.tx_hash, status, fee, self.fee_payer)
 
     def to_bytes(self) -> bytes:

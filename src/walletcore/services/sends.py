@@ -121,7 +121,7 @@ class SendService:
             key = _required(request_id)
             uid = read_user_id(user_id)
             note.user_id = uid
-            asset = read_asset(asset_id)
+            asset = read_asset(self._policy.catalog, asset_id)
             request = SendRequest(
                 "send",
                 uid,
@@ -140,6 +140,7 @@ class SendService:
                     request,
                     caller.client.fee_payer_for(resolved.id),
                     self._gateways[asset.chain],
+                    self._policy.catalog.native_asset(asset.chain),
                     wallet,
                     sponsor,
                 )
@@ -160,7 +161,7 @@ class SendService:
             "platform.send", caller.request_id, caller.client_id, target="platform"
         ) as note:
             key = _required(request_id)
-            asset = read_asset(asset_id)
+            asset = read_asset(self._policy.catalog, asset_id)
             request = SendRequest(
                 "platform/send",
                 None,
@@ -173,7 +174,10 @@ class SendService:
                 self._policy.resolve(caller.client, asset.id, "platform/send")
                 async with self._storage.read() as unit:
                     wallet = await platform_wallet(unit, caller.client_id)
-                return await plan_platform_send(request, self._gateways[asset.chain], wallet)
+                native = self._policy.catalog.native_asset(asset.chain)
+                return await plan_platform_send(
+                    request, self._gateways[asset.chain], native, wallet
+                )
 
             return await self._run(caller, key, request, plan, note)
 
@@ -199,7 +203,7 @@ class SendService:
         signed = SignedSend.from_bytes(record.raw_tx)
         if record.state is SendState.SIGNED:
             record = await self._broadcast(record, signed, note)
-        receipt = signed.receipt()
+        receipt = signed.receipt(self._policy.catalog.native_asset(signed.chain))
         # accepted by the network: followed on chain when its sender is known (format 2)
         finished = record.finish(receipt.as_result(), self._clock.now(), follow=signed.followable)
         # A send this request signed has its entry; one it resumed gets it here.
@@ -267,7 +271,8 @@ class SendService:
             record = await self._resign_on_replay(record, request.password, note)
         signed = SignedSend.from_bytes(record.raw_tx)
         assert record.chain_status is not None
-        return signed.receipt(record.chain_status.public)
+        native = self._policy.catalog.native_asset(signed.chain)
+        return signed.receipt(native, record.chain_status.public)
 
     async def _resign_on_replay(
         self, record: SendRecord, password: str, note: AuditNote

@@ -70,6 +70,7 @@ from walletcore.domain.trade import (
     ApproveStep,
     Fill,
     FixedLeg,
+    Order,
     Quote,
     Rejected,
     Side,
@@ -133,11 +134,15 @@ class TradingService:
         self._policy = policy
         self._auditor = auditor
         self._holdings = holdings
-        self._limits = limits if limits is not None else TradeLimits()
+        self._limits = limits if limits is not None else TradeLimits(policy.catalog)
         self._quote_ttl = timedelta(seconds=quote_ttl_seconds)
         self._page_size = page_size
         #: the expiry writes of this service, one per lapsed quote (module docstring)
         self._expiries = SharedExpiries(self._store_expiry)
+
+    def _order(self, trade: Trade) -> Order:
+        """The venue's order of an approved trade, in its asset's decimals."""
+        return trade.order(self._policy.catalog.asset_by_id(trade.asset_id).decimals)
 
     # -- quotes -------------------------------------------------------------------------
     def sell(self, caller: Caller, **body: Unpack[QuoteBody]) -> Coroutine[Any, Any, Trade]:
@@ -255,7 +260,7 @@ class TradingService:
 
     async def _execute(self, caller: Caller, trade: Trade) -> Trade:
         try:
-            outcome = await self._venue.execute(trade.order())
+            outcome = await self._venue.execute(self._order(trade))
         except OrderRejected as exc:
             await self._move(caller, trade, trade.fail(exc.reason, self._clock.now()))
             raise
@@ -377,7 +382,7 @@ class TradingService:
     async def _poll(self, caller: Caller, trade: Trade) -> Trade:
         """Ask the venue about an in-flight trade and record what it says."""
         try:
-            outcome = await self._venue.status(trade.order())
+            outcome = await self._venue.status(self._order(trade))
         except Exception:  # noqa: BLE001 - an unreachable venue: show the trade as stored
             log.warning("venue status unavailable for trade %s", trade.trade_id)
             return trade
@@ -387,7 +392,7 @@ class TradingService:
         """Cancel the working order of an approved trade whose quote lapsed; the trade as
         stored after. `approved` means nothing traded and nothing will: expire it."""
         try:
-            outcome = await self._venue.cancel(trade.order())
+            outcome = await self._venue.cancel(self._order(trade))
         except Exception:  # noqa: BLE001 - the venue cannot be asked: nothing is decided
             log.warning("venue cancel unavailable for trade %s", trade.trade_id)
             raise VenueTimeout() from None

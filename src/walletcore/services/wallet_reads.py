@@ -67,6 +67,8 @@ class WalletInfo:
     asset: Asset
     address: str
     units: int
+    #: the chain's coin: the unit of the rows' fees
+    native: Asset
     transactions: list[TxRow] = field(default_factory=list)
 
 
@@ -74,18 +76,24 @@ class WalletInfo:
 class TxPage:
     asset: Asset
     rows: list[TxRow]
+    #: the chain's coin: the unit of the rows' fees
+    native: Asset
 
 
 @dataclass(frozen=True, slots=True)
 class TxFound:
     asset: Asset
     row: TxRow
+    #: the chain's coin: the unit of the row's fee
+    native: Asset
 
 
 @dataclass(frozen=True, slots=True)
 class FeeAnswer:
     asset: Asset
     quote: FeeQuote
+    #: the chain's coin: the unit of the fee
+    native: Asset
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,7 @@ class _Target:
     wallet: WalletRecord
     address: str
     gateway: ChainGateway
+    native: Asset
 
 
 class WalletReads:
@@ -139,7 +148,7 @@ class WalletReads:
             rows = await target.gateway.history(target.address, target.asset, self._page_size)
         except HistoryUnavailable:
             rows = []
-        return WalletInfo(target.asset, target.address, units, rows)
+        return WalletInfo(target.asset, target.address, units, target.native, rows)
 
     async def transactions(
         self,
@@ -151,7 +160,7 @@ class WalletReads:
     ) -> TxPage:
         target = await self._target(caller, "transactions", asset_id, user_id, platform)
         rows = await target.gateway.history(target.address, target.asset, self._page_size)
-        return TxPage(target.asset, rows[: self._page_size])
+        return TxPage(target.asset, rows[: self._page_size], target.native)
 
     async def txid(
         self,
@@ -166,9 +175,10 @@ class WalletReads:
         wanted = _tx_hash(tx_hash)
         transfer = await self._transfer(caller, target, wanted)
         if transfer is not None:
-            return TxFound(target.asset, await self._transfer_row(target, wanted, *transfer))
+            row = await self._transfer_row(target, wanted, *transfer)
+            return TxFound(target.asset, row, target.native)
         row = await target.gateway.lookup(target.address, target.asset, wanted)
-        return TxFound(target.asset, row)
+        return TxFound(target.asset, row, target.native)
 
     async def _transfer(
         self, caller: Caller, target: _Target, wanted: str
@@ -235,13 +245,15 @@ class WalletReads:
             async with self._storage.read() as unit:
                 sponsor_wallet = await platform_wallet_or_none(unit, caller.client_id)
             sponsor = sponsor_wallet.addresses.get(asset.chain) if sponsor_wallet else None
-            quote = await sponsored_fee(gateway, asset, target.address, to, units, sponsor)
+            quote = await sponsored_fee(
+                gateway, asset, target.native, target.address, to, units, sponsor
+            )
             if quote is not None:
-                return FeeAnswer(asset, quote)
+                return FeeAnswer(asset, quote, target.native)
         quote = await gateway.fee(target.address, to, asset, units)
         if units is not None and asset.is_native and not platform:  # USER: from the amount
             check_minimum(minimum, asset, units - quote.native_units, quote.native_units)
-        return FeeAnswer(asset, quote)
+        return FeeAnswer(asset, quote, target.native)
 
     async def _target(
         self, caller: Caller, endpoint: str, asset_id: JsonValue, user_id: JsonValue, platform: bool
@@ -255,7 +267,8 @@ class WalletReads:
             else:
                 wallet = await user_wallet(unit, caller.client_id, uid)
         gateway = self._gateways[asset.chain]
-        return _Target(asset, wallet, wallet_address(wallet, asset), gateway)
+        native = self._policy.catalog.native_asset(asset.chain)
+        return _Target(asset, wallet, wallet_address(wallet, asset), gateway, native)
 
 
 def _tx_hash(value: JsonValue) -> str:

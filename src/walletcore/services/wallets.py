@@ -48,8 +48,6 @@ from walletcore.services.wallet_access import platform_wallet, user_wallet
 
 PASSWORD_MIN_LENGTH = 8
 PASSWORD_MAX_LENGTH = 256
-#: Every chain, in catalog order: a platform wallet carries them all.
-ALL_CHAINS: tuple[Chain, ...] = tuple(Chain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +230,8 @@ class WalletService:
             note.target = "platform"
             if wallet is None:
                 wallet = await self._new_platform_wallet(client_id, note)
-            missing = [c for c in ALL_CHAINS if c not in wallet.addresses]
+            # every served chain, in catalog order: a platform wallet carries them all
+            missing = [c for c in self._policy.catalog.chains if c not in wallet.addresses]
             if missing:
                 derived = await self._keystore.derive_addresses(wallet.sealed, None, missing)
                 wallet = replace(
@@ -263,7 +262,7 @@ class WalletService:
         note.carried(entry)
 
     async def _new_platform_wallet(self, client_id: str, note: AuditNote) -> WalletRecord:
-        created = await self._keystore.create_platform_wallet(ALL_CHAINS)
+        created = await self._keystore.create_platform_wallet(self._policy.catalog.chains)
         wallet = WalletRecord(
             client_id=client_id,
             owner=WalletOwner.PLATFORM,

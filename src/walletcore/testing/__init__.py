@@ -2,6 +2,7 @@
 ports, and the contract suites an adapter proves itself with.
 
 Fakes (importable without pytest, no I/O library):
+- `CONTRACT_CATALOG`: the contract's sixteen assets, which the fakes default to;
 - `InMemoryStorage` (also `WALLETCORE_REPO=memory`, by name), `autocommit(storage)`
   for seeding and checking state one call at a time;
 - `LocalNonceLeases`: the nonce leases of one process (not a fake: `walletcore.nonces`);
@@ -19,12 +20,14 @@ Contracts (`walletcore.testing.contracts`, needs pytest and pytest-asyncio): sub
 
 from walletcore.clock import ManualClock
 from walletcore.nonces import LocalNonceLeases
+from walletcore.testing.catalog import CONTRACT_CATALOG
 from walletcore.testing.chains import FakeGateway, FollowedFakeGateway, Outcome
 from walletcore.testing.keys import FakeKeyStore
 from walletcore.testing.markets import FixedHoldings, FixedPrices, InstantVenue
 from walletcore.testing.storage import InMemoryStorage, autocommit
 
 __all__ = [
+    "CONTRACT_CATALOG",
     "FakeGateway",
     "FakeKeyStore",
     "FixedHoldings",

@@ -38,7 +38,8 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any, Literal
 
-from walletcore.domain.assets import Asset, Chain, native_asset
+from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import (
     AddressUnknown,
     BroadcastTimeout,
@@ -57,6 +58,7 @@ from walletcore.ports.chains import (
     UnsignedTransfer,
 )
 from walletcore.ports.follow import Replacement, Sighting, TransferFollower
+from walletcore.testing.catalog import CONTRACT_CATALOG
 
 #: Per chain: the native fee, a token's fee, and what a sponsor's signature adds, in the
 #: native base units (the sandbox chains' figures, docs/wallet-operations.md).
@@ -97,9 +99,12 @@ class FakeGateway(ChainGateway, MinimumSends):
         token_fee: int | None = None,
         sponsor_fee: int | None = None,
         known_only: bool = False,
+        catalog: Catalog = CONTRACT_CATALOG,
     ) -> None:
         default = FAKE_FEES[chain]
         self.chain = chain
+        #: the chain's coin, which pays the fees
+        self.native = catalog.native_asset(chain)
         self.native_fee = default[0] if native_fee is None else native_fee
         self.token_fee = default[1] if token_fee is None else token_fee
         self.sponsor_fee = default[2] if sponsor_fee is None else sponsor_fee
@@ -294,7 +299,7 @@ class FakeGateway(ChainGateway, MinimumSends):
     def _move(self, body: Mapping[str, Any]) -> None:
         asset_id, amount, fee = int(body["asset"]), int(body["amount"]), int(body["fee"])
         sender, recipient, payer = str(body["from"]), str(body["to"]), str(body["feePayer"])
-        native = native_asset(self.chain).id
+        native = self.native.id
         needs = {(sender, asset_id): amount}
         needs[(payer, native)] = needs.get((payer, native), 0) + fee
         for key, units in needs.items():
@@ -387,11 +392,13 @@ class FollowedFakeGateway(FakeGateway, TransferFollower):
 _HELD = frozenset({Sighting.PENDING, Sighting.SUCCESS, Sighting.FAILED})
 
 
-def fake_gateways(*, followed: bool = True, **options: Any) -> dict[Chain, FakeGateway]:
-    """One fake gateway per chain (`followed`: with the lifecycle; SOLANA and TRON
-    re-sign), each built with `options`."""
+def fake_gateways(
+    *, followed: bool = True, catalog: Catalog = CONTRACT_CATALOG, **options: Any
+) -> dict[Chain, FakeGateway]:
+    """One fake gateway per chain of `catalog` (`followed`: with the lifecycle; SOLANA and
+    TRON re-sign), each built with `options`."""
     kind = FollowedFakeGateway if followed else FakeGateway
-    return {chain: kind(chain, **options) for chain in Chain}
+    return {chain: kind(chain, catalog=catalog, **options) for chain in catalog.chains}
 
 
 __all__ = [

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import chain_order
 from walletcore.domain.errors import WrongWalletPassword
 from walletcore.ports.keys import ChainSigner, KeyStore, NewWallet
 
@@ -103,7 +104,7 @@ def fake_address(seed: bytes, chain: Chain) -> str:
 
 
 def _addresses(seed: bytes, chains: Collection[Chain]) -> dict[Chain, str]:
-    return {chain: fake_address(seed, chain) for chain in Chain if chain in chains}
+    return {chain: fake_address(seed, chain) for chain in sorted(set(chains), key=chain_order)}
 
 
 def _password_hash(password: str | None) -> str | None:

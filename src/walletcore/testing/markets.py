@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from walletcore.domain.assets import SYMBOLS, Asset, Fiat
+from walletcore.domain.assets import Asset, Fiat
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import PriceUnavailable, UserNotFound
 from walletcore.domain.trade import Accepted, Fill, Order, OrderOutcome, derive_figures
 from walletcore.ports.storage import Storage
 from walletcore.ports.trading import PriceMap, PriceSource, TradeVenue
+from walletcore.testing.catalog import CONTRACT_CATALOG
 
 #: Every symbol at 100 of every fiat, unless told otherwise.
 DEFAULT_PRICE = Decimal(100)
@@ -26,14 +28,17 @@ class FixedPrices(PriceSource):
         prices: Mapping[str, Decimal] | None = None,
         *,
         default: Decimal | None = DEFAULT_PRICE,
+        catalog: Catalog = CONTRACT_CATALOG,
     ) -> None:
+        #: the coins of the `/prices` map
+        self.symbols = catalog.symbols
         self.prices = dict(prices or {})
         self.default = default
 
     async def price_map(self) -> PriceMap:
         return {
             symbol: {fiat.value: float(price) for fiat in Fiat}
-            for symbol in SYMBOLS
+            for symbol in self.symbols
             if (price := self.prices.get(symbol, self.default)) is not None
         }
 

@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass
 from decimal import Decimal
 
-from walletcore.domain.assets import CATALOG, Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.chains import (
     HEX,
     ChainDescription,
@@ -70,7 +70,7 @@ class SandboxBitcoin:
 
 DESCRIPTION = ChainDescription(
     chain=CHAIN,
-    assets=tuple(a for a in CATALOG if a.chain == CHAIN),
+    assets=tuple(a for a in CONTRACT_ASSETS if a.chain == CHAIN),
     replaces_by="fee-bump",
     default_fee_cap=Decimal("0.0005"),
     wrong_password=WrongPassword.INVALID_PASSWORD_400,

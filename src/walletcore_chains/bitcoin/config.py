@@ -109,7 +109,13 @@ def _rpc(context: GatewayContext[BitcoinSettings]) -> ChainGateway:
     options = GatewayOptions.of(settings, network)
     book = NonceBook(leases=context.nonce_leases(), chain=network.lease_key)
     return BitcoinGateway(
-        network, backend, context.validate_address, book, options, chain=context.chain
+        network,
+        backend,
+        context.validate_address,
+        book,
+        options,
+        chain=context.chain,
+        native=context.catalog.native_asset(context.chain),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from walletcore.domain.assets import CATALOG, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Chain
 from walletcore.domain.chains import ChainDescription
 from walletcore_chains.evm.config import rpc_networks
 from walletcore_chains.evm.family import EvmChain
@@ -15,7 +15,7 @@ from walletcore_chains.evm.family import EvmChain
 def _chain(chain: Chain, cap: Decimal, gwei: int, *, poa: bool = False) -> EvmChain:
     return EvmChain(
         chain=chain,
-        assets=tuple(a for a in CATALOG if a.chain == chain),
+        assets=tuple(a for a in CONTRACT_ASSETS if a.chain == chain),
         networks=rpc_networks(chain),
         default_fee_cap=cap,
         sandbox_gas_price_wei=gwei * 10**9,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from walletcore.domain.assets import ASSETS_BY_ID, Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.secretfiles import ConfigurationError
 
 NETWORKS = ("mainnet", "testnet", "devnet")
@@ -162,14 +162,14 @@ def token_overrides(
     variable: str = "WALLETCORE_EVM_TOKENS",
 ) -> dict[int, str]:
     """The contracts of `chain` among `tokens`, each checked: the asset is a token of one
-    of the family's chains (`assets`: asset id -> asset; by default the asset table's
+    of the family's chains (`assets`: asset id -> asset; by default the contract's
     ETHEREUM, BSC and POLYGON assets), and the address a checksummed (EIP-55) one.
     `variable` names the setting in messages. The address is never echoed (a key pasted by
     mistake must not reach a log)."""
     from eth_utils.address import is_checksum_address
 
     if assets is None:
-        assets = {i: a for i, a in ASSETS_BY_ID.items() if a.chain in EVM_CHAINS}
+        assets = {a.id: a for a in CONTRACT_ASSETS if a.chain in EVM_CHAINS}
     family = list(dict.fromkeys(a.chain.value for a in assets.values()))
     out: dict[int, str] = {}
     for key, address in tokens.items():

@@ -8,6 +8,7 @@ process (docs/chains.md: `walletcore sandbox fund` cannot reach it from another 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from eth_utils.crypto import keccak
 from web3 import AsyncWeb3
 from web3.providers.eth_tester import AsyncEthereumTesterProvider
 
-from walletcore.domain.assets import ASSETS_BY_ID, Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore.ports import AddressValidator
 from walletcore_chains.evm.config import evm_config
@@ -40,13 +41,17 @@ def token_artifact() -> tuple[list[Any], bytes]:
 class DevnetEvmGateway(EvmGateway):
     """An `EvmGateway` on its own eth-tester chain, with a faucet."""
 
-    def __init__(self, chain: Chain, validator: AddressValidator) -> None:
+    def __init__(
+        self, chain: Chain, validator: AddressValidator, assets: Iterable[Asset] | None = None
+    ) -> None:
+        """`assets`: the chain's assets (its factory passes its description's), whose
+        tokens are deployed; by default the contract's of `chain`."""
         provider = AsyncEthereumTesterProvider()
         self.tester = provider.ethereum_tester
         self.funder = self.tester.get_accounts()[0]
         tokens = {
             asset.id: self._deploy(asset)
-            for asset in ASSETS_BY_ID.values()
+            for asset in (CONTRACT_ASSETS if assets is None else assets)
             if asset.chain == chain and not asset.is_native
         }
         super().__init__(evm_config(chain, "devnet"), AsyncWeb3(provider), validator, tokens=tokens)

@@ -275,7 +275,7 @@ def _devnet(context: GatewayContext[Any]) -> ChainGateway:
     shared with other workers, or kept across restarts, would point past its nonces."""
     from walletcore_chains.evm.devnet import DevnetEvmGateway
 
-    return DevnetEvmGateway(context.chain, context.validate_address)
+    return DevnetEvmGateway(context.chain, context.validate_address, context.description.assets)
 
 
 def evm_plugin(

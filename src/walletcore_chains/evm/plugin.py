@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pydantic import Field, SecretStr, field_validator
 
 from walletcore.chainplugins import ChainPlugin, env_name
-from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.domain.assets import Chain
 from walletcore_chains.evm import chains as evm_chains
 from walletcore_chains.evm.addresses import (
     PATH,
@@ -37,6 +37,9 @@ CHAINS = frozenset(spec.chain for spec in evm_chains.CHAINS)
 RPC_NETWORKS = ("mainnet", "testnet")
 _ADDRESS = re.compile(r"\A0x[0-9a-fA-F]{40}\Z")
 _TOKEN_STANDARDS = frozenset({"ERC20", "BEP20"})
+#: The assets this plugin's chains declare (`evm_chains`): what `WALLETCORE_EVM_TOKENS`
+#: may name.
+_DECLARED = {a.id: a for spec in evm_chains.CHAINS for a in spec.assets}
 
 
 class EvmSettings(ChainSettings):
@@ -67,7 +70,7 @@ class EvmSettings(ChainSettings):
     @classmethod
     def _token_contracts(cls, value: dict[int, str]) -> dict[int, str]:
         for asset_id, address in value.items():
-            asset = ASSETS_BY_ID.get(asset_id)
+            asset = _DECLARED.get(asset_id)
             if asset is None or asset.standard not in _TOKEN_STANDARDS:
                 raise ValueError(
                     f"asset {asset_id} is not a token of ETHEREUM, BSC or POLYGON "

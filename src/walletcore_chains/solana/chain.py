@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import base58
 
-from walletcore.domain.assets import CATALOG, Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.chains import (
     BASE58,
     ChainDescription,
@@ -59,7 +59,7 @@ class SandboxSolana:
 
 DESCRIPTION = ChainDescription(
     chain=CHAIN,
-    assets=tuple(a for a in CATALOG if a.chain == CHAIN),
+    assets=tuple(a for a in CONTRACT_ASSETS if a.chain == CHAIN),
     replaces_by="re-sign",
     default_fee_cap=Decimal("0.001"),
     wrong_password=WrongPassword.INVALID_PASSWORD,

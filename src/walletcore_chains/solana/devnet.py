@@ -4,6 +4,7 @@ Its transactions land at once and are finalized at once (`LiteSvmNode.finality_s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from solders.keypair import Keypair
@@ -25,7 +26,7 @@ from spl.token.instructions import (
 )
 from spl.token.models import InitializeMintParams, MintToParams
 
-from walletcore.domain.assets import ASSETS_BY_ID, Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore.ports import AddressValidator
 from walletcore_chains.solana.gateway import SolanaGateway
@@ -38,14 +39,18 @@ FAUCET_LAMPORTS = 10**13  # 10,000 SOL
 class DevnetSolanaGateway(SolanaGateway):
     node: LiteSvmNode
 
-    def __init__(self, validator: AddressValidator, **options: Any) -> None:
-        """`options`: `SolanaGateway`'s (commitment, compute-unit prices, ...)."""
+    def __init__(
+        self, validator: AddressValidator, assets: Iterable[Asset] | None = None, **options: Any
+    ) -> None:
+        """`assets`: SOLANA's served assets (its factory passes the catalog's), whose
+        mints are created, by default the contract's; `options`: `SolanaGateway`'s
+        (commitment, compute-unit prices, ...)."""
         node = LiteSvmNode()
         self._faucet = Keypair()
         node.svm.airdrop(self._faucet.pubkey(), FAUCET_LAMPORTS)
         mints = {
             asset.id: self._create_mint(node, asset)
-            for asset in ASSETS_BY_ID.values()
+            for asset in (CONTRACT_ASSETS if assets is None else assets)
             if asset.chain == Chain.SOLANA and not asset.is_native
         }
         super().__init__(node, validator, mints, **options)

@@ -167,7 +167,11 @@ def _rpc(context: GatewayContext[SolanaSettings]) -> ChainGateway:
 def _devnet(context: GatewayContext[SolanaSettings]) -> ChainGateway:
     from walletcore_chains.solana.devnet import DevnetSolanaGateway
 
-    return DevnetSolanaGateway(context.validate_address, **gateway_options(context.settings))
+    return DevnetSolanaGateway(
+        context.validate_address,
+        context.catalog.assets_of(context.chain),
+        **gateway_options(context.settings),
+    )
 
 
 #: Entry point `walletcore.chains: solana`.

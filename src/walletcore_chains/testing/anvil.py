@@ -46,7 +46,7 @@ from eth_abi.abi import encode as abi_encode
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 
-from walletcore.domain.assets import ASSETS_BY_ID, Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore_chains.evm.config import MAINNET_CHAIN_IDS
 
 ANVIL_ENV = "WALLETCORE_ANVIL"
@@ -91,7 +91,7 @@ class AnvilNode:
     ) -> None:
         """`chain_id`: by default the chain's main network's (`MAINNET_IDS`, the asset
         table's EVM chains); `assets`: the chain's assets whose tokens are deployed (by
-        default the asset table's), for an EVM chain a plugin adds."""
+        default the contract's), for an EVM chain a plugin adds."""
         found = binary or find_anvil()
         if found is None:
             raise FileNotFoundError(
@@ -106,7 +106,7 @@ class AnvilNode:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.tokens: dict[int, str] = {}
-        self._assets = tuple(ASSETS_BY_ID.values() if assets is None else assets)
+        self._assets = tuple(CONTRACT_ASSETS if assets is None else assets)
         self._process: subprocess.Popen[bytes] | None = None
         self._funder = ""
         self._calls = 0

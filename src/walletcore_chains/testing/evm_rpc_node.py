@@ -49,7 +49,7 @@ from web3.providers.eth_tester.middleware import (
     transaction_result_remapper,
 )
 
-from walletcore.domain.assets import ASSETS_BY_ID
+from walletcore.domain.assets import CONTRACT_ASSETS
 from walletcore.testing.http import LoopbackRpcServer, RpcError
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 
@@ -117,7 +117,7 @@ class EvmRpcNode(LoopbackRpcServer):
         """asset id -> the contract the devnet deployed for it."""
         return {
             asset.id: self.devnet.token_address(asset)
-            for asset in ASSETS_BY_ID.values()
+            for asset in CONTRACT_ASSETS
             if asset.chain == self.devnet.chain and not asset.is_native
         }
 

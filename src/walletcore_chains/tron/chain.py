@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass
 from decimal import Decimal
 
-from walletcore.domain.assets import CATALOG, Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.chains import (
     HEX,
     ChainDescription,
@@ -60,7 +60,7 @@ class SandboxTron:
 
 DESCRIPTION = ChainDescription(
     chain=CHAIN,
-    assets=tuple(a for a in CATALOG if a.chain == CHAIN),
+    assets=tuple(a for a in CONTRACT_ASSETS if a.chain == CHAIN),
     replaces_by="re-sign",
     default_fee_cap=Decimal(100),
     wrong_password=WrongPassword.INVALID_CREDENTIALS,

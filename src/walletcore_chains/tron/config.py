@@ -12,11 +12,14 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 
 from walletcore.chainplugins import GatewayContext, GatewayFactory, env_name
-from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore.ports import ChainGateway
 from walletcore.secretfiles import ConfigurationError
 from walletcore_chains.settings import ChainSettings, node_url, rpc_timeout, stuck_after
+
+#: The assets the TRON plugin declares (the contract's, of TRON).
+_DECLARED = {a.id: a for a in CONTRACT_ASSETS if a.chain == Chain.TRON}
 
 #: TRC20 contracts per network (asset id -> address). Nile and Shasta have no canonical
 #: USDT or USDC: a test deployment names its own with `WALLETCORE_TRON_TOKENS`.
@@ -60,7 +63,7 @@ class TronSettings(ChainSettings):
     @classmethod
     def _token_ids(cls, value: dict[int, str]) -> dict[int, str]:
         for asset_id in value:
-            asset = ASSETS_BY_ID.get(asset_id)
+            asset = _DECLARED.get(asset_id)
             if asset is None or asset.chain != Chain.TRON or asset.is_native:
                 raise ValueError(f"asset {asset_id} is not a TRC20 token of TRON (41, 42)")
         return {asset_id: address.strip() for asset_id, address in value.items()}

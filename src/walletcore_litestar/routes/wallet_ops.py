@@ -92,7 +92,7 @@ async def _transactions(
     page = await reads.transactions(
         caller_of(request), asset_id=data.assetId, user_id=owner.user_id, platform=owner.platform
     )
-    return transaction_rows(page.rows, page.asset)
+    return transaction_rows(page.rows, page.asset, page.native)
 
 
 async def _txid(request: AnyRequest, data: PlatformTxRequest, owner: Owner) -> TransactionRow:
@@ -104,7 +104,7 @@ async def _txid(request: AnyRequest, data: PlatformTxRequest, owner: Owner) -> T
         user_id=owner.user_id,
         platform=owner.platform,
     )
-    return TransactionRow.of(found.row, found.asset)
+    return TransactionRow.of(found.row, found.asset, found.native)
 
 
 async def _fee(
@@ -122,7 +122,7 @@ async def _fee(
         platform=owner.platform,
     )
     fee_wire = services.descriptions[answer.asset.chain].fee_wire
-    return fee_result(answer.quote, answer.asset, fee_wire)
+    return fee_result(answer.quote, answer.asset, answer.native, fee_wire)
 
 
 async def _send(request: AnyRequest, data: PlatformSendRequest, owner: Owner) -> SendResult:

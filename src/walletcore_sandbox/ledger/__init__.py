@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.times import utc
 from walletcore.domain.wallet import TxRow
 from walletcore.ports import Clock, SignatureVerifier
@@ -31,7 +32,8 @@ from walletcore_sandbox.ledger.store import DATA_FILE, LedgerError, LedgerTx
 
 
 class SandboxLedger:
-    """The shared ledger: its connections opened on first use (`connections`)."""
+    """The shared ledger: its connections opened on first use (`connections`). `catalog`:
+    the served assets, whose chains' coins pay the fees."""
 
     def __init__(
         self,
@@ -39,8 +41,12 @@ class SandboxLedger:
         clock: Clock,
         verify: SignatureVerifier,
         confirm_seconds: float = 3.0,
+        *,
+        catalog: Catalog,
     ) -> None:
         self.path = Path(path)
+        #: chain -> the id of its coin
+        self._natives = {c: catalog.native_asset(c).id for c in catalog.chains}
         self._clock = clock
         self._verify = verify
         self._confirm = timedelta(seconds=confirm_seconds)
@@ -57,8 +63,9 @@ class SandboxLedger:
         """What `address` can spend: confirmed credits, minus every debit and fee paid."""
         now = self.now()
         seen = self._connections.seen
+        holding = self._holding(chain, address, asset_id)
         return await self._connections.read(
-            lambda conn: balances.balance(conn, seen.get(conn), (chain, address, asset_id), now)
+            lambda conn: balances.balance(conn, seen.get(conn), holding, now)
         )
 
     async def known_balance(self, chain: Chain, address: str, asset_id: int) -> int | None:
@@ -68,7 +75,7 @@ class SandboxLedger:
         now = self.now()
         connections = self._connections
         seen = connections.seen
-        holding = (chain, address, asset_id)
+        holding = self._holding(chain, address, asset_id)
 
         def work(conn: sqlite3.Connection) -> int | None:
             return balances.known_balance(conn, seen.get(conn), holding, now)
@@ -107,19 +114,23 @@ class SandboxLedger:
         nothing is stored then (`rules`).
         """
         rules.check_signatures(tx, payload, signatures, self._verify)
-        taken = rules.needs(tx)
+        native_id = self._natives[tx.chain]
+        taken = rules.needs(tx, native_id)
         return await self._connections.run(
-            lambda conn: rules.accept(conn, tx, taken, self.now, self._confirm)
+            lambda conn: rules.accept(conn, tx, taken, native_id, self.now, self._confirm)
         )
 
     async def credit(
         self, chain: Chain, address: str, asset_id: int, units: int, tx_hash: str
     ) -> int:
         """A faucet credit, confirmed at once; the address's new balance of the asset."""
-        holding = (chain, address, asset_id)
+        holding = self._holding(chain, address, asset_id)
         return await self._connections.run(
             lambda conn: rules.credit(conn, holding, units, tx_hash, self.now)
         )
+
+    def _holding(self, chain: Chain, address: str, asset_id: int) -> balances.Holding:
+        return (chain, address, asset_id, asset_id == self._natives[chain])
 
     async def aclose(self) -> None:
         """Close the connections; the next call opens them again."""

@@ -19,11 +19,12 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from walletcore.domain.assets import Chain, native_asset
+from walletcore.domain.assets import Chain
 from walletcore_sandbox.ledger.store import KNOWS, SHARES
 
-#: (chain, address, asset id): an address's holding of one asset, whose shares are read.
-Holding = tuple[Chain, str, int]
+#: (chain, address, asset id, whether the asset is the chain's coin, which pays the fees):
+#: an address's holding of one asset, whose shares are read.
+Holding = tuple[Chain, str, int, bool]
 #: One row of `SHARES`, read: (role, units, when a credit confirms; None for a debit).
 Share = tuple[int, int, datetime | None]
 #: The reader connection's count of the commits it has seen from other connections.
@@ -78,7 +79,7 @@ def known_balance(
     """`balance`, or None when the address took part in no transaction on `chain`: it has
     shares of this asset, or else `KNOWS` tells (the rare case: none of this asset)."""
     shares = _shares_through(conn, seen, holding)
-    chain, address, _ = holding
+    chain, address, _, _ = holding
     if not shares and conn.execute(KNOWS, (chain.value, address)).fetchone() is None:
         return None
     return total(shares, now)
@@ -94,8 +95,8 @@ def shares_read(conn: sqlite3.Connection, holding: Holding) -> list[Share]:
     """The address's shares in the asset on the chain (`SHARES`), read: units as integers,
     a credit's confirmation as an instant (once per read of the rows, not per balance a
     reader's kept shares serve)."""
-    chain, address, asset_id = holding
-    native = int(asset_id == native_asset(chain).id)
+    chain, address, asset_id, is_native = holding
+    native = int(is_native)
     return [
         (role, int(units), None if confirm_at is None else datetime.fromisoformat(confirm_at))
         for role, units, confirm_at in conn.execute(

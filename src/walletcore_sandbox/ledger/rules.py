@@ -23,11 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from walletcore.domain.assets import Chain, native_asset
 from walletcore.domain.errors import InsufficientFunds, TransferRejected
 from walletcore.domain.wallet import TxRow
 from walletcore.ports import SignatureVerifier
-from walletcore_sandbox.ledger.balances import balance
+from walletcore_sandbox.ledger.balances import Holding, balance
 from walletcore_sandbox.ledger.store import HAS_HASH, LedgerTx, immediate, insert
 
 
@@ -45,13 +44,13 @@ def check_signatures(
             )
 
 
-def needs(tx: LedgerTx) -> Counter[tuple[str, int]]:
+def needs(tx: LedgerTx, native_id: int) -> Counter[tuple[str, int]]:
     """(address, asset id) -> the units a transfer takes from it: the amount from the
-    sender, the fee (native coin) from the fee payer."""
+    sender, the fee (the native coin, `native_id`) from the fee payer."""
     assert tx.sender is not None and tx.fee_payer is not None
     taken: Counter[tuple[str, int]] = Counter()
     taken[(tx.sender, tx.asset_id)] += tx.amount_units
-    taken[(tx.fee_payer, native_asset(tx.chain).id)] += tx.fee_units
+    taken[(tx.fee_payer, native_id)] += tx.fee_units
     return taken
 
 
@@ -59,6 +58,7 @@ def accept(
     conn: sqlite3.Connection,
     tx: LedgerTx,
     taken: Counter[tuple[str, int]],
+    native_id: int,
     clock: Callable[[], datetime],
     confirm: timedelta,
 ) -> bool:
@@ -70,7 +70,8 @@ def accept(
             return False
         now = clock()
         for (address, asset_id), units in taken.items():
-            if balance(conn, None, (tx.chain, address, asset_id), now) < units:
+            holding = (tx.chain, address, asset_id, asset_id == native_id)
+            if balance(conn, None, holding, now) < units:
                 raise InsufficientFunds(
                     "Insufficient balance at broadcast: the network refused the "
                     "transfer; nothing was sent"
@@ -81,7 +82,7 @@ def accept(
 
 def credit(
     conn: sqlite3.Connection,
-    holding: tuple[Chain, str, int],
+    holding: Holding,
     units: int,
     tx_hash: str,
     clock: Callable[[], datetime],
@@ -89,7 +90,7 @@ def credit(
     """On the writer: a faucet credit of `units` to the holding (chain, address, asset),
     confirmed at once (the clock's instant once the write lock is held); the address's new
     balance of the asset."""
-    chain, address, asset_id = holding
+    chain, address, asset_id, _ = holding
     with immediate(conn):
         now = clock()
         insert(conn, LedgerTx(tx_hash, chain, asset_id, None, address, units, 0, None, now, now))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.domain.assets import Chain
 from walletcore.ports import FeeQuote, SignedTransfer, Transfer
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains import curves
 from walletcore_chains.bitcoin import address_of, validate_address, verify_signature
 from walletcore_chains.bitcoin.backend import BackendTimeout
@@ -14,7 +15,7 @@ from walletcore_chains.bitcoin.config import BitcoinSettings, make_backend
 from walletcore_chains.bitcoin.gateway import BitcoinGateway, GatewayOptions
 from walletcore_chains.bitcoin.network import network_named
 
-BTC = ASSETS_BY_ID[1]
+BTC = CONTRACT_CATALOG.asset_by_id(1)
 _counter = itertools.count(1000 + __import__("os").getpid() * 1000)
 
 

@@ -32,7 +32,7 @@ from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
-from walletcore.testing import FixedHoldings, autocommit
+from walletcore.testing import CONTRACT_CATALOG, FixedHoldings, autocommit
 from walletcore_sandbox.prices import sandbox_unit_price
 from walletcore_sandbox.venue import SandboxVenue
 from walletcore_sql.storage import SqlStorage
@@ -97,7 +97,7 @@ async def approve_trades(config: dict[str, Any], storage: Any, rng: random.Rando
         clock,
         Prices(clock),
         RecordingVenue(Path(config["venue_log"]), rng),
-        AssetPolicy(settings.limited_assets, settings.unavailable_assets),
+        AssetPolicy(CONTRACT_CATALOG, settings.limited_assets, settings.unavailable_assets),
         Auditor(storage, clock),
         quote_ttl_seconds=3600,
         holdings=FixedHoldings(storage=storage),

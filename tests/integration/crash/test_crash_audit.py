@@ -37,7 +37,7 @@ import pytest
 from crash_support import Store
 
 from walletcore.clock import SystemClock
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.ids import new_id
@@ -48,7 +48,7 @@ from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
-from walletcore.testing import FixedHoldings, autocommit
+from walletcore.testing import CONTRACT_CATALOG, FixedHoldings, autocommit
 from walletcore_sandbox.chain import SandboxGateway
 from walletcore_sandbox.ledger import DATA_FILE as LEDGER_FILE
 from walletcore_sandbox.ledger import SandboxLedger
@@ -131,9 +131,9 @@ async def test_killed_approvals_leave_one_approve_entry_per_execution(
     trading = TradingService(
         setup,
         clock,
-        SandboxPriceSource(clock),
-        SandboxVenue(SandboxPriceSource(clock)),
-        AssetPolicy(),
+        SandboxPriceSource(clock, symbols=CONTRACT_CATALOG.symbols),
+        SandboxVenue(SandboxPriceSource(clock, symbols=CONTRACT_CATALOG.symbols)),
+        AssetPolicy(CONTRACT_CATALOG),
         Auditor(setup, clock),
         quote_ttl_seconds=3600,
         holdings=FixedHoldings(storage=setup),
@@ -235,7 +235,7 @@ async def test_killed_sends_leave_their_entry_for_every_signed_transaction(
     sender = created.addresses[Chain.ETHEREUM]
     gateway = container.gateways()[Chain.ETHEREUM]
     assert isinstance(gateway, SandboxGateway)
-    await gateway.fund(sender, asset_by_id(2), 10**19)  # 10 ETH
+    await gateway.fund(sender, CONTRACT_CATALOG.asset_by_id(2), 10**19)  # 10 ETH
     request_ids = [f"send-{n:02d}" for n in range(SENDS)]
     runs = Runs(
         {
@@ -303,7 +303,9 @@ async def _check_sends(
             assert record.is_finished and record.result is not None, (why, record)
             assert record.result.get("txHash") == record.tx_hash, (why, record)
     assert set(signed_entries) == set(hashes), why  # no entry for a transaction never kept
-    reader = SandboxLedger(home / LEDGER_FILE, SystemClock(), lambda *_: False)
+    reader = SandboxLedger(
+        home / LEDGER_FILE, SystemClock(), lambda *_: False, catalog=CONTRACT_CATALOG
+    )
     try:
         on_chain = [tx.tx_hash for tx in await reader.transactions() if tx.sender == sender]
     finally:

@@ -19,7 +19,7 @@ import pytest
 from eth_account import Account
 from evm_support import Wallet, new_wallet
 
-from walletcore.domain.assets import Asset, Chain, asset_by_id
+from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.errors import InsufficientGas, NodeUnavailable, TransferRejected
 from walletcore.ports import (
     FeeQuote,
@@ -30,6 +30,7 @@ from walletcore.ports import (
     TransferFollower,
     UnsignedTransfer,
 )
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm import codec, follow
 from walletcore_chains.evm.config import evm_config
@@ -38,7 +39,7 @@ from walletcore_chains.evm.gateway import EvmGateway
 from walletcore_chains.evm.plugin import rpc_web3
 from walletcore_chains.testing.anvil import AnvilNode, find_anvil
 
-ETH, USDT = asset_by_id(2), asset_by_id(21)
+ETH, USDT = CONTRACT_CATALOG.asset_by_id(2), CONTRACT_CATALOG.asset_by_id(21)
 GWEI = 10**9
 CONFIRMATIONS = 3
 needs_anvil = pytest.mark.skipif(

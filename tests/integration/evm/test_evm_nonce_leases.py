@@ -13,10 +13,10 @@ import pytest
 from evm_support import ELSEWHERE, NOWHERE, build, chain_gateways, new_wallet, send
 
 from walletcore.container import create_container
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.ports import NonceLeases
 from walletcore.settings import Settings
-from walletcore.testing import LocalNonceLeases
+from walletcore.testing import CONTRACT_CATALOG, LocalNonceLeases
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.bitcoin import BitcoinSettings
 from walletcore_chains.evm.devnet import DevnetEvmGateway
@@ -29,7 +29,7 @@ from walletcore_sql.engine import sqlite_url
 from walletcore_sql.nonces import nonce_leases
 from walletcore_sql.storage import SqlStorage
 
-ETH = asset_by_id(2)
+ETH = CONTRACT_CATALOG.asset_by_id(2)
 EVM = (Chain.ETHEREUM, Chain.BSC, Chain.POLYGON)
 
 
@@ -144,7 +144,7 @@ def test_only_gateways_that_reserve_nonces_open_the_leases(tmp_path: Path) -> No
     for chains in ("devnet", "sandbox"):
         container = create_container(Settings(home=tmp_path, chains=chains))
         container.nonce_leases.override(providers.Callable(NoLeases()))
-        assert set(container.gateways()) == set(Chain)
+        assert set(container.gateways()) == set(CONTRACT_CHAINS)
     container = create_container(
         Settings(home=tmp_path, chains="rpc"),
         chain_settings={
@@ -172,7 +172,7 @@ async def test_a_slow_top_up_keeps_the_senders_nonce_past_the_lapse(
 ) -> None:
     """A sponsored transfer holds the sender's nonce while its top-up is mined: however
     long that takes (up to the receipt timeout), another send from the address waits."""
-    usdt = asset_by_id(21)
+    usdt = CONTRACT_CATALOG.asset_by_id(21)
     gateway = EvmGateway(
         chain.config,
         chain.w3,

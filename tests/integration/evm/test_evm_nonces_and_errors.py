@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from evm_support import ELSEWHERE, build, new_wallet, send
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import (
     HistoryUnavailable,
     InsufficientFunds,
@@ -17,13 +17,14 @@ from walletcore.domain.errors import (
     TransferRejected,
 )
 from walletcore.ports import FeeQuote, SignedTransfer, Transfer
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.chains import rpc_web3
 from walletcore_chains.evm.config import evm_config
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.gateway import EvmGateway
 
-ETH, USDT = asset_by_id(2), asset_by_id(21)
+ETH, USDT = CONTRACT_CATALOG.asset_by_id(2), CONTRACT_CATALOG.asset_by_id(21)
 
 
 async def test_twenty_concurrent_sends_from_one_address_all_land_in_nonce_order(

@@ -27,7 +27,7 @@ from evm_support import ELSEWHERE, NOWHERE, Wallet, build, chain_gateways, new_w
 from web3 import AsyncHTTPProvider, AsyncWeb3
 from web3.exceptions import ExtraDataLengthError
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import (
     AssetUnavailableOnEndpoint,
     DomainError,
@@ -38,6 +38,7 @@ from walletcore.domain.errors import (
 )
 from walletcore.ports import CheckFailed, FeeQuote, SignedTransfer, Transfer
 from walletcore.secretfiles import ConfigurationError
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm import codec
 from walletcore_chains.evm.config import evm_config
@@ -48,8 +49,12 @@ from walletcore_chains.evm.plugin import EvmSettings, rpc_web3
 from walletcore_chains.testing.anvil import AnvilNode, find_anvil
 from walletcore_chains.testing.evm_rpc_node import EvmRpcNode
 
-ETH, USDT, USDC = asset_by_id(2), asset_by_id(21), asset_by_id(22)
-BNB, BSC_USDT = asset_by_id(3), asset_by_id(31)
+ETH, USDT, USDC = (
+    CONTRACT_CATALOG.asset_by_id(2),
+    CONTRACT_CATALOG.asset_by_id(21),
+    CONTRACT_CATALOG.asset_by_id(22),
+)
+BNB, BSC_USDT = CONTRACT_CATALOG.asset_by_id(3), CONTRACT_CATALOG.asset_by_id(31)
 SEPOLIA, BSC_TESTNET = 11155111, 97
 GWEI = 10**9
 needs_anvil = pytest.mark.skipif(

@@ -7,12 +7,16 @@ from eth_abi import decode as abi_decode
 from eth_utils import keccak
 from evm_support import ELSEWHERE, build, new_wallet, send
 
-from walletcore.domain.assets import asset_by_id
 from walletcore.ports import MinimumSends
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.evm.devnet import DevnetEvmGateway, token_artifact
 from walletcore_chains.evm.fees import NATIVE_GAS
 
-ETH, USDT, USDC = asset_by_id(2), asset_by_id(21), asset_by_id(22)
+ETH, USDT, USDC = (
+    CONTRACT_CATALOG.asset_by_id(2),
+    CONTRACT_CATALOG.asset_by_id(21),
+    CONTRACT_CATALOG.asset_by_id(22),
+)
 
 
 async def test_tokens_are_deployed_with_the_asset_tables_decimals(chain: DevnetEvmGateway) -> None:

@@ -14,7 +14,7 @@ from walletcore.clock import SystemClock
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.ids import new_id
 from walletcore.settings import Settings, default_home
-from walletcore.testing import autocommit
+from walletcore.testing import CONTRACT_CATALOG, autocommit
 from walletcore_sql.storage import build
 
 
@@ -103,7 +103,7 @@ async def test_the_sandbox_ledger_is_private(tmp_path: Path) -> None:
     from walletcore_sandbox.ledger import DATA_FILE, SandboxLedger
 
     path = tmp_path / "home" / DATA_FILE
-    ledger = SandboxLedger(path, SystemClock(), verify=lambda *_: True)  # type: ignore[arg-type]
+    ledger = SandboxLedger(path, SystemClock(), verify=lambda *_: True, catalog=CONTRACT_CATALOG)  # type: ignore[arg-type]
     try:
         await ledger.credit(Chain.ETHEREUM, "0x" + "11" * 20, 2, 10**18, "0x" + "22" * 32)
         for name in (DATA_FILE, DATA_FILE + "-wal", DATA_FILE + "-shm"):

@@ -20,7 +20,7 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient, TestClient
 
 from walletcore.container import Container
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.services.auth import IssuedKey
 from walletcore_sql.engine import sqlite_url
 
@@ -214,5 +214,5 @@ def rpc_env(home: Path, *on_rpc: Chain) -> dict[str, str]:
         "WALLETCORE_REPO": "sql",
         "WALLETCORE_DATABASE_URL": sqlite_url(home / "walletcore.db"),
         "WALLETCORE_CHAINS": "rpc",
-        **{f"WALLETCORE_CHAIN_{c.value}": "sandbox" for c in Chain if c not in on_rpc},
+        **{f"WALLETCORE_CHAIN_{c.value}": "sandbox" for c in CONTRACT_CHAINS if c not in on_rpc},
     }

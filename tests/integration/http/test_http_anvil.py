@@ -16,8 +16,9 @@ from http_support import PASSWORD, Api, assert_ok, rpc_env
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
-from walletcore.domain.assets import Chain, asset_by_id, native_asset
+from walletcore.domain.assets import Chain
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.testing.anvil import AnvilNode, find_anvil
 
@@ -25,8 +26,11 @@ pytestmark = pytest.mark.skipif(
     find_anvil() is None, reason="no anvil: run `python3 dev.py test` (it installs it)"
 )
 RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
-ETH, USDT_ETH = native_asset(Chain.ETHEREUM).id, 21
-BNB, POL = native_asset(Chain.BSC).id, native_asset(Chain.POLYGON).id
+ETH, USDT_ETH = CONTRACT_CATALOG.native_asset(Chain.ETHEREUM).id, 21
+BNB, POL = (
+    CONTRACT_CATALOG.native_asset(Chain.BSC).id,
+    CONTRACT_CATALOG.native_asset(Chain.POLYGON).id,
+)
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +81,8 @@ async def test_eth_and_usdt_on_anvil_end_to_end(api: Api, anvils: dict[Chain, An
     node = anvils[Chain.ETHEREUM]
     created = assert_ok(await api.post("/create", {"password": PASSWORD}))
     user, address = created["userId"], created["addresses"]["ETHEREUM"]
-    node.fund(address, asset_by_id(ETH), 10**18)
-    node.fund(address, asset_by_id(USDT_ETH), 25_000_000)
+    node.fund(address, CONTRACT_CATALOG.asset_by_id(ETH), 10**18)
+    node.fund(address, CONTRACT_CATALOG.asset_by_id(USDT_ETH), 25_000_000)
     assert assert_ok(await api.post("/balance", {"userId": user, "assetId": ETH})) == "1"
     assert assert_ok(await api.post("/balance", {"userId": user, "assetId": USDT_ETH})) == "25"
 
@@ -112,7 +116,7 @@ async def test_native_sends_on_bsc_and_polygon_ids(
     node = anvils[chain]
     created = assert_ok(await api.post("/create", {"password": PASSWORD}))
     user, address = created["userId"], created["addresses"][chain.value]
-    node.fund(address, asset_by_id(asset_id), 2 * 10**18)
+    node.fund(address, CONTRACT_CATALOG.asset_by_id(asset_id), 2 * 10**18)
     body = {"userId": user, "assetId": asset_id, "recipient": RECIPIENT, "amount": "1"}
     sent = assert_ok(await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="n1"))
     receipt = node.wait_receipt(sent["txHash"])  # mined by the node, from its mempool

@@ -23,8 +23,9 @@ from litestar.testing import AsyncTestClient
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.evm.fees import NATIVE_GAS
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.testing.anvil import AnvilNode, find_anvil
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.skipif(
     find_anvil() is None, reason="no anvil: run `python3 dev.py test` (it installs it)"
 )
 RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
-ETH = asset_by_id(2)
+ETH = CONTRACT_CATALOG.asset_by_id(2)
 STUCK_AFTER = 30
 CONFIRMATIONS = 12  # ETHEREUM mainnet's depth
 

@@ -12,9 +12,10 @@ import pytest
 from http_support import PASSWORD, Api, assert_error, assert_ok, sign_in
 
 from walletcore.container import Container, check_profile, create_container
-from walletcore.domain.assets import Chain, FeePayer, asset_by_id
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_sandbox.chain import SandboxGateway
@@ -28,7 +29,7 @@ def settings_overrides() -> dict[str, Any]:
 
 
 async def fund(container: Container, address: str, asset_id: int, units: int) -> None:
-    asset = asset_by_id(asset_id)
+    asset = CONTRACT_CATALOG.asset_by_id(asset_id)
     gateway = container.gateways()[asset.chain]
     assert isinstance(gateway, DevnetEvmGateway | DevnetSolanaGateway)
     await gateway.fund(address, asset, units)

@@ -14,11 +14,12 @@ from http_support import Api, assert_error, assert_ok
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container
-from walletcore.domain.assets import Chain, native_asset
+from walletcore.domain.assets import Chain
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_markets.testing.binance_server import BinanceTestServer, Fault
 from walletcore_markets.testing.coingecko_server import CoinGeckoTestServer
 
-BTC = native_asset(Chain.BITCOIN).id
+BTC = CONTRACT_CATALOG.native_asset(Chain.BITCOIN).id
 #: The loopback exchange's BTC/USDT book: bids 99,990 (0.5), 99,980 (1.0), ...
 BOOK_BID = Decimal(99_990)
 MAX_AGE = 300

@@ -25,8 +25,9 @@ from sqlalchemy import select
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
-from walletcore.domain.assets import Chain, FeePayer, asset_by_id
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm.devnet import DevnetEvmGateway
 from walletcore_chains.evm.gateway import EvmGateway
@@ -84,8 +85,8 @@ class Nodes:
             "WALLETCORE_SOLANA_RPC_URL": self.sol.url,
             "WALLETCORE_RPC_TIMEOUT_SECONDS": "5",
             "WALLETCORE_EVM_TOKENS": json.dumps(tokens),
-            "WALLETCORE_SOLANA_USDT_MINT": str(self.solana.mint(asset_by_id(61))),
-            "WALLETCORE_SOLANA_USDC_MINT": str(self.solana.mint(asset_by_id(62))),
+            "WALLETCORE_SOLANA_USDT_MINT": str(self.solana.mint(CONTRACT_CATALOG.asset_by_id(61))),
+            "WALLETCORE_SOLANA_USDC_MINT": str(self.solana.mint(CONTRACT_CATALOG.asset_by_id(62))),
         }
         return {**env, **changes}
 
@@ -97,8 +98,8 @@ class Nodes:
         return Settings()
 
     async def fund(self, address: str, asset_id: int, units: int) -> None:
-        asset = asset_by_id(asset_id)
-        if asset.chain is Chain.SOLANA:
+        asset = CONTRACT_CATALOG.asset_by_id(asset_id)
+        if asset.chain == Chain.SOLANA:
             await self.solana.fund(address, asset, units)
         else:  # a token is minted in a mined block: off the event loop
             await asyncio.to_thread(self.evm[asset.chain].fund, address, asset, units)

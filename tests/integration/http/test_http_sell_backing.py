@@ -9,9 +9,10 @@ from http_support import PASSWORD, Api, assert_error, assert_ok, sign_in
 from test_http_wallet_ops import OUTSIDE, give, wallet
 
 from walletcore.container import Container
-from walletcore.domain.assets import Chain, native_asset
+from walletcore.domain.assets import Chain
+from walletcore.testing import CONTRACT_CATALOG
 
-ETH = native_asset(Chain.ETHEREUM).id
+ETH = CONTRACT_CATALOG.native_asset(Chain.ETHEREUM).id
 
 
 @pytest.fixture

@@ -16,8 +16,9 @@ from solders.keypair import Keypair
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
@@ -128,7 +129,7 @@ class TestSolanaLiteSvm:
         user, sender = created["userId"], created["addresses"]["SOLANA"]
         gateway = container.gateways()[Chain.SOLANA]
         assert isinstance(gateway, DevnetSolanaGateway)
-        await gateway.fund(sender, asset_by_id(6), 10**9)
+        await gateway.fund(sender, CONTRACT_CATALOG.asset_by_id(6), 10**9)
         fresh = str(Keypair().pubkey())
         body: dict[str, Any] = {"userId": user, "assetId": 6, "recipient": fresh}
 
@@ -143,7 +144,7 @@ class TestSolanaLiteSvm:
         assert fee["message"] == refusal
         history = assert_ok(await api.post("/transactions", {"userId": user, "assetId": 6}))
         assert [row["type"] for row in history] == ["receive"]  # the faucet's, nothing sent
-        assert await gateway.balance(fresh, asset_by_id(6)) == 0
+        assert await gateway.balance(fresh, CONTRACT_CATALOG.asset_by_id(6)) == 0
 
         sent = assert_ok(
             await api.post(
@@ -151,4 +152,4 @@ class TestSolanaLiteSvm:
             )
         )
         assert sent["status"] == "pending"
-        assert await gateway.balance(fresh, asset_by_id(6)) == 890_880
+        assert await gateway.balance(fresh, CONTRACT_CATALOG.asset_by_id(6)) == 890_880

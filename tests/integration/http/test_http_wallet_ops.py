@@ -12,9 +12,9 @@ from http_support import PASSWORD, Api, assert_error, assert_ok, sign_in
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container
-from walletcore.domain.assets import Chain, FeePayer, asset_by_id, native_asset
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.ids import new_id
-from walletcore.testing import autocommit
+from walletcore.testing import CONTRACT_CATALOG, autocommit
 from walletcore_sandbox.faucet import fund
 
 OUTSIDE = {
@@ -36,10 +36,11 @@ async def wallet(api: Api) -> tuple[str, dict[str, str], str]:
 
 
 async def give(container: Container, address: str, asset_id: int, amount: str) -> None:
-    chain = asset_by_id(asset_id).chain.value
+    chain = CONTRACT_CATALOG.asset_by_id(asset_id).chain.value
     await fund(
         container.settings(),
         container.gateways(),
+        container.catalog(),
         chain=chain,
         address=address,
         asset_id=asset_id,
@@ -48,7 +49,7 @@ async def give(container: Container, address: str, asset_id: int, amount: str) -
 
 
 def send_body(user_id: str, asset_id: int, amount: str, **extra: Any) -> dict[str, Any]:
-    recipient = OUTSIDE[asset_by_id(asset_id).chain]
+    recipient = OUTSIDE[CONTRACT_CATALOG.asset_by_id(asset_id).chain]
     body = {"userId": user_id, "assetId": asset_id, "recipient": recipient, "amount": amount}
     return {**body, "password": PASSWORD, **extra}
 
@@ -82,7 +83,9 @@ async def test_fee_is_a_native_decimal_and_a_tron_object_on_tron(api: Api) -> No
 
     async def fee(asset_id: int, **extra: Any) -> Any:
         body = {"userId": user, "assetId": asset_id, **extra}
-        return await api.post("/fee", {"recipient": OUTSIDE[asset_by_id(asset_id).chain], **body})
+        return await api.post(
+            "/fee", {"recipient": OUTSIDE[CONTRACT_CATALOG.asset_by_id(asset_id).chain], **body}
+        )
 
     assert assert_ok(await fee(2)) == "0.00042"
     assert assert_ok(await fee(1, amount="0.1")) == "0.0000141"
@@ -108,7 +111,7 @@ async def test_send_answers_a_wrong_password_per_chain(
     api: Api, container: Container, chain: Chain, status: int, message: str
 ) -> None:
     user, addresses, _ = await wallet(api)
-    native = native_asset(chain)
+    native = CONTRACT_CATALOG.native_asset(chain)
     await give(container, addresses[chain.value], native.id, "100")
     body = send_body(user, native.id, "1", password="not the password")
     assert_error(await api.post("/send", body, X_Request_Id="pay-1"), status, message)
@@ -223,7 +226,7 @@ async def test_flagged_assets_are_503_on_platform_endpoints(
     await container.wallets().provision_platform(api.client_id)
     body = {**PLATFORM[path], "assetId": asset_id}
     if "recipient" in body:
-        body["recipient"] = OUTSIDE[asset_by_id(asset_id).chain]
+        body["recipient"] = OUTSIDE[CONTRACT_CATALOG.asset_by_id(asset_id).chain]
     answer = assert_error(await api.post(path, body, X_Request_Id=f"r-{asset_id}"), 503)
     assert "not available on /platform/" in answer["message"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from walletcore.container import Container, create_container
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.sends import SendRecord
@@ -19,6 +19,7 @@ from walletcore.ports import Clock, Storage
 from walletcore.services.context import Caller
 from walletcore.services.send_record import SendReceipt
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore.testing.storage import autocommit
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
@@ -114,7 +115,7 @@ class Sender:
             self.caller(request_id),
             request_id=request_id,
             asset_id=asset_id,
-            recipient=ELSEWHERE[asset_by_id(asset_id).chain],
+            recipient=ELSEWHERE[CONTRACT_CATALOG.asset_by_id(asset_id).chain],
             amount=amount,
         )
         self.sent.append(receipt)
@@ -132,7 +133,8 @@ class Sender:
         await fund(
             self.container.settings(),
             self.container.gateways(),
-            chain=asset_by_id(asset_id).chain.value,
+            self.container.catalog(),
+            chain=CONTRACT_CATALOG.asset_by_id(asset_id).chain.value,
             address=address,
             asset_id=asset_id,
             amount=amount,

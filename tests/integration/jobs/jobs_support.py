@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from walletcore.container import Container, create_container
-from walletcore.domain.assets import SYMBOLS, FeePayer, Fiat
+from walletcore.domain.assets import FeePayer, Fiat
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.ids import new_id
 from walletcore.domain.trade import (
@@ -32,6 +32,7 @@ from walletcore.jobs import JobSettings, JobsMode
 from walletcore.ports import Storage, TradeVenue
 from walletcore.pricing import PriceTable
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore.testing.storage import autocommit
 
 PRICE = Decimal("3000.5")
@@ -59,7 +60,7 @@ class CountingFeed:
     async def fetch_table(self) -> PriceTable:
         self.fetches += 1
         _append(self.log, f"fetch {os.getpid()}")
-        return {s: {Fiat.USD: self.price, Fiat.EUR: self.price} for s in SYMBOLS}
+        return {s: {Fiat.USD: self.price, Fiat.EUR: self.price} for s in CONTRACT_CATALOG.symbols}
 
     async def aclose(self) -> None:
         pass

@@ -26,6 +26,7 @@ from walletcore.domain.errors import PriceUnavailable
 from walletcore.domain.trade import TradeStatus
 from walletcore.jobs import Jobs, JobsMode
 from walletcore.pricing import SharedPriceSource
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore.testing.storage import InMemoryStorage
 from walletcore_sql.engine import sqlite_url
 from walletcore_sql.storage import SqlStorage
@@ -50,7 +51,9 @@ def _jobs(storage: InMemoryStorage | SqlStorage, clock: ManualClock, feed: Count
 
 async def test_the_shared_source_serves_what_the_job_saved_and_ages_into_502() -> None:
     storage, clock, feed = InMemoryStorage(), ManualClock(T0), CountingFeed()
-    shared = SharedPriceSource(storage, clock, max_age_seconds=900, cache_seconds=0)
+    shared = SharedPriceSource(
+        storage, clock, symbols=CONTRACT_CATALOG.symbols, max_age_seconds=900, cache_seconds=0
+    )
     with pytest.raises(PriceUnavailable):  # nothing stored yet
         await shared.unit_price("ETH", Fiat.EUR)
     assert (await shared.price_map())["ETH"] == {"USD": 0.0, "EUR": 0.0, "GBP": 0.0, "CAD": 0.0}
@@ -88,14 +91,14 @@ async def test_a_failed_refresh_keeps_the_last_values() -> None:
     feed.fetch_table = broken  # type: ignore[method-assign]
     with pytest.raises(TimeoutError):  # the engine retries it
         await jobs.refresh_prices()
-    shared = SharedPriceSource(storage, clock, cache_seconds=0)
+    shared = SharedPriceSource(storage, clock, symbols=CONTRACT_CATALOG.symbols, cache_seconds=0)
     assert await shared.unit_price("SOL", Fiat.USD) == PRICE
 
 
 async def test_the_load_is_cached_per_process() -> None:
     storage, clock, feed = InMemoryStorage(), ManualClock(T0), CountingFeed()
     await _jobs(storage, clock, feed).refresh_prices()
-    shared = SharedPriceSource(storage, clock, cache_seconds=30)
+    shared = SharedPriceSource(storage, clock, symbols=CONTRACT_CATALOG.symbols, cache_seconds=30)
     await asyncio.gather(*(shared.unit_price("ETH", Fiat.USD) for _ in range(50)))
     await shared.price_map()
     assert shared.loads == 1

@@ -14,9 +14,10 @@ from pydantic import SecretStr
 
 from walletcore import plugins
 from walletcore.clock import ManualClock, SystemClock
-from walletcore.domain.assets import PRICE_FIATS, SYMBOLS, Fiat
+from walletcore.domain.assets import PRICE_FIATS, Fiat
 from walletcore.domain.errors import PriceUnavailable, PricingTimeout
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_markets.coingecko import (
     DEFAULT_IDS,
     PRO_URL,
@@ -73,6 +74,7 @@ async def coingecko_source(
         source = CoinGeckoPriceSource(
             settings or coingecko_settings(coingecko_server),
             clock,
+            symbols=CONTRACT_CATALOG.symbols,
             interval_seconds=interval_seconds,
             timeout_seconds=timeout_seconds,
             max_age_seconds=max_age_seconds,
@@ -102,8 +104,8 @@ async def test_one_call_prices_every_symbol_in_all_ten_fiats(
     assert set(seen.params["ids"].split(",")) == set(DEFAULT_IDS.values())
     assert seen.params["vs_currencies"].split(",") == [f.value.lower() for f in Fiat]
     assert seen.params["precision"] == "full"
-    assert set(prices) == set(SYMBOLS)
-    for symbol in SYMBOLS:
+    assert set(prices) == set(CONTRACT_CATALOG.symbols)
+    for symbol in CONTRACT_CATALOG.symbols:
         assert list(prices[symbol]) == [f.value for f in PRICE_FIATS]
         for fiat in PRICE_FIATS:
             assert prices[symbol][fiat.value] == float(expected(coingecko_server, symbol, fiat))
@@ -365,7 +367,9 @@ async def test_no_request_before_retry_after(
 async def test_the_background_refresh_asks_once_per_interval() -> None:
     with CoinGeckoTestServer() as server:  # real time: `last_updated_at` moves
         settings = coingecko_settings(server)
-        source = CoinGeckoPriceSource(settings, SystemClock(), interval_seconds=0.2)
+        source = CoinGeckoPriceSource(
+            settings, SystemClock(), symbols=CONTRACT_CATALOG.symbols, interval_seconds=0.2
+        )
 
         await source.start()
         assert server.count() == 1  # start refreshes before it returns
@@ -391,7 +395,13 @@ async def test_the_entry_point_reads_the_environment_and_the_core_timing(
     coingecko_server.set_price("tether-x", "usd", "0.998")
     core = Settings(price_refresh_seconds=5, price_timeout_seconds=3, price_max_age_seconds=20)
 
-    source = plugins.build("walletcore.price_sources", "coingecko", settings=core, clock=clock)
+    source = plugins.build(
+        "walletcore.price_sources",
+        "coingecko",
+        settings=core,
+        clock=clock,
+        catalog=CONTRACT_CATALOG,
+    )
     try:
         assert isinstance(source, CoinGeckoPriceSource)
         assert await source.unit_price("USDT", Fiat.USD) == Decimal("0.998")
@@ -426,8 +436,9 @@ def test_settings_defaults_and_roots(monkeypatch: pytest.MonkeyPatch) -> None:
     from_env = CoinGeckoSettings()
     assert from_env.base_url == PRO_URL and from_env.api_key is not None
     assert from_env.api_key.get_secret_value() == KEY
+    doge = CoinGeckoSettings(ids={"DOGE": "dogecoin"})  # a coin no served asset is
     with pytest.raises(ValueError, match="unknown symbols"):
-        CoinGeckoSettings(ids={"DOGE": "dogecoin"})
+        CoinGeckoPriceSource(doge, SystemClock(), symbols=CONTRACT_CATALOG.symbols)
 
 
 # -- FX ---------------------------------------------------------------------------------------

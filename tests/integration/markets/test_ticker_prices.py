@@ -13,6 +13,7 @@ from walletcore.clock import ManualClock
 from walletcore.domain.assets import Fiat
 from walletcore.domain.errors import PriceUnavailable
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_markets import tickers
 from walletcore_markets.ccxt_support import make_exchange
 from walletcore_markets.testing.binance_server import (
@@ -47,7 +48,13 @@ def source_for(
 ) -> ExchangeTickerPriceSource:
     exchange = make_exchange("binance", url=server.url, timeout_seconds=0.5, rate_limit_ms=0)
     return ExchangeTickerPriceSource(
-        exchange, fx, clock, timeout_seconds=0.5, max_age_seconds=60, interval_seconds=3600
+        exchange,
+        fx,
+        clock,
+        symbols=CONTRACT_CATALOG.symbols,
+        timeout_seconds=0.5,
+        max_age_seconds=60,
+        interval_seconds=3600,
     )
 
 
@@ -194,7 +201,7 @@ async def test_build_reads_the_environment(
     monkeypatch.setenv("WALLETCORE_TICKERS_FX", "exchange_support:FakeFx")
     monkeypatch.setenv("WALLETCORE_TICKERS_RATE_LIMIT_MS", "0")
 
-    source = tickers.build(clock=ManualClock(), settings=Settings())
+    source = tickers.build(clock=ManualClock(), settings=Settings(), catalog=CONTRACT_CATALOG)
     try:
         assert await source.refresh()
         price = await source.unit_price("SOL", Fiat.PLN)

@@ -14,7 +14,7 @@ from litestar.testing import AsyncTestClient
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.ports import CheckFailed
 from walletcore.services.health import failure_name
 from walletcore.testing.storage import InMemoryStorage
@@ -75,7 +75,7 @@ async def test_ready_lists_every_check(http: AsyncTestClient[Litestar]) -> None:
     status, body = await ready(http)
     assert status == 200 and body["status"] == "ok", body
     checks = body["checks"]
-    assert set(checks) == {"database", "prices", *(f"node:{c.value}" for c in Chain)}
+    assert set(checks) == {"database", "prices", *(f"node:{c.value}" for c in CONTRACT_CHAINS)}
     assert all(check["status"] == "ok" for check in checks.values()), checks
     assert 0 <= checks["prices"]["oldestAgeSeconds"] <= checks["prices"]["maxAgeSeconds"] == 900
 

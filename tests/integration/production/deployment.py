@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.testing.anvil import AnvilNode
 from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
@@ -124,14 +125,14 @@ class Deployment:
 
     # -- chains ---------------------------------------------------------------------------------
     async def fund(self, address: str, asset_id: int, amount: str) -> None:
-        asset = asset_by_id(asset_id)
+        asset = CONTRACT_CATALOG.asset_by_id(asset_id)
         units = int(Decimal(amount).scaleb(asset.decimals))
         if asset.chain in self.anvils:
             self.anvils[asset.chain].fund(address, asset, units)
-        elif asset.chain is Chain.BITCOIN:
+        elif asset.chain == Chain.BITCOIN:
             self.bitcoind.fund(address, Decimal(amount))
             self.bitcoind.mine(2)
-        elif asset.chain is Chain.TRON:
+        elif asset.chain == Chain.TRON:
             if asset.is_native:
                 self.tron.fund(address, units)
             else:
@@ -178,8 +179,8 @@ def environment(deployment_home: Path, database_url: str, nodes: dict[str, Any])
         "WALLETCORE_TRON_TOKENS": json.dumps({"41": tron.tokens[41], "42": tron.tokens[42]}),
         "WALLETCORE_SOLANA_RPC_URL": nodes["solana_node"].url,
         "WALLETCORE_SOLANA_NETWORK": "testnet",
-        "WALLETCORE_SOLANA_USDT_MINT": str(solana.mint(asset_by_id(61))),
-        "WALLETCORE_SOLANA_USDC_MINT": str(solana.mint(asset_by_id(62))),
+        "WALLETCORE_SOLANA_USDT_MINT": str(solana.mint(CONTRACT_CATALOG.asset_by_id(61))),
+        "WALLETCORE_SOLANA_USDC_MINT": str(solana.mint(CONTRACT_CATALOG.asset_by_id(62))),
         "WALLETCORE_RPC_TIMEOUT_SECONDS": "10",
         "WALLETCORE_PRICES": "coingecko",
         "WALLETCORE_COINGECKO_URL": f"{nodes['gecko'].url}/api/v3",

@@ -23,7 +23,8 @@ from deployment import (
     wait_for,
 )
 
-from walletcore.domain.assets import Chain, asset_by_id, native_asset
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.testing.anvil import find_anvil
 from walletcore_chains.testing.bitcoind import find_bitcoind
 from walletcore_sql.testing import create_database, drop_database
@@ -42,7 +43,7 @@ OUTSIDE = {
     Chain.TRON: "TLa2f6VPqDgRE67v1736s7bJ8Ray5wYjU7",
     Chain.SOLANA: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T",
 }
-BTC, ETH, TRX, SOL = (native_asset(c).id for c in (Chain.BITCOIN, Chain.ETHEREUM,
+BTC, ETH, TRX, SOL = (CONTRACT_CATALOG.native_asset(c).id for c in (Chain.BITCOIN, Chain.ETHEREUM,
                                                    Chain.TRON, Chain.SOLANA))  # fmt: skip
 
 
@@ -140,7 +141,7 @@ async def test_a_scripted_session_over_every_endpoint(
 
     created = await api.post("/create", {"password": PASSWORD})
     user, addresses = created["userId"], created["addresses"]
-    assert set(addresses) == {c.value for c in Chain}
+    assert set(addresses) == {c.value for c in CONTRACT_CHAINS}
     assert (await api.post("/addresses", {"userId": user}))["addresses"] == addresses
     await api.post("/extend", {"userId": user, "password": PASSWORD})
 
@@ -210,7 +211,7 @@ async def test_a_scripted_session_over_every_endpoint(
 
 
 def _chain(asset_id: int) -> Chain:
-    return asset_by_id(asset_id).chain
+    return CONTRACT_CATALOG.asset_by_id(asset_id).chain
 
 
 async def the_worker_is_replaced_mid_run(api: Client, deployment: Deployment, user: str) -> None:

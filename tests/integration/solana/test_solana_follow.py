@@ -21,7 +21,7 @@ from solders.message import Message
 from solders.signature import Signature
 from solders.transaction import Transaction
 
-from walletcore.domain.assets import Asset, asset_by_id
+from walletcore.domain.assets import Asset
 from walletcore.domain.errors import NodeUnavailable, TransferRejected
 from walletcore.ports import (
     FeeQuote,
@@ -32,6 +32,7 @@ from walletcore.ports import (
     UnsignedTransfer,
 )
 from walletcore.secretfiles import ConfigurationError
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.gateway import (
     CU_PRICE_MAX,
@@ -49,7 +50,7 @@ from walletcore_chains.solana.node import (
 from walletcore_chains.solana.plugin import SolanaSettings, gateway_options
 
 Gateway = DevnetSolanaGateway | RpcSolanaGateway
-SOL, USDT = asset_by_id(6), asset_by_id(61)
+SOL, USDT = CONTRACT_CATALOG.asset_by_id(6), CONTRACT_CATALOG.asset_by_id(61)
 RENT = 2_039_280  # a 165-byte token account, rent-exempt
 LIMIT_200 = b"\x02" + (200).to_bytes(4, "little")  # SetComputeUnitLimit(200)
 

@@ -8,15 +8,19 @@ from __future__ import annotations
 import pytest
 from sol_support import RpcSolanaGateway, build, new_wallet, send
 
-from walletcore.domain.assets import asset_by_id
 from walletcore.domain.errors import InsufficientFunds, TransactionNotFound, TransferRejected
 from walletcore.ports import SendMinimum, SignedTransfer
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
 from walletcore_chains.solana.gateway import RENT_RULE
 from walletcore_chains.solana.node import BLOCKHASH_VALIDITY, LAMPORTS_PER_SIGNATURE
 
 Gateway = DevnetSolanaGateway | RpcSolanaGateway
-SOL, USDT, USDC = asset_by_id(6), asset_by_id(61), asset_by_id(62)
+SOL, USDT, USDC = (
+    CONTRACT_CATALOG.asset_by_id(6),
+    CONTRACT_CATALOG.asset_by_id(61),
+    CONTRACT_CATALOG.asset_by_id(62),
+)
 RENT = 2_039_280  # a 165-byte token account, rent-exempt
 
 

@@ -13,7 +13,7 @@ import pytest
 from sol_support import RpcSolanaGateway, build, new_wallet
 
 from walletcore.container import create_container
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import (
     AssetUnavailableOnEndpoint,
     BroadcastTimeout,
@@ -22,6 +22,7 @@ from walletcore.domain.errors import (
 from walletcore.ports import FeeQuote, Transfer
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.evm.plugin import EvmSettings
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
@@ -30,7 +31,11 @@ from walletcore_chains.solana.plugin import SolanaSettings
 from walletcore_chains.solana.rpc import RpcNode
 from walletcore_chains.testing.solana_rpc_node import RpcTestNode
 
-SOL, USDT, USDC = asset_by_id(6), asset_by_id(61), asset_by_id(62)
+SOL, USDT, USDC = (
+    CONTRACT_CATALOG.asset_by_id(6),
+    CONTRACT_CATALOG.asset_by_id(61),
+    CONTRACT_CATALOG.asset_by_id(62),
+)
 SIGNATURE = "5" * 87
 
 

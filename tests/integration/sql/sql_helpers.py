@@ -33,7 +33,7 @@ from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.trading import TradingService
 from walletcore.settings import Settings
-from walletcore.testing import FixedHoldings
+from walletcore.testing import CONTRACT_CATALOG, FixedHoldings
 from walletcore_sandbox.prices import sandbox_unit_price
 from walletcore_sandbox.venue import SandboxVenue
 from walletcore_sql.engine import sqlite_url
@@ -98,7 +98,7 @@ def trading_service(
         clock,
         prices if prices is not None else ClockPrices(clock),
         venue,
-        AssetPolicy(settings.limited_assets, settings.unavailable_assets),
+        AssetPolicy(CONTRACT_CATALOG, settings.limited_assets, settings.unavailable_assets),
         Auditor(storage, clock),
         holdings=FixedHoldings(storage=storage),
     )

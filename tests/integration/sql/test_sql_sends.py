@@ -81,7 +81,13 @@ async def test_twenty_concurrent_retries_of_one_send_broadcast_once(
     created = await servers[0].wallets().create(caller, password=PASSWORD)
     sender = created.addresses[Chain.ETHEREUM]
     await fund(
-        settings, servers[0].gateways(), chain="ETHEREUM", address=sender, asset_id=2, amount="1"
+        settings,
+        servers[0].gateways(),
+        servers[0].catalog(),
+        chain="ETHEREUM",
+        address=sender,
+        asset_id=2,
+        amount="1",
     )
 
     async def send(server: Container) -> SendReceipt:

@@ -353,8 +353,8 @@ async def test_estimate_falls_back_to_a_constant_call(
 
 
 async def test_refusals_change_nothing(node: TronTestNode, gateway: TronGateway) -> None:
-    from walletcore.domain.assets import ASSETS_BY_ID
     from walletcore.ports import FeeQuote, Transfer
+    from walletcore.testing import CONTRACT_CATALOG
 
     poor, recipient = funded(node, SUN), funded(node, 1)
     node.accounts[proto_raw(poor.address)].free_used = PARAMETERS["getFreeNetLimit"]
@@ -376,7 +376,7 @@ async def test_refusals_change_nothing(node: TronTestNode, gateway: TronGateway)
     assert not node.landed and node.balance(poor.address) == SUN
     with pytest.raises(AssetUnavailableOnEndpoint):
         await TronGateway(gateway.client, gateway._validator, tokens={}).balance(poor.address, USDT)
-    assert ASSETS_BY_ID[42].chain.value == "TRON"
+    assert CONTRACT_CATALOG.asset_by_id(42).chain.value == "TRON"
     # the quote binds: a transfer costing more than quoted is refused before signing
     with pytest.raises(TransferRejected, match="request a new fee quote"):
         await gateway.prepare(

@@ -10,15 +10,20 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from walletcore.domain.assets import ASSETS_BY_ID, Chain
+from walletcore.domain.assets import Chain
 from walletcore.ports import FeeQuote, SignedTransfer, Transfer
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains import curves
 from walletcore_chains.testing.tron_node import TronTestNode
 from walletcore_chains.tron import address_of, validate_address, verify_signature
 from walletcore_chains.tron.client import TronClient
 from walletcore_chains.tron.gateway import TronGateway, TronOptions
 
-TRX, USDT, USDC = ASSETS_BY_ID[4], ASSETS_BY_ID[41], ASSETS_BY_ID[42]
+TRX, USDT, USDC = (
+    CONTRACT_CATALOG.asset_by_id(4),
+    CONTRACT_CATALOG.asset_by_id(41),
+    CONTRACT_CATALOG.asset_by_id(42),
+)
 ROOT = Path(__file__).resolve().parents[3]
 #: where `python3 dev.py test` installs tronweb (and where the tests install it otherwise)
 TRONWEB_DIR = Path(os.environ.get("WALLETCORE_TRONWEB_DIR", ROOT / ".venv" / "tronweb"))

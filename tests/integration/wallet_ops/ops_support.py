@@ -118,6 +118,7 @@ class Ops:
         answer = await fund(
             self.container.settings(),
             {chain: g.inner for chain, g in self.gateways.items()},
+            self.container.catalog(),
             chain=_chain_of(asset_id).value,
             address=address,
             asset_id=asset_id,
@@ -161,9 +162,9 @@ class Ops:
 
 
 def _chain_of(asset_id: int) -> Chain:
-    from walletcore.domain.assets import asset_by_id
+    from walletcore.testing import CONTRACT_CATALOG
 
-    return asset_by_id(asset_id).chain
+    return CONTRACT_CATALOG.asset_by_id(asset_id).chain
 
 
 def make_ops(

@@ -16,11 +16,11 @@ USDT_FEE = "0.0013"  # 65,000 gas x 20 gwei
 
 async def received(ops: Ops, chain: Chain, asset_id: int) -> str:
     gateway: ChainGateway = ops.gateways[chain]  # type: ignore[assignment]
-    from walletcore.domain.assets import asset_by_id
     from walletcore.domain.money import format_balance
+    from walletcore.testing import CONTRACT_CATALOG
 
     ops.clock.advance(60)  # past the confirmation delay
-    asset = asset_by_id(asset_id)
+    asset = CONTRACT_CATALOG.asset_by_id(asset_id)
     return format_balance(await gateway.balance(ELSEWHERE[chain], asset), asset.decimals)
 
 

@@ -13,17 +13,18 @@ from ops_support import ELSEWHERE, Ops, make_ops
 
 from walletcore.clock import ManualClock
 from walletcore.container import create_container
-from walletcore.domain.assets import Chain, asset_by_id, native_asset
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.domain.errors import InvalidRequest, TransferRejected
 from walletcore.domain.wallet import WalletOwner
 from walletcore.ports import SignedTransfer, Transfer
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Profile, Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_sandbox.chain import SandboxChainSettings
 from walletcore_sandbox.faucet import fund
 from walletcore_sandbox.ledger import DATA_FILE
 
-BTC = asset_by_id(1)
+BTC = CONTRACT_CATALOG.asset_by_id(1)
 HASH_FORMS = {
     Chain.BITCOIN: r"[0-9a-f]{64}",
     Chain.ETHEREUM: r"0x[0-9a-f]{64}",
@@ -34,13 +35,13 @@ HASH_FORMS = {
 }
 
 
-@pytest.mark.parametrize("chain", list(Chain))
+@pytest.mark.parametrize("chain", list(CONTRACT_CHAINS))
 async def test_sends_are_signed_by_the_wallet_key_and_hashed_in_the_chains_form(
     ops: Ops, chain: Chain
 ) -> None:
     client = await ops.client()
     user = await ops.user(client)
-    native = native_asset(chain)
+    native = CONTRACT_CATALOG.native_asset(chain)
     await ops.fund(ops.wallets[user][chain], native.id, "100")
     receipt = await ops.send(client, user, native.id, "1")
     assert re.fullmatch(HASH_FORMS[chain], receipt.tx_hash), receipt.tx_hash
@@ -78,7 +79,7 @@ async def _signed_by_the_wrong_key(ops: Ops, chain: Chain) -> tuple[Transfer, Si
     """A transfer out of a funded wallet, signed with another wallet's key."""
     client = await ops.client()
     victim, thief = await ops.user(client), await ops.user(client)
-    native = native_asset(chain)
+    native = CONTRACT_CATALOG.native_asset(chain)
     source = ops.wallets[victim][chain]
     await ops.fund(source, native.id, "10")
     gateway = ops.gateways[chain].inner
@@ -105,7 +106,7 @@ async def test_a_wrong_key_never_moves_sandbox_funds(ops: Ops, chain: Chain) -> 
 async def test_a_tampered_transaction_is_refused(ops: Ops) -> None:
     client = await ops.client()
     user = await ops.user(client)
-    chain, native = Chain.ETHEREUM, native_asset(Chain.ETHEREUM)
+    chain, native = Chain.ETHEREUM, CONTRACT_CATALOG.native_asset(Chain.ETHEREUM)
     source = ops.wallets[user][chain]
     await ops.fund(source, native.id, "10")
     gateway = ops.gateways[chain].inner
@@ -142,6 +143,7 @@ async def test_the_ledger_is_shared_by_every_process_on_the_home(
     answer = await fund(
         cli.settings(),
         cli.gateways(),
+        cli.catalog(),
         chain="solana",
         address=server.wallets[user][Chain.SOLANA],
         asset_id="6",
@@ -192,6 +194,7 @@ async def test_the_faucet_checks_what_it_is_given(
         await fund(
             ops.container.settings(),
             {c: g.inner for c, g in ops.gateways.items()},
+            ops.container.catalog(),
             chain=chain,
             address=address,
             asset_id=asset_id,
@@ -202,7 +205,9 @@ async def test_the_faucet_checks_what_it_is_given(
 async def test_production_refuses_the_sandbox_chains(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, profile=Profile.PRODUCTION)
     with pytest.raises(ConfigurationError):
-        await fund(settings, {}, chain="ETHEREUM", address="x", asset_id=2, amount="1")
+        await fund(
+            settings, {}, CONTRACT_CATALOG, chain="ETHEREUM", address="x", asset_id=2, amount="1"
+        )
     with pytest.raises(ConfigurationError, match="production profile refuses"):
         create_container(settings).gateways()
-    assert asset_by_id(2).chain is Chain.ETHEREUM
+    assert CONTRACT_CATALOG.asset_by_id(2).chain == Chain.ETHEREUM

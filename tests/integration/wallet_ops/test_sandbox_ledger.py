@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import Chain, native_asset
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InsufficientFunds
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_sandbox.ledger import DATA_FILE, LedgerError, LedgerTx, SandboxLedger
 
 ALICE = "0x52908400098527886E0F7030069857D2E4169EE7"
@@ -27,7 +28,9 @@ SIGNED = {ALICE: b"signature"}
 
 
 def ledger_at(path: Path, clock: ManualClock, confirm_seconds: float = 3.0) -> SandboxLedger:
-    return SandboxLedger(path, clock, lambda *_: True, confirm_seconds=confirm_seconds)
+    return SandboxLedger(
+        path, clock, lambda *_: True, confirm_seconds=confirm_seconds, catalog=CONTRACT_CATALOG
+    )
 
 
 def transfer(tx_hash: str, amount: int, fee: int = 0) -> LedgerTx:
@@ -87,7 +90,8 @@ SPENDER = """
 import asyncio, sys
 from pathlib import Path
 from walletcore.clock import SystemClock
-from walletcore.domain.assets import Chain, native_asset
+from walletcore.domain.assets import Chain
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore.domain.errors import InsufficientFunds
 from walletcore_sandbox.ledger import LedgerTx, SandboxLedger
 
@@ -95,7 +99,7 @@ ALICE, BOB = sys.argv[2], sys.argv[3]
 
 
 async def main(path, tx_hash):
-    ledger = SandboxLedger(path, SystemClock(), lambda *_: True)
+    ledger = SandboxLedger(path, SystemClock(), lambda *_: True, catalog=CONTRACT_CATALOG)
     now = SystemClock().now()
     tx = LedgerTx(tx_hash, Chain.ETHEREUM, 2, ALICE, BOB, 600, 0, ALICE, now, now)
     try:
@@ -191,10 +195,10 @@ def _folded_balance(
     rows: list[LedgerTx], chain: Chain, address: str, asset_id: int, now: datetime
 ) -> int:
     """The rules of a balance, folded over every transaction of the ledger one by one."""
-    native = native_asset(chain).id
+    native = CONTRACT_CATALOG.native_asset(chain).id
     total = 0
     for tx in rows:
-        if tx.chain is not chain:
+        if tx.chain != chain:
             continue
         if tx.asset_id == asset_id and tx.recipient == address and now >= tx.confirm_at:
             total += tx.amount_units
@@ -260,11 +264,13 @@ def test_a_balance_is_every_role_of_every_transaction_counted_once(
         for chain in (Chain.ETHEREUM, Chain.BSC):
             for address in [*_PARTIES, "0xd"]:
                 took_part = any(
-                    tx.chain is chain and address in (tx.sender, tx.recipient, tx.fee_payer)
+                    tx.chain == chain and address in (tx.sender, tx.recipient, tx.fee_payer)
                     for tx in rows
                 )
                 for asset in (2, 3, 6):
                     want = _folded_balance(rows, chain, address, asset, now)
-                    assert balances.balance(db, None, (chain, address, asset), now) == want
-                    known = balances.known_balance(db, None, (chain, address, asset), now)
+                    native = asset == CONTRACT_CATALOG.native_asset(chain).id
+                    holding = (chain, address, asset, native)
+                    assert balances.balance(db, None, holding, now) == want
+                    known = balances.known_balance(db, None, holding, now)
                     assert known == (want if took_part else None)

@@ -13,6 +13,7 @@ from pathlib import Path
 from walletcore.clock import ManualClock, SystemClock
 from walletcore.domain.assets import Chain
 from walletcore.domain.errors import InsufficientFunds
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_sandbox.ledger import DATA_FILE, SHARES_SEEN, LedgerTx, SandboxLedger
 
 ALICE = "0x52908400098527886E0F7030069857D2E4169EE7"
@@ -20,7 +21,9 @@ BOB = "0x8ba1f109551bD432803012645Ac136ddd64DBA72"
 
 
 def ledger_at(path: Path, clock: ManualClock) -> SandboxLedger:
-    return SandboxLedger(path, clock, lambda *_: True, confirm_seconds=3.0)
+    return SandboxLedger(
+        path, clock, lambda *_: True, confirm_seconds=3.0, catalog=CONTRACT_CATALOG
+    )
 
 
 class Statements:
@@ -87,9 +90,10 @@ from pathlib import Path
 from walletcore.clock import SystemClock
 from walletcore.domain.assets import Chain
 from walletcore_sandbox.ledger import SandboxLedger
+from walletcore.testing import CONTRACT_CATALOG
 
 async def main() -> None:
-    ledger = SandboxLedger(Path(sys.argv[1]), SystemClock(), lambda *_: True)
+    ledger = SandboxLedger(Path(sys.argv[1]), SystemClock(), lambda *_: True, catalog=CONTRACT_CATALOG)
     await ledger.credit(Chain.ETHEREUM, sys.argv[2], 2, 7, sys.argv[3])
     await ledger.aclose()
 
@@ -100,7 +104,7 @@ asyncio.run(main())
 async def test_another_processs_commit_is_seen_at_once(tmp_path: Path) -> None:
     path = tmp_path / DATA_FILE
     # the system's clock, as the other process's: its credit is confirmed by now
-    ledger = SandboxLedger(path, SystemClock(), lambda *_: True)
+    ledger = SandboxLedger(path, SystemClock(), lambda *_: True, catalog=CONTRACT_CATALOG)
     await ledger.credit(Chain.ETHEREUM, ALICE, 2, 1000, "a" * 64)
     for n in range(3):
         assert await ledger.balance(Chain.ETHEREUM, ALICE, 2) == 1000 + 7 * n

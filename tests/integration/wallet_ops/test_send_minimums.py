@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from ops_support import ELSEWHERE, Ops
 
-from walletcore.domain.assets import Chain, FeePayer, asset_by_id
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import InvalidRequest
+from walletcore.testing import CONTRACT_CATALOG
 
 BTC, SOL, ETH, TRX, USDC_SOL = 1, 6, 2, 4, 62
 BTC_FEE = "0.0000141"  # 141 vB x 10 sat/vB: taken from a USER amount
@@ -36,7 +37,9 @@ async def refused(ops: Ops, call: Any) -> str:
 
 async def funded_user(ops: Ops, client: ApiClient, asset_id: int, amount: str) -> str:
     user = await ops.user(client)
-    await ops.fund(ops.wallets[user][asset_by_id(asset_id).chain], asset_id, amount)
+    await ops.fund(
+        ops.wallets[user][CONTRACT_CATALOG.asset_by_id(asset_id).chain], asset_id, amount
+    )
     return user
 
 
@@ -48,7 +51,7 @@ async def sponsored_client(ops: Ops, chain: Chain, native: int, amount: str) -> 
 
 
 def fee(ops: Ops, client: ApiClient, asset_id: int, amount: str, **where: Any) -> Any:
-    recipient = where.pop("recipient", ELSEWHERE[asset_by_id(asset_id).chain])
+    recipient = where.pop("recipient", ELSEWHERE[CONTRACT_CATALOG.asset_by_id(asset_id).chain])
     return ops.reads.fee(
         ops.caller(client), asset_id=asset_id, recipient=recipient, amount=amount, **where
     )

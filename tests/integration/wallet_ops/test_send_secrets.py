@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from ops_support import ELSEWHERE, PASSWORD, Ops
 
-from walletcore.domain.assets import Chain, FeePayer, native_asset
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain, FeePayer
 from walletcore.domain.errors import DomainError
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_sandbox.ledger import DATA_FILE
 
 WRONG = "battery horse correct"
@@ -35,8 +36,8 @@ async def test_no_secret_leaks_from_any_send(ops: Ops, caplog: pytest.LogCapture
         except DomainError as exc:
             errors.append(exc)
 
-    for chain in Chain:
-        native = native_asset(chain)
+    for chain in CONTRACT_CHAINS:
+        native = CONTRACT_CATALOG.native_asset(chain)
         await ops.fund(created.addresses[chain], native.id, "5")
         await attempt(asset_id=native.id, amount="1", request_id=f"{chain}-1", password=WRONG)
         await attempt(asset_id=native.id, amount="1", request_id=f"{chain}-1")

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from ops_support import ELSEWHERE, PASSWORD, Ops
 
-from walletcore.domain.assets import Chain, FeePayer, native_asset
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.errors import (
     BroadcastTimeout,
     DomainError,
@@ -18,6 +18,7 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.sends import SendState
 from walletcore.ports import SignedTransfer
+from walletcore.testing import CONTRACT_CATALOG
 
 NATIVE_AMOUNT = {1: "0.01", 2: "0.01", 3: "0.01", 4: "5", 5: "0.01", 6: "0.01"}
 WRONG_PASSWORD = [
@@ -36,7 +37,7 @@ async def test_a_wrong_password_is_answered_per_chain_before_anything_is_signed(
 ) -> None:
     client = await ops.client()
     user = await ops.user(client)
-    native = native_asset(chain)
+    native = CONTRACT_CATALOG.native_asset(chain)
     await ops.fund(ops.wallets[user][chain], native.id, "10")
     with pytest.raises(DomainError) as caught:
         await ops.send(
@@ -138,7 +139,7 @@ async def test_a_lost_broadcast_answer_is_kept_and_its_replay_sends_the_same_tra
     receipt = await ops.send(client, user, 4, "10", request_id="pay-1")
     assert receipt.tx_hash == record.tx_hash
     assert gateway.broadcasts == [record.tx_hash, record.tx_hash]
-    rows = await gateway.history(sender, native_asset(Chain.TRON), 10)
+    rows = await gateway.history(sender, CONTRACT_CATALOG.native_asset(Chain.TRON), 10)
     assert [r.hash for r in rows if r.type == "send"] == [record.tx_hash]
     assert await ops.balance(client, user, 4) == "90"
     finished = await ops.db.sends.get(client.client_id, "pay-1")

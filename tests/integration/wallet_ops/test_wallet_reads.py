@@ -27,6 +27,7 @@ from walletcore.domain.ids import new_id
 from walletcore.domain.wallet import TxRow
 from walletcore.ports import FeeQuote
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.descriptions import DESCRIPTIONS
 from walletcore_litestar.wallet_ops_schemas import TransactionRow, fee_result
 
@@ -35,12 +36,15 @@ DATETIME = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 
 def tx_row_view(row: TxRow, asset: Asset) -> Any:
     """A transaction row as the HTTP API answers it."""
-    return msgspec.to_builtins(TransactionRow.of(row, asset))
+    native = CONTRACT_CATALOG.native_asset(asset.chain)
+    return msgspec.to_builtins(TransactionRow.of(row, asset, native))
 
 
 def fee_view(quote: FeeQuote, asset: Asset) -> Any:
     """A fee quote as the HTTP API answers it."""
-    return msgspec.to_builtins(fee_result(quote, asset, DESCRIPTIONS[asset.chain].fee_wire))
+    native = CONTRACT_CATALOG.native_asset(asset.chain)
+    fee_wire = DESCRIPTIONS[asset.chain].fee_wire
+    return msgspec.to_builtins(fee_result(quote, asset, native, fee_wire))
 
 
 async def test_history_is_newest_first_and_confirms_after_the_delay(ops: Ops) -> None:
@@ -167,9 +171,9 @@ async def test_fee_quotes_follow_each_chains_model(
 ) -> None:
     client = await ops.client()
     user = await ops.user(client)
-    from walletcore.domain.assets import asset_by_id
+    from walletcore.testing import CONTRACT_CATALOG
 
-    chain = asset_by_id(asset_id).chain
+    chain = CONTRACT_CATALOG.asset_by_id(asset_id).chain
     answer = await ops.reads.fee(
         ops.caller(client), asset_id=asset_id, user_id=user, recipient=ELSEWHERE[chain]
     )
@@ -305,6 +309,6 @@ async def test_platform_send_rules(ops: Ops) -> None:
 
 
 def _on(asset_id: int) -> str:
-    from walletcore.domain.assets import asset_by_id
+    from walletcore.testing import CONTRACT_CATALOG
 
-    return ELSEWHERE[asset_by_id(asset_id).chain]
+    return ELSEWHERE[CONTRACT_CATALOG.asset_by_id(asset_id).chain]

@@ -16,7 +16,7 @@ from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.wallets import WalletService
 from walletcore.settings import Settings
-from walletcore.testing import InMemoryStorage, autocommit
+from walletcore.testing import CONTRACT_CATALOG, InMemoryStorage, autocommit
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
 
@@ -54,6 +54,6 @@ def wallets(clock: ManualClock, settings: Settings) -> Wallets:
     storage = InMemoryStorage()
     master_key = secrets.token_bytes(32)
     keystore = SealedKeyStore(master_key, kdf=FAST_KDF, allow_weak_kdf=True)
-    policy = AssetPolicy(settings.limited_assets, settings.unavailable_assets)
+    policy = AssetPolicy(CONTRACT_CATALOG, settings.limited_assets, settings.unavailable_assets)
     service = WalletService(storage, clock, keystore, policy, Auditor(storage, clock))
     return Wallets(service, storage, keystore, clock, master_key)

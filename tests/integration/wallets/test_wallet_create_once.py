@@ -20,7 +20,7 @@ from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.wallets import WalletAlreadyCreated, WalletService
 from walletcore.settings import Settings
-from walletcore.testing import InMemoryStorage, autocommit
+from walletcore.testing import CONTRACT_CATALOG, InMemoryStorage, autocommit
 from walletcore_sql import migrate
 from walletcore_sql.engine import sqlite_url
 from walletcore_sql.storage import SqlStorage
@@ -58,7 +58,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 def service(
     store: Storage, wallets: Wallets, clock: ManualClock, settings: Settings
 ) -> WalletService:
-    policy = AssetPolicy(settings.limited_assets, settings.unavailable_assets)
+    policy = AssetPolicy(CONTRACT_CATALOG, settings.limited_assets, settings.unavailable_assets)
     return WalletService(store, clock, wallets.keystore, policy, Auditor(store, clock))
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from walletcore import Caller, Settings, create_container
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.domain.errors import DomainError, InvalidCredentials, WrongWalletPassword
 from walletcore.domain.wallet import WalletOwner
 from walletcore.services.wallets import WalletService
@@ -63,7 +63,7 @@ async def test_no_secret_in_logs_reprs_or_audit(
     platform = await wallets.db.wallets.get(client.client_id, WalletOwner.PLATFORM, None)
     assert record is not None and platform is not None
     seen += [record, platform, wallets.keystore, wallets.service, *await wallets.db.audit.newest()]
-    for chain in Chain:
+    for chain in CONTRACT_CHAINS:
         async with wallets.keystore.unseal(record.sealed, PASSWORD, chain) as signer:
             signer.sign(b"\7" * 32)
             seen.append(signer)
@@ -74,9 +74,11 @@ async def test_no_secret_in_logs_reprs_or_audit(
     seen.append(unseal_wrong.value)
 
     seed = hd.seed_from_mnemonic(created.mnemonic)
-    keys = [bytes(hd.derive_private_key(seed, chain)) for chain in Chain]
+    keys = [bytes(hd.derive_private_key(seed, chain)) for chain in CONTRACT_CHAINS]
     platform_seed = bytes(sealing.open_with_master_key(platform.sealed, wallets.master_key))
-    platform_keys = [bytes(hd.derive_private_key(platform_seed, chain)) for chain in Chain]
+    platform_keys = [
+        bytes(hd.derive_private_key(platform_seed, chain)) for chain in CONTRACT_CHAINS
+    ]
     secrets = _secret_forms(
         created.mnemonic, seed, keys, [wallets.master_key, platform_seed, *platform_keys]
     )

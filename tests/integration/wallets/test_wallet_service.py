@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.domain.errors import (
     ApiClientNotFound,
     InvalidCredentials,
@@ -23,6 +23,7 @@ from walletcore.domain.errors import (
 from walletcore.domain.ids import new_id
 from walletcore.domain.wallet import WalletOwner
 from walletcore.services.wallets import CreatedWallet, password_error_for
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains import hd, sealing
 from walletcore_chains.descriptions import DESCRIPTIONS
 
@@ -142,7 +143,7 @@ async def test_an_environment_limit_hides_a_chain(wallets: Wallets) -> None:
     from walletcore.settings import DEFAULT_UNAVAILABLE
 
     client = await wallets.client(BTC, SOL)
-    wallets.service._policy = AssetPolicy([SOL], DEFAULT_UNAVAILABLE)
+    wallets.service._policy = AssetPolicy(CONTRACT_CATALOG, [SOL], DEFAULT_UNAVAILABLE)
     created = await wallets.service.create(await wallets.caller(client), password=PASSWORD)
     assert list(created.addresses) == [Chain.BITCOIN]
 
@@ -280,7 +281,7 @@ async def test_provisioning_is_idempotent(wallets: Wallets) -> None:
     first = await wallets.service.provision_platform(client.client_id)
     assert list(first) == [Chain.BITCOIN, Chain.SOLANA]
     stored = await wallets.db.wallets.get(client.client_id, WalletOwner.PLATFORM, None)
-    assert stored is not None and list(stored.addresses) == list(Chain)
+    assert stored is not None and list(stored.addresses) == list(CONTRACT_CHAINS)
     assert sealing.scheme_of(stored.sealed) == sealing.SCHEME_OPERATOR
     again = await wallets.service.provision_platform(client.client_id, request_id="req-9")
     assert again == first

@@ -11,7 +11,7 @@ from decimal import Decimal
 import base58
 import pytest
 
-from walletcore.domain.assets import CATALOG, Asset, Chain, asset_by_id
+from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.chains import (
     ChainDescription,
     HashFormat,
@@ -20,6 +20,7 @@ from walletcore.domain.chains import (
     WrongPassword,
 )
 from walletcore.domain.errors import InvalidCredentials, InvalidPassword, InvalidPasswordBadRequest
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore.testing.chains import RESIGNING_CHAINS
 from walletcore_chains.bitcoin import PLUGIN as BITCOIN_PLUGIN
 from walletcore_chains.descriptions import DESCRIPTIONS
@@ -28,7 +29,7 @@ from walletcore_chains.solana.plugin import PLUGIN as SOLANA_PLUGIN
 from walletcore_chains.tron import PLUGIN as TRON_PLUGIN
 
 BTC, ETH, USDT_ETH, BNB, USDT_BSC, TRX, USDT_TRX, POL, USDT_POL, SOL, USDT_SOL = (
-    asset_by_id(i) for i in (1, 2, 21, 3, 31, 4, 41, 5, 51, 6, 61)
+    CONTRACT_CATALOG.asset_by_id(i) for i in (1, 2, 21, 3, 31, 4, 41, 5, 51, 6, 61)
 )
 BODY, RAW, SIGNATURE = b'{"v":1}', b'{"body":"x"}', bytes(range(64))
 
@@ -48,9 +49,9 @@ class Book:
 
 
 def test_the_six_chains_are_described_in_catalog_order_with_their_assets() -> None:
-    assert list(DESCRIPTIONS) == list(dict.fromkeys(a.chain for a in CATALOG))
+    assert list(DESCRIPTIONS) == list(CONTRACT_CATALOG.chains)
     for chain, description in DESCRIPTIONS.items():
-        assert description.assets == tuple(a for a in CATALOG if a.chain == chain)
+        assert description.assets == CONTRACT_CATALOG.assets_of(chain)
         assert description.native.is_native and not description.memos
         assert description.fee_payers == {"USER", "PLATFORM"}
     assert DESCRIPTIONS[Chain.ETHEREUM].token_standards == {"ERC20"}
@@ -132,7 +133,7 @@ def test_each_plugin_describes_the_chains_it_defines() -> None:
 
 
 def test_a_description_refuses_what_cannot_be() -> None:
-    usdt = asset_by_id(21)
+    usdt = CONTRACT_CATALOG.asset_by_id(21)
     with pytest.raises(ValueError, match="not on BSC"):
         ChainDescription(
             Chain.BSC, (BNB, usdt), "fee-bump", Decimal(1), WrongPassword.INVALID_CREDENTIALS,

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from walletcore.chainplugins import GatewayContext
 from walletcore.clock import ManualClock
 from walletcore.domain.assets import Asset, AssetKind, Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.chains import HashFormat, SandboxFee, WrongPassword
 from walletcore.nonces import LocalNonceLeases
 from walletcore.secretfiles import ConfigurationError
@@ -111,6 +112,7 @@ def test_the_rpc_gateway_is_configured_from_the_network_and_the_tokens(tmp_path:
         ),
         core=Settings(home=tmp_path),
         clock=ManualClock(),
+        catalog=Catalog({L2: SPEC.assets}),
         validate_address=validate_address,
         verify_signature=verify_signature,
         keys=PLUGIN.keys[L2],

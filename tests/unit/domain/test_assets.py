@@ -1,22 +1,20 @@
-"""The asset catalog, assetId parsing and fiats, against the spec's tables."""
+"""The contract's assets, assetId parsing and fiats, against the spec's tables (the
+`Catalog` and the open `Chain`: test_catalog.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from walletcore.domain.assets import (
-    CATALOG,
+    CONTRACT_CHAINS,
     DEFAULT_FIAT,
     PRICE_FIATS,
-    SYMBOLS,
-    Chain,
     Fiat,
-    asset_by_id,
-    native_asset,
     parse_asset_id,
     parse_fiat,
 )
 from walletcore.domain.errors import InvalidRequest, UnknownAsset
+from walletcore.testing import CONTRACT_CATALOG
 
 #: The spec's asset table, row by row: assetId, chain, symbol, kind / standard, decimals.
 SPEC_TABLE = """
@@ -58,32 +56,42 @@ def _spec_rows() -> list[tuple[int, str, str, str, str | None, int]]:
 
 
 def test_catalog_is_exactly_the_spec_table_in_its_order() -> None:
-    ours = [(a.id, a.chain.value, a.symbol, a.kind.value, a.standard, a.decimals) for a in CATALOG]
+    ours = [
+        (a.id, a.chain.value, a.symbol, a.kind.value, a.standard, a.decimals)
+        for a in CONTRACT_CATALOG.assets
+    ]
     assert ours == _spec_rows()
-    assert len(CATALOG) == 16
+    assert len(CONTRACT_CATALOG.assets) == 16
 
 
 def test_every_chain_has_exactly_one_native_coin() -> None:
-    assert {c.value for c in Chain} == {"BITCOIN", "ETHEREUM", "BSC", "TRON", "POLYGON", "SOLANA"}
-    for chain in Chain:
-        natives = [a for a in CATALOG if a.chain is chain and a.is_native]
-        assert natives == [native_asset(chain)]
+    assert {c.value for c in CONTRACT_CHAINS} == {
+        "BITCOIN",
+        "ETHEREUM",
+        "BSC",
+        "TRON",
+        "POLYGON",
+        "SOLANA",
+    }
+    for chain in CONTRACT_CHAINS:
+        natives = [a for a in CONTRACT_CATALOG.assets if a.chain == chain and a.is_native]
+        assert natives == [CONTRACT_CATALOG.native_asset(chain)]
 
 
 def test_price_map_symbols_are_the_spec_list() -> None:
-    assert SYMBOLS == ("BNB", "BTC", "ETH", "POL", "SOL", "TRX", "USDC", "USDT")
+    assert CONTRACT_CATALOG.symbols == ("BNB", "BTC", "ETH", "POL", "SOL", "TRX", "USDC", "USDT")
 
 
 @pytest.mark.parametrize("row", _spec_rows(), ids=lambda r: str(r[0]))
 def test_asset_by_id_finds_every_row(row: tuple[int, str, str, str, str | None, int]) -> None:
-    asset = asset_by_id(row[0])
+    asset = CONTRACT_CATALOG.asset_by_id(row[0])
     assert (asset.id, asset.chain.value, asset.symbol) == row[:3]
 
 
 @pytest.mark.parametrize("asset_id", [0, 7, 20, 23, 63, 100, -1, 10**12])
 def test_an_id_outside_the_catalog_is_unknown(asset_id: int) -> None:
     with pytest.raises(UnknownAsset) as raised:
-        asset_by_id(asset_id)
+        CONTRACT_CATALOG.asset_by_id(asset_id)
     assert (raised.value.status, raised.value.message) == (400, "Unknown assetId")
 
 

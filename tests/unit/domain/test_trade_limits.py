@@ -1,6 +1,6 @@
 """The bounds of a quote's amounts (walletcore.domain.trade_limits) on the core's fakes: both
-legs, buy and sell, at, below and above each bound, custom settings, and the settings'
-own checks."""
+legs, buy and sell, at, below and above each bound, custom settings, and their checks
+against the served catalog where the container builds the limits."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
-from walletcore.domain.assets import ASSET_IDS, ASSETS_BY_ID
+from walletcore.container import check_profile, create_container
 from walletcore.domain.errors import DomainError
 from walletcore.domain.trade import TradeStatus
 from walletcore.domain.trade_limits import (
@@ -19,8 +18,9 @@ from walletcore.domain.trade_limits import (
     DISPLAY_FLOOR,
     TradeLimits,
 )
+from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Settings
-from walletcore.testing import FixedPrices
+from walletcore.testing import CONTRACT_CATALOG, FixedPrices
 
 from ..conftest import Core, CoreFactory
 
@@ -151,7 +151,7 @@ async def test_no_leg_is_ever_under_the_display_floor_whatever_the_settings(
     assert fine.quote.fiat_amount == DISPLAY_FLOOR
 
 
-@pytest.mark.parametrize("asset_id", ASSET_IDS)
+@pytest.mark.parametrize("asset_id", CONTRACT_CATALOG.asset_ids)
 @pytest.mark.parametrize("amount", ["502", "504", "202", "203"])
 async def test_the_sandbox_trigger_amounts_stay_quotable_on_every_asset(
     make_core: CoreFactory, asset_id: int, amount: str
@@ -178,8 +178,8 @@ async def test_approve_does_not_check_the_bounds_again(make_core: CoreFactory) -
 
 
 def test_every_default_minimum_shows_and_is_under_its_maximum() -> None:
-    limits = TradeLimits()
-    for asset_id, asset in ASSETS_BY_ID.items():
+    limits = TradeLimits(CONTRACT_CATALOG)
+    for asset_id, asset in ((a.id, a) for a in CONTRACT_CATALOG.assets):
         bounds = limits.bounds(asset)
         assert DISPLAY_FLOOR <= bounds.minimum < bounds.maximum, asset
         assert bounds.minimum == DEFAULT_TRADE_MINIMUMS[asset_id]
@@ -209,8 +209,31 @@ def test_the_settings_read_the_bounds_from_the_environment(
     ],
 )
 def test_bounds_that_cannot_hold_are_refused_at_start(
-    minimums: dict[int, str], maximums: dict[int, str], message: str
+    minimums: dict[int, str], maximums: dict[int, str], message: str, tmp_path: Any
 ) -> None:
-    with pytest.raises(ValidationError, match=message) as raised:
-        Settings(trade_minimums=minimums, trade_maximums=maximums, master_key="ab" * 32)
-    assert "ab" * 32 not in str(raised.value)  # a field's error shows that field alone
+    settings = Settings(
+        trade_minimums=minimums,
+        trade_maximums=maximums,
+        master_key="ab" * 32,
+        home=tmp_path,
+        repo="memory",
+    )
+    with pytest.raises(ValueError, match=message):
+        TradeLimits(CONTRACT_CATALOG, settings.trade_minimums, settings.trade_maximums)
+    with pytest.raises(ConfigurationError, match=message) as raised:
+        check_profile(create_container(settings))  # the catalog served: the contract's
+    assert "ab" * 32 not in str(raised.value)  # the bounds' problem names no other setting
+
+
+def test_an_asset_a_plugin_adds_is_bounded_by_the_floor_until_set() -> None:
+    from walletcore.domain.assets import Asset, AssetKind, Chain
+    from walletcore.domain.catalog import Catalog
+    from walletcore.domain.trade_limits import DEFAULT_MAXIMUM, TradeBounds
+
+    coin = Asset(8453, Chain("BASECHAIN"), "ETH", AssetKind.NATIVE, None, 18)
+    catalog = Catalog.of((*CONTRACT_CATALOG.assets, coin))
+    assert TradeLimits(catalog).bounds(coin) == TradeBounds(DISPLAY_FLOOR, DEFAULT_MAXIMUM)
+    set_ = TradeLimits(catalog, {8453: Decimal("0.01")}, {8453: Decimal(5)}).bounds(coin)
+    assert (set_.minimum, set_.maximum) == (Decimal("0.01"), Decimal(5))
+    with pytest.raises(ValueError, match="unknown asset id: 8453"):
+        TradeLimits(CONTRACT_CATALOG, {8453: Decimal(1)})

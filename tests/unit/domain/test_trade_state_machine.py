@@ -229,15 +229,15 @@ def test_best_known_figures() -> None:
 
 def test_order_holds_the_fixed_leg() -> None:
     by_fiat = a_trade(S.EXECUTING, fixed_leg=FixedLeg.FIAT)
-    order = by_fiat.order()
+    order = by_fiat.order(8)
     assert (order.fixed_leg, order.fixed_amount, order.decimals) == (
         FixedLeg.FIAT,
         Decimal(32500),
         8,
     )
-    assert a_trade(S.EXECUTING).order().fixed_amount == Decimal("0.5")
+    assert a_trade(S.EXECUTING).order(8).fixed_amount == Decimal("0.5")
     with pytest.raises(InvalidTransition):
-        a_trade().order()  # no order before approval
+        a_trade().order(8)  # no order before approval
 
 
 PRICES = st.decimals(min_value=Decimal("0.0001"), max_value=Decimal(1000000), places=8)

@@ -11,19 +11,22 @@ from pathlib import Path
 import pytest
 
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import AddressUnknown, TransactionNotFound
 from walletcore.ports import FeeQuote, SendMinimum
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.descriptions import DESCRIPTIONS
 from walletcore_sandbox.chain import FLAT_FEE_UNITS, FlatRules, SandboxGateway
 from walletcore_sandbox.ledger import SandboxLedger
 
-BTC, ETH, USDT_TRX, SOL = (asset_by_id(i) for i in (1, 2, 41, 6))
+BTC, ETH, USDT_TRX, SOL = (CONTRACT_CATALOG.asset_by_id(i) for i in (1, 2, 41, 6))
 
 
 @pytest.fixture
 async def ledger(tmp_path: Path) -> AsyncIterator[SandboxLedger]:
-    book = SandboxLedger(tmp_path / "ledger.db", ManualClock(), lambda *_: True)
+    book = SandboxLedger(
+        tmp_path / "ledger.db", ManualClock(), lambda *_: True, catalog=CONTRACT_CATALOG
+    )
     yield book
     await book.aclose()
 

@@ -12,7 +12,7 @@ from walletcore.clock import ManualClock
 from walletcore.domain.assets import Fiat
 from walletcore.domain.errors import OrderRejected, VenueTimeout
 from walletcore.domain.trade import Accepted, Fill, FixedLeg, Order, Rejected, Side
-from walletcore.testing import FixedPrices
+from walletcore.testing import CONTRACT_CATALOG, FixedPrices
 from walletcore_sandbox.prices import SandboxPriceSource, sandbox_unit_price
 from walletcore_sandbox.venue import CANCELLED_REASON, SandboxVenue
 
@@ -48,7 +48,9 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def venue(clock: ManualClock) -> SandboxVenue:
-    return SandboxVenue(SandboxPriceSource(clock, interval_seconds=1))
+    return SandboxVenue(
+        SandboxPriceSource(clock, symbols=CONTRACT_CATALOG.symbols, interval_seconds=1)
+    )
 
 
 @pytest.mark.parametrize("leg", list(FixedLeg))
@@ -117,7 +119,9 @@ async def test_the_venue_is_stateless(venue: SandboxVenue, clock: ManualClock) -
     """A poll after a restart (a new venue on the same prices) settles with the same figures
     and reference."""
     first = await venue.execute(order("0.5", FixedLeg.CRYPTO))
-    again = await SandboxVenue(SandboxPriceSource(clock)).status(order("0.5", FixedLeg.CRYPTO))
+    again = await SandboxVenue(SandboxPriceSource(clock, symbols=CONTRACT_CATALOG.symbols)).status(
+        order("0.5", FixedLeg.CRYPTO)
+    )
     assert first == again
     assert first.reference == "SBX-0123456789AB"
 

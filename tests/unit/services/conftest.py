@@ -15,14 +15,14 @@ from dependency_injector import providers
 
 from walletcore import Caller, Container, Settings, create_container
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import Chain, FeePayer, asset_by_id
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain, FeePayer
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.money import to_base_units
 from walletcore.domain.sends import SendRecord
 from walletcore.services.send_record import SendReceipt, SignedSend
 from walletcore.services.transfers import TransferSettings
-from walletcore.testing import FakeKeyStore, InMemoryStorage, autocommit
+from walletcore.testing import CONTRACT_CATALOG, FakeKeyStore, InMemoryStorage, autocommit
 from walletcore.testing.chains import FakeGateway, FollowedFakeGateway
 from walletcore.testing.keys import fake_address
 
@@ -47,7 +47,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 def units(asset_id: int, amount: str) -> int:
     """`amount` of the asset in its base units."""
-    return to_base_units(Decimal(amount), asset_by_id(asset_id).decimals)
+    return to_base_units(Decimal(amount), CONTRACT_CATALOG.asset_by_id(asset_id).decimals)
 
 
 @dataclass
@@ -82,7 +82,7 @@ class Desk:
 
     def gateway(self, asset_id: int) -> FollowedFakeGateway:
         """The followed gateway of the asset's chain (most tests use these)."""
-        found = self.gateways[asset_by_id(asset_id).chain]
+        found = self.gateways[CONTRACT_CATALOG.asset_by_id(asset_id).chain]
         assert isinstance(found, FollowedFakeGateway)
         return found
 
@@ -113,14 +113,14 @@ class Desk:
         return dict(await self.container.wallets().provision_platform(self.client.client_id))
 
     def address(self, user_id: str, asset_id: int) -> str:
-        return self.addresses[user_id][asset_by_id(asset_id).chain]
+        return self.addresses[user_id][CONTRACT_CATALOG.asset_by_id(asset_id).chain]
 
     def fund(self, address: str, asset_id: int, amount: str) -> None:
-        asset = asset_by_id(asset_id)
+        asset = CONTRACT_CATALOG.asset_by_id(asset_id)
         self.gateways[asset.chain].fund(address, asset, units(asset_id, amount))
 
     def held(self, address: str, asset_id: int) -> int:
-        asset = asset_by_id(asset_id)
+        asset = CONTRACT_CATALOG.asset_by_id(asset_id)
         return self.gateways[asset.chain].balances.get((address, asset_id), 0)
 
     async def send(
@@ -139,7 +139,7 @@ class Desk:
             request_id=request_id,
             user_id=user_id,
             asset_id=asset_id,
-            recipient=recipient or elsewhere(asset_by_id(asset_id).chain),
+            recipient=recipient or elsewhere(CONTRACT_CATALOG.asset_by_id(asset_id).chain),
             amount=amount,
             password=password,
         )
@@ -157,7 +157,7 @@ class Desk:
             self.caller(request_id),
             request_id=request_id,
             asset_id=asset_id,
-            recipient=recipient or elsewhere(asset_by_id(asset_id).chain),
+            recipient=recipient or elsewhere(CONTRACT_CATALOG.asset_by_id(asset_id).chain),
             amount=amount,
         )
         return receipt
@@ -213,7 +213,7 @@ def make_desk(desk_settings: Settings, clock: ManualClock) -> DeskFactory:
         storage, keystore = InMemoryStorage(), FakeKeyStore()
         if gateways is None:
             kind = FollowedFakeGateway if followed else FakeGateway
-            gateways = {chain: kind(chain) for chain in Chain}
+            gateways = {chain: kind(chain) for chain in CONTRACT_CHAINS}
         container = create_container(
             desk_settings.model_copy(update=changes),
             clock=clock,

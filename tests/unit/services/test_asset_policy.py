@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from walletcore.domain.assets import ASSET_IDS, Chain, FeePayer
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import (
     AssetNotEnabled,
@@ -21,6 +21,7 @@ from walletcore.domain.errors import (
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.market import ClientConfig, MarketService
 from walletcore.settings import Settings
+from walletcore.testing import CONTRACT_CATALOG
 from walletcore_litestar.schemas import ClientConfig as ConfigShape
 
 
@@ -31,13 +32,17 @@ def config_view(config: ClientConfig) -> Any:
 
 def client(*enabled: int, **kwargs: object) -> ApiClient:
     return ApiClient(
-        "c" * 24, "Acme", key_hash="0" * 64, enabled_assets=enabled or ASSET_IDS, **kwargs
+        "c" * 24,
+        "Acme",
+        key_hash="0" * 64,
+        enabled_assets=enabled or CONTRACT_CATALOG.asset_ids,
+        **kwargs,
     )  # type: ignore[arg-type]
 
 
 def policy(tmp_path: Path, **kwargs: object) -> AssetPolicy:
     settings = Settings(home=tmp_path, **kwargs)  # type: ignore[arg-type]
-    return AssetPolicy(settings.limited_assets, settings.unavailable_assets)
+    return AssetPolicy(CONTRACT_CATALOG, settings.limited_assets, settings.unavailable_assets)
 
 
 def refusal(policy: AssetPolicy, api_client: ApiClient, raw: object, endpoint: str) -> DomainError:

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import UserNotFound
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.services.holdings import WalletHoldings
-from walletcore.testing import InMemoryStorage, autocommit
+from walletcore.testing import CONTRACT_CATALOG, InMemoryStorage, autocommit
 
 pytestmark = pytest.mark.asyncio
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-ETH, BTC = asset_by_id(2), asset_by_id(1)
+ETH, BTC = CONTRACT_CATALOG.asset_by_id(2), CONTRACT_CATALOG.asset_by_id(1)
 
 
 class CountingStorage:

@@ -27,7 +27,13 @@ from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.remembered_quotes import RememberedQuotes
 from walletcore.services.trading import TradingService
-from walletcore.testing import FixedHoldings, InMemoryStorage, InstantVenue, autocommit
+from walletcore.testing import (
+    CONTRACT_CATALOG,
+    FixedHoldings,
+    InMemoryStorage,
+    InstantVenue,
+    autocommit,
+)
 from walletcore.testing.markets import FixedPrices
 
 from ..conftest import Core, CoreFactory, YieldingStorage
@@ -249,7 +255,7 @@ def test_the_trading_service_wraps_its_storage_once(clock: ManualClock) -> None:
             clock,
             prices,
             InstantVenue(prices),
-            AssetPolicy(),
+            AssetPolicy(CONTRACT_CATALOG),
             Auditor(storage, clock),
             holdings=FixedHoldings(),
         )

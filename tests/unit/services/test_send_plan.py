@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from walletcore.domain.assets import Chain, FeePayer
+from walletcore.domain.assets import CONTRACT_CHAINS, Chain, FeePayer
 from walletcore.domain.errors import DomainError
 from walletcore.domain.sends import SendState
 from walletcore.ports import SendMinimum
@@ -122,7 +122,7 @@ async def test_an_address_unknown_to_the_indexer_holds_nothing(make_desk: DeskFa
     send: an insufficient balance, not a 404."""
     from walletcore.testing.chains import FollowedFakeGateway
 
-    gateways: dict[Chain, Any] = {chain: FollowedFakeGateway(chain) for chain in Chain}
+    gateways: dict[Chain, Any] = {chain: FollowedFakeGateway(chain) for chain in CONTRACT_CHAINS}
     gateways[Chain.BITCOIN] = FollowedFakeGateway(Chain.BITCOIN, known_only=True)
     desk = await make_desk(gateways=gateways)
     user = await desk.user()

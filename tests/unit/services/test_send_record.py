@@ -19,6 +19,7 @@ from walletcore.services.send_record import (
     SignedSend,
     replay,
 )
+from walletcore.testing import CONTRACT_CATALOG
 
 from .conftest import ETH
 
@@ -76,7 +77,7 @@ def test_older_formats_still_read(value: bytes, followable: bool) -> None:
         (),
         (),
     )
-    assert signed.receipt().as_result() == {
+    assert signed.receipt(CONTRACT_CATALOG.native_asset(signed.chain)).as_result() == {
         "txHash": "h",
         "status": "pending",
         "fee": "0.000000000000000001",

@@ -6,11 +6,11 @@ the node holds it, nothing earlier."""
 
 from __future__ import annotations
 
-from walletcore.domain.assets import asset_by_id
 from walletcore.domain.sends import ChainStatus
 from walletcore.ports import Sighting
 from walletcore.services.send_record import SignedSend
 from walletcore.services.transfers.moves import SEND_SETTLE, Followed, Moves
+from walletcore.testing import CONTRACT_CATALOG
 
 from .conftest import ETH, Desk
 
@@ -108,7 +108,7 @@ async def test_the_chain_is_asked_the_current_transaction_first(desk: Desk) -> N
     assert bump is not None
     bumped = signed.moved_to(bump, desk.clock.now())
     moves = Moves(desk.storage, desk.clock)
-    asset = asset_by_id(ETH)
+    asset = CONTRACT_CATALOG.asset_by_id(ETH)
     eth.sightings[bump.tx_hash] = Sighting.PENDING
     eth.asked.clear()
     seen = await moves.sightings(eth, bumped, asset, stop_at_pending=True)

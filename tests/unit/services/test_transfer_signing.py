@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import ServerError, WrongWalletPassword
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import FeeQuote, Transfer, UnsignedTransfer
@@ -23,7 +23,7 @@ from walletcore.services.transfers.signing import (
     ladder,
     sign_transfer,
 )
-from walletcore.testing import FakeKeyStore
+from walletcore.testing import CONTRACT_CATALOG, FakeKeyStore
 from walletcore.testing.chains import FakeGateway, FollowedFakeGateway
 from walletcore_chains.descriptions import DESCRIPTIONS
 
@@ -60,7 +60,7 @@ async def prepared(
 ) -> UnsignedTransfer:
     """0.5 of the chain's coin from `sender`, its fee paid by `sponsor` when given."""
     chain = gateway.chain
-    asset = asset_by_id(SOL if chain == Chain.SOLANA else ETH)
+    asset = CONTRACT_CATALOG.asset_by_id(SOL if chain == Chain.SOLANA else ETH)
     source = sender.addresses[chain]
     payer = source if sponsor is None else sponsor.addresses[chain]
     transfer = Transfer(asset, source, elsewhere(chain), units(asset.id, "0.5"), payer)

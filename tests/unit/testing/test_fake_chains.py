@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
 from walletcore.domain.errors import BroadcastTimeout, InsufficientFunds, InvalidRequest
 from walletcore.ports import (
     FeeQuote,
@@ -17,10 +17,10 @@ from walletcore.ports import (
     Transfer,
     TransferFollower,
 )
-from walletcore.testing import FakeGateway, FollowedFakeGateway, Outcome
+from walletcore.testing import CONTRACT_CATALOG, FakeGateway, FollowedFakeGateway, Outcome
 from walletcore.testing.keys import fake_address
 
-ETH = asset_by_id(2)
+ETH = CONTRACT_CATALOG.asset_by_id(2)
 ALICE = fake_address(b"alice", Chain.ETHEREUM)
 BOB = fake_address(b"bob", Chain.ETHEREUM)
 

@@ -32,8 +32,8 @@ sys.meta_path.insert(0, Refuse())
 from decimal import Decimal
 from walletcore import Caller, Settings, create_container
 from walletcore.testing import (
-    FakeKeyStore, FixedHoldings, FixedPrices, InMemoryStorage, InstantVenue, LocalNonceLeases,
-    ManualClock, autocommit,
+    CONTRACT_CATALOG, FakeKeyStore, FixedHoldings, FixedPrices, InMemoryStorage, InstantVenue,
+    LocalNonceLeases, ManualClock, autocommit,
 )
 
 async def main():
@@ -48,6 +48,8 @@ async def main():
         prices=prices,
         venue=InstantVenue(prices),
         holdings=FixedHoldings(storage=storage),
+        # no chain plugin is installed: the container serves the catalog it is handed
+        catalog=CONTRACT_CATALOG,
     )
     issued = await container.auth().create_client("embedder", assets=[2])
     caller = Caller(issued.client, "r-1")

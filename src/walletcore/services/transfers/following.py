@@ -21,7 +21,8 @@ import logging
 from collections.abc import Mapping
 from datetime import timedelta
 
-from walletcore.domain.assets import Asset, Chain, asset_by_id
+from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import DomainError, TransactionNotFound
 from walletcore.domain.sends import ChainStatus, SendRecord
 from walletcore.ports import ChainGateway
@@ -43,8 +44,10 @@ class Following:
         replacing: Replacing,
         gateways: Mapping[Chain, ChainGateway],
         settings: TransferSettings,
+        catalog: Catalog,
     ) -> None:
         self._moves = moves
+        self._catalog = catalog
         self._replacing = replacing
         self._clock = moves.clock
         self._gateways = gateways
@@ -63,7 +66,7 @@ class Following:
             log.debug("send %s (%s) cannot be followed here", key, signed.chain.value)
             return Followed.SKIPPED
         chain_follower = follower(gateway)
-        asset = asset_by_id(signed.asset_id)
+        asset = self._catalog.asset_by_id(signed.asset_id)
         if chain_follower is None:
             return await self._follow_by_lookup(record, signed, gateway, asset, request_id)
         seen = await self._moves.sightings(chain_follower, signed, asset, stop_at_pending=True)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import InvalidRequest, NotFound
 from walletcore.domain.sends import ChainStatus, SendRecord
 from walletcore.ports import ChainGateway
@@ -23,9 +24,14 @@ class Operator:
     """The operator's view of a send, and the replacements the operator asks for."""
 
     def __init__(
-        self, moves: Moves, replacing: Replacing, gateways: Mapping[Chain, ChainGateway]
+        self,
+        moves: Moves,
+        replacing: Replacing,
+        gateways: Mapping[Chain, ChainGateway],
+        catalog: Catalog,
     ) -> None:
         self._moves = moves
+        self._catalog = catalog
         self._replacing = replacing
         self._storage = moves.storage
         self._gateways = gateways
@@ -84,7 +90,7 @@ class Operator:
         cancel: bool,
         request_id: str,
     ) -> None:
-        asset = asset_by_id(signed.asset_id)
+        asset = self._catalog.asset_by_id(signed.asset_id)
         seen = await self._moves.sightings(chain_follower, signed, asset, stop_at_pending=False)
         expired = all(s is Sighting.EXPIRED for _, s in seen)
         if not expired:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from walletcore.domain.assets import Chain, asset_by_id
+from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import (
     DomainError,
     InsufficientFunds,
@@ -53,8 +54,10 @@ class Replacing:
         gateways: Mapping[Chain, ChainGateway],
         settings: TransferSettings,
         caps: FeeCaps,
+        catalog: Catalog,
     ) -> None:
         self._moves = moves
+        self._catalog = catalog
         self._storage = moves.storage
         self._clock = moves.clock
         self._keystore = keystore
@@ -158,7 +161,7 @@ class Replacing:
         chain_follower = follower(gateway)
         if gateway is None or chain_follower is None or not chain_follower.resigns:
             return record
-        asset = asset_by_id(signed.asset_id)
+        asset = self._catalog.asset_by_id(signed.asset_id)
         seen = await self._moves.sightings(chain_follower, signed, asset, stop_at_pending=False)
         _, after = await self.resign_expired(record, signed, gateway, seen, password, request_id)
         return after
@@ -182,7 +185,7 @@ class Replacing:
                 return outcome, await self._moves.reload(record)
         if any(s is not Sighting.EXPIRED for _, s in seen):
             return Followed.PENDING, record  # one may still land: never sign a second one
-        asset = asset_by_id(signed.asset_id)
+        asset = self._catalog.asset_by_id(signed.asset_id)
         wallets = await self._wallets(record, signed)
         payer = signed.fee_payer_address or signed.sender
         transfer = Transfer(asset, signed.sender, signed.recipient, signed.amount_units, payer)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.chains import ChainDescription
 from walletcore.domain.sends import SendRecord
 from walletcore.ports import ChainGateway, Clock, KeyStore, Storage, UnsignedTransfer
@@ -32,13 +33,15 @@ class Transfers:
         gateways: Mapping[Chain, ChainGateway],
         descriptions: Mapping[Chain, ChainDescription],
         settings: TransferSettings | None = None,
+        *,
+        catalog: Catalog,
     ) -> None:
         self.settings = settings or TransferSettings()
         self._caps = FeeCaps(self.settings, descriptions)
         moves = Moves(storage, clock)
-        self._replacing = Replacing(moves, keystore, gateways, self.settings, self._caps)
-        self._following = Following(moves, self._replacing, gateways, self.settings)
-        self._operator = Operator(moves, self._replacing, gateways)
+        self._replacing = Replacing(moves, keystore, gateways, self.settings, self._caps, catalog)
+        self._following = Following(moves, self._replacing, gateways, self.settings, catalog)
+        self._operator = Operator(moves, self._replacing, gateways, catalog)
 
     # -- the chains' descriptions and fee caps -----------------------------------------
     def description(self, chain: Chain) -> ChainDescription:

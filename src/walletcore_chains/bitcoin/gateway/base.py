@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.errors import InvalidRequest
 from walletcore.ports import AddressValidator
 from walletcore_chains.bitcoin.backend import Backend
@@ -66,8 +66,12 @@ class GatewayBase:
         options: GatewayOptions | None = None,
         *,
         chain: Chain = Chain.BITCOIN,
+        native: Asset | None = None,
     ) -> None:
+        """`native`: the chain's coin (its factory passes the catalog's); by default the
+        contract's of `chain`."""
         self.chain = chain
+        self.native = native if native is not None else _contract_native(chain)
         self.network = network
         self.backend = backend
         self._validator = validator
@@ -112,6 +116,13 @@ class GatewayBase:
     def _native(self, asset: Asset) -> None:
         if asset.chain != self.chain or not asset.is_native:
             raise InvalidRequest(f"{asset.symbol} is not {self.chain}'s coin")
+
+
+def _contract_native(chain: Chain) -> Asset:
+    found = [a for a in CONTRACT_ASSETS if a.chain == chain and a.is_native]
+    if not found:
+        raise ValueError(f"{chain} is not a contract chain: name its native asset")
+    return found[0]
 
 
 def btc(units: int) -> str:

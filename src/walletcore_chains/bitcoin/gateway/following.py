@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from walletcore.domain.assets import Asset, native_asset
+from walletcore.domain.assets import Asset
 from walletcore.domain.errors import (
     InvalidRequest,
     ServerError,
@@ -191,7 +191,7 @@ class Following(Sending):
             await self._give_back(turns)
             raise
         # moves nothing: the wallet's own coins back to it (as the ladder's cancel)
-        transfer = Transfer(native_asset(self.chain), address, address, 0, address)
+        transfer = Transfer(self.native, address, address, 0, address)
         return UnsignedTransfer(
             transfer, FeeQuote(fee), payloads[address], body.encode(), payloads=payloads
         )

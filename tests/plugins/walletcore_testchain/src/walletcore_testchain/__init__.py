@@ -22,6 +22,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from walletcore.chainplugins import ChainPlugin, GatewayContext, GatewayFactory
 from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import InvalidRequest, TransactionNotFound, TransferRejected
 from walletcore.domain.wallet import TxRow
 from walletcore.ports import (
@@ -63,6 +64,8 @@ class RecordingGateway:
     verifier: SignatureVerifier
     settings: RecordingSettings
     clock: Clock
+    #: the served assets (the container's catalog)
+    catalog: Catalog
     calls: list[tuple[str, ...]] = field(default_factory=list)
     sent: list[Sent] = field(default_factory=list)
     moved: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -119,7 +122,7 @@ class RecordingGateway:
             sort_keys=True,
         ).encode()
         # what the chain's keys sign: a 32-byte digest on secp256k1, the message on ed25519
-        payload = body if self.chain is Chain.SOLANA else hashlib.sha256(body).digest()
+        payload = body if self.chain == Chain.SOLANA else hashlib.sha256(body).digest()
         return UnsignedTransfer(transfer, fee, payload, body)
 
     def assemble(
@@ -145,7 +148,7 @@ class RecordingGateway:
         for signer, signature in envelope["signatures"].items():
             if not self.verifier(self.chain, signer, payload, bytes.fromhex(signature)):
                 raise TransferRejected("Transfer rejected by the network: bad signature")
-        asset = next(a for a in _assets(self.chain) if a.id == body["asset"])
+        asset = self.catalog.asset_by_id(body["asset"])
         transfer = Transfer(asset, body["from"], body["to"], body["amount"], body["feePayer"])
         self.sent.append(Sent(transfer, body["fee"], signed.tx_hash))
         key_from, key_to = (transfer.sender, asset.id), (transfer.recipient, asset.id)
@@ -168,12 +171,6 @@ class RecordingGateway:
         )
 
 
-def _assets(chain: Chain) -> list[Asset]:
-    from walletcore.domain.assets import CATALOG
-
-    return [a for a in CATALOG if a.chain is chain]
-
-
 def _fake(context: GatewayContext[RecordingSettings]) -> RecordingGateway:
     return RecordingGateway(
         context.chain,
@@ -181,6 +178,7 @@ def _fake(context: GatewayContext[RecordingSettings]) -> RecordingGateway:
         context.verify_signature,
         context.settings,
         context.clock,
+        context.catalog,
     )
 
 
