@@ -315,7 +315,9 @@ def _ledger_gateway(context: GatewayContext[SandboxChainSettings]) -> SandboxGat
 
 
 #: Entry point `walletcore.chains: sandbox`: every chain on the sandbox ledger (sandbox
-#: profile only). It stands in for a chain that has no gateway of the mode asked for.
+#: profile only). It stands in for a chain that has no gateway of the mode asked for, and
+#: serves a chain another plugin adds when the deployment names it with it
+#: (`WALLETCORE_CHAIN_<CHAIN>=sandbox`; `chainplugins.planning`), by that chain's rules.
 PLUGIN: ChainPlugin[SandboxChainSettings] = ChainPlugin(
     name="sandbox",
     chains=frozenset(CONTRACT_CHAINS),

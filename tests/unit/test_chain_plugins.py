@@ -28,7 +28,8 @@ from walletcore.chainplugins import (
     plan_chains,
 )
 from walletcore.clock import ManualClock
-from walletcore.domain.assets import CONTRACT_CHAINS, Chain
+from walletcore.container import served_catalog
+from walletcore.domain.assets import CONTRACT_CHAINS, Asset, AssetKind, Chain
 from walletcore.domain.chains import HEX, ChainDescription, WrongPassword
 from walletcore.ports import NonceLeases
 from walletcore.secretfiles import ConfigurationError
@@ -351,3 +352,78 @@ def test_a_plugin_defines_its_chains_whole_or_not_at_all() -> None:
         )
     with pytest.raises(TypeError, match="plain word"):
         ChainPlugin[None](name="a:b", chains=EVERY)
+
+
+# -- a chain a plugin adds -----------------------------------------------------------------
+EXTRA = Chain("EXTRA2")
+EXTRA_COIN = Asset(9001, EXTRA, "XC", AssetKind.NATIVE, None, 18)
+EXTRA_TOKEN = Asset(90011, EXTRA, "XT", AssetKind.TOKEN, "ERC20", 6)
+ADDS = ChainPlugin[None](
+    name="adds",
+    chains=frozenset({EXTRA}),
+    validate_address=_validate,
+    verify_signature=_verify,
+    keys=_keys(frozenset({EXTRA})),
+    describes={
+        EXTRA: ChainDescription(
+            chain=EXTRA,
+            assets=(EXTRA_COIN, EXTRA_TOKEN),
+            replaces_by="fee-bump",
+            default_fee_cap=Decimal(1),
+            wrong_password=WrongPassword.INVALID_CREDENTIALS,
+            hashes=HEX,
+        )
+    },
+    gateways={"rpc": GatewayFactory(lambda context: Gateway(context, "adds"))},
+)
+WITH_ADDS: dict[str, ChainPlugin[Any]] = {**REGISTRY, "adds": ADDS}
+
+
+def _no_leases() -> NonceLeases:
+    raise AssertionError("not asked for")
+
+
+def test_a_chain_a_plugin_adds_is_served_only_when_the_deployment_names_it(
+    tmp_path: Path,
+) -> None:
+    unnamed = settings(tmp_path, chains="rpc")
+    plan = plan_chains(unnamed, WITH_ADDS, URL)
+    assert list(plan.choices) == list(CONTRACT_CHAINS) == list(plan.descriptions)
+    assert served_catalog(unnamed, WITH_ADDS) == CONTRACT_CATALOG
+    assert "adds" not in plan.settings  # its settings are not even read
+
+    named = settings(tmp_path, chains="rpc", gateways={"EXTRA2": "adds:rpc"})
+    plan = plan_chains(named, WITH_ADDS, URL)
+    assert list(plan.choices) == [*CONTRACT_CHAINS, EXTRA]  # after the contract's six
+    assert labels(plan)[EXTRA] == "adds:rpc"
+    assert plan.descriptions[EXTRA] is ADDS.describes[EXTRA]
+    catalog = served_catalog(named, WITH_ADDS)
+    assert catalog.assets == (*CONTRACT_CATALOG.assets, EXTRA_COIN, EXTRA_TOKEN)
+    assert catalog.chains == tuple(plan.choices)  # the catalog and the plan agree
+    gateways = build_gateways(
+        plan, settings=named, clock=ManualClock(), nonce_leases=_no_leases, catalog=catalog
+    )
+    built = gateways[EXTRA]
+    assert isinstance(built, Gateway) and built.kind == "adds"
+    assert built.context.description is ADDS.describes[EXTRA]
+
+
+def test_the_sandbox_ledger_stands_in_for_a_plugin_chain_named_with_it(tmp_path: Path) -> None:
+    for spec in ("sandbox", "sandbox:sandbox"):
+        plan = plan_chains(settings(tmp_path, gateways={"EXTRA2": spec}), WITH_ADDS)
+        assert labels(plan)[EXTRA] == "sandbox:sandbox" and not plan.choices[EXTRA].stand_in
+        assert plan.descriptions[EXTRA] is ADDS.describes[EXTRA]  # its rules, its plugin's
+    production = settings(
+        tmp_path, chains="rpc", gateways={"EXTRA2": "sandbox"}, profile=Profile.PRODUCTION
+    )
+    with pytest.raises(ConfigurationError, match=r"WALLETCORE_CHAIN_EXTRA2=sandbox is a sandbox"):
+        plan_chains(production, WITH_ADDS, URL)
+
+
+def test_a_named_chain_no_installed_plugin_defines_is_refused(tmp_path: Path) -> None:
+    named = settings(tmp_path, gateways={"EXTRA2": "adds:rpc"})
+    message = r"WALLETCORE_CHAIN_EXTRA2=adds:rpc: no installed chain plugin defines EXTRA2"
+    with pytest.raises(ConfigurationError, match=message):
+        plan_chains(named, REGISTRY)
+    with pytest.raises(ConfigurationError, match=message):
+        served_catalog(named, REGISTRY)

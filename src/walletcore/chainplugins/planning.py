@@ -3,7 +3,9 @@
 `WALLETCORE_CHAINS=<mode>` for every chain, `WALLETCORE_CHAIN_<CHAIN>=<plugin>[:<mode>]` for
 one. A chain with no gateway of the mode asked for stands on the sandbox ledger (plugin
 `sandbox`) on the sandbox profile; production refuses to start, as it refuses a sandbox-only
-gateway. Every problem of one kind is told in one `ConfigurationError`, naming the
+gateway. The chains planned are the contract's six and each chain another installed plugin
+defines that the deployment names (`served_chains`); the sandbox ledger may be named for
+any of them. Every problem of one kind is told in one `ConfigurationError`, naming the
 variables to change. Nothing here imports a chain library.
 """
 
@@ -158,7 +160,7 @@ def _choose(
         )
         return None
     sandbox = registry.get(SANDBOX_PLUGIN)
-    if sandbox is None or chain not in sandbox.chains or SANDBOX_MODE not in sandbox.gateways:
+    if sandbox is None or not _serves(sandbox, chain):
         hint = SANDBOX_INSTALL if sandbox is None else ""
         problems.append(f"{source}: {chain} has no {mode} gateway, and no sandbox ledger{hint}")
         return None
@@ -192,7 +194,7 @@ def _chosen(
             f"{', '.join(sorted(registry)) or 'none'}"
         )
         return None
-    if chain not in plugin.chains:
+    if not _serves(plugin, chain):
         served = ", ".join(c.value for c in sorted(plugin.chains, key=chain_order))
         problems.append(f"{source}: the chain plugin {name} serves {served}, not {chain}")
         return None
@@ -206,6 +208,16 @@ def _chosen(
         problems.append(f"{source}: name one of the plugin's gateways: {modes}")
         return None
     return ChainChoice(chain, plugin, mode, source)
+
+
+def _serves(plugin: ChainPlugin[Any], chain: Chain) -> bool:
+    """Whether `plugin` has gateways for `chain` (a chain some installed plugin defines):
+    the chains it names, and, for the sandbox ledger, any chain: it plays a chain by the
+    defining plugin's description (`SandboxRules`), so a chain a plugin adds stands on it
+    when named (`WALLETCORE_CHAIN_<CHAIN>=sandbox`)."""
+    if chain in plugin.chains:
+        return True
+    return plugin.name == SANDBOX_PLUGIN and SANDBOX_MODE in plugin.gateways
 
 
 def _production_problems(choices: Iterable[ChainChoice]) -> list[str]:
