@@ -124,6 +124,9 @@ def errors(
         example = ErrorEnvelope(message, str(status), EXAMPLE_REQUEST_ID)
         responses[status] = ResponseSpec(
             data_container=ErrorEnvelope,
+            # the example is ours; Litestar's generated ones are random strings, which
+            # would make every app's document differ from the next
+            generate_examples=False,
             description=meaning,
             examples=[Example(summary=message, value=msgspec.to_builtins(example))],
         )
