@@ -16,7 +16,7 @@ _CHAIN_FORM = re.compile(r"[A-Z][A-Z0-9]{1,23}")
 
 
 class Chain(str):
-    """A chain's name (`BITCOIN`, `BASECHAIN`): ASCII upper-case letters and digits,
+    """A chain's name (`BITCOIN`, `ARBITRUM`): ASCII upper-case letters and digits,
     starting with a letter, 2 to 24 characters; anything else is a `ValueError`.
 
     Open: a chain plugin names its own chains. The contract's six are the constants below

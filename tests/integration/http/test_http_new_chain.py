@@ -146,9 +146,10 @@ def ids(asset_ids: list[int]) -> str:
     return ",".join(map(str, asset_ids))
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    """The operator CLI (`walletcore ...`) in this process, on the environment's deployment."""
-    assert main(list(argv)) == 0
+async def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    """The operator CLI (`walletcore ...`) on the environment's deployment, in this process
+    (in a thread: it runs its own event loop)."""
+    assert await asyncio.to_thread(main, list(argv)) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -198,9 +199,9 @@ async def test_an_enabled_client_sends_on_the_new_chain(
     assert container.catalog().chains == (*CONTRACT_CHAINS, BASECHAIN)
     assert container.chain_plan().choices[BASECHAIN].label == "l2chain:rpc"
     # the operator issues a client for the contract's sixteen, then enables the new assets
-    issued = cli(capsys, "clients", "create", "--name", "Acme", "--assets", ids(CONTRACT_IDS))
+    issued = await cli(capsys, "clients", "create", "--name", "Acme", "--assets", ids(CONTRACT_IDS))
     enabled = [*CONTRACT_IDS, ETH.id, USDC.id]
-    changed = cli(capsys, "clients", "update", issued["clientId"], "--assets", ids(enabled))
+    changed = await cli(capsys, "clients", "update", issued["clientId"], "--assets", ids(enabled))
     assert changed["assets"] == enabled
     async with serving(container) as http:
         api = await signed_in(http, container, issued)
@@ -367,8 +368,9 @@ async def test_the_sandbox_ledger_stands_in_when_named(
     assert isinstance(container.gateways()[BASECHAIN], SandboxGateway)
     assert container.catalog().chains == (*CONTRACT_CHAINS, BASECHAIN)
     async with serving(container) as http:
-        api = await sign_in(http, container)
+        api = await sign_in(http, container, assets=[*CONTRACT_IDS, ETH.id, USDC.id])
         created = assert_ok(await api.post("/create", {"password": PASSWORD}))
+        assert list(created["addresses"]) == [*SIX, "BASECHAIN"]
         body = {
             "userId": created["userId"],
             "assetId": 8453,
@@ -376,3 +378,11 @@ async def test_the_sandbox_ledger_stands_in_when_named(
             "amount": "0.5",
         }
         assert assert_ok(await api.post("/fee", body)) == "0.0000021"  # 21,000 x 10^8 wei
+        ledger = container.gateways()[BASECHAIN]
+        assert isinstance(ledger, SandboxGateway)
+        await ledger.fund(created["addresses"]["BASECHAIN"], ETH, 10**18)
+        balance = {"userId": created["userId"], "assetId": 8453}
+        assert assert_ok(await api.post("/balance", balance)) == "1"
+        sent = assert_ok(await api.post("/send", {**body, "password": PASSWORD}, X_Request_Id="s1"))
+        assert sent["txHash"].startswith("0x") and len(sent["txHash"]) == 66  # EVM's form
+        assert Decimal(assert_ok(await api.post("/balance", balance))) == Decimal("0.5")
