@@ -32,6 +32,7 @@ from walletcore.chainplugins import ChainPlugin
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
 from walletcore.domain.assets import CONTRACT_ASSETS, CONTRACT_CHAINS
+from walletcore.domain.errors import InvalidRequest
 from walletcore.services.auth import IssuedKey
 from walletcore.settings import Settings
 from walletcore_chains.evm import SandboxEvm
@@ -310,7 +311,7 @@ async def test_a_deployment_that_does_not_name_it_serves_the_six_chains(
         assert [a["assetId"] for a in config["assets"]] == CONTRACT_IDS
         created = assert_ok(await api.post("/create", {"password": PASSWORD}))
         assert list(created["addresses"]) == SIX
-        with pytest.raises(Exception, match="unknown asset ids"):
+        with pytest.raises(InvalidRequest, match="unknown asset ids"):
             await container.auth().create_client("Other", assets=[*CONTRACT_IDS, 8453])
 
 
