@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from walletcore.chainplugins import (
     plan_chains,
 )
 from walletcore.clock import ManualClock
-from walletcore.container import served_catalog
+from walletcore.container import create_container, served_catalog
 from walletcore.domain.assets import CONTRACT_CHAINS, Asset, AssetKind, Chain
 from walletcore.domain.chains import HEX, ChainDescription, WrongPassword
 from walletcore.ports import NonceLeases
@@ -427,3 +428,61 @@ def test_a_named_chain_no_installed_plugin_defines_is_refused(tmp_path: Path) ->
         plan_chains(named, REGISTRY)
     with pytest.raises(ConfigurationError, match=message):
         served_catalog(named, REGISTRY)
+
+
+BASE = Chain("BASECHAIN")
+BASE_ASSETS = (
+    Asset(8453, BASE, "ETH", AssetKind.NATIVE, None, 18),
+    Asset(84531, BASE, "USDC", AssetKind.TOKEN, "ERC20", 6),
+)
+BASE_PLUGIN = ChainPlugin[None](
+    name="base",
+    chains=frozenset({BASE}),
+    validate_address=_validate,
+    verify_signature=_verify,
+    keys=_keys(frozenset({BASE})),
+    describes={
+        BASE: ChainDescription(
+            chain=BASE,
+            assets=BASE_ASSETS,
+            replaces_by="fee-bump",
+            default_fee_cap=Decimal("0.01"),
+            wrong_password=WrongPassword.INVALID_CREDENTIALS,
+            hashes=HEX,
+        )
+    },
+    gateways={"own": GatewayFactory(_ledger, sandbox_only=True)},
+)
+WITH_BASE: dict[str, ChainPlugin[Any]] = {**REGISTRY, "base": BASE_PLUGIN}
+
+
+def test_a_named_plugin_chain_is_planned_and_its_description_assets_served(
+    tmp_path: Path,
+) -> None:
+    named = settings(tmp_path, repo="memory", gateways={"BASECHAIN": "base"})
+    plan = plan_chains(named, WITH_BASE)
+    assert list(plan.choices) == [*CONTRACT_CHAINS, BASE]
+    assert labels(plan)[BASE] == "base:own"
+    container = create_container(named, chain_plugins=WITH_BASE)
+    catalog = container.catalog()
+    assert catalog.chains == (*CONTRACT_CHAINS, BASE)
+    assert catalog.assets == (*CONTRACT_CATALOG.assets, *BASE_ASSETS)
+    assert catalog.native_asset(BASE) is BASE_ASSETS[0]
+    assert list(container.descriptions()) == list(catalog.chains)
+
+
+def test_an_installed_chain_nobody_names_is_not_served(tmp_path: Path) -> None:
+    container = create_container(settings(tmp_path, repo="memory"), chain_plugins=WITH_BASE)
+    assert container.catalog() == CONTRACT_CATALOG
+    assert BASE not in container.chain_plan().choices
+    assert 8453 not in container.catalog()
+
+
+def test_the_catalog_is_what_the_served_descriptions_declare(tmp_path: Path) -> None:
+    """The contract's chains are served with the assets their defining plugin declares,
+    not a table of the core's."""
+    fewer = {c: replace(d, assets=d.assets[:1]) for c, d in DEFINES.describes.items()}
+    registry = {**REGISTRY, "defines": replace(DEFINES, describes=fewer)}
+    container = create_container(settings(tmp_path, repo="memory"), chain_plugins=registry)
+    catalog = container.catalog()
+    assert catalog.asset_ids == (1, 2, 3, 4, 5, 6)  # the natives only, in contract order
