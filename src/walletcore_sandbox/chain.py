@@ -34,8 +34,6 @@ from walletcore.domain.assets import CONTRACT_CHAINS, Asset, Chain
 from walletcore.domain.chains import (
     ChainDescription,
     SandboxBook,
-    SandboxFee,
-    SandboxMinimum,
     SandboxRules,
 )
 from walletcore.domain.errors import (
@@ -75,12 +73,12 @@ class FlatRules:
 
     async def fee(
         self, book: SandboxBook, recipient: str, asset: Asset, *, sponsored: bool
-    ) -> SandboxFee:
-        return SandboxFee(self.native_units)
+    ) -> FeeQuote:
+        return FeeQuote(self.native_units)
 
     async def minimum_send(
         self, book: SandboxBook, recipient: str, asset: Asset
-    ) -> SandboxMinimum | None:
+    ) -> SendMinimum | None:
         return None
 
     def tx_hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:
@@ -161,14 +159,12 @@ class SandboxGateway(ChainGateway, MinimumSends):
         fee_payer: str | None = None,
     ) -> FeeQuote:
         sponsored = fee_payer is not None and fee_payer != sender
-        fee = await self._rules.fee(self._book, recipient, asset, sponsored=sponsored)
-        return FeeQuote(fee.native_units, bandwidth=fee.bandwidth, energy=fee.energy)
+        return await self._rules.fee(self._book, recipient, asset, sponsored=sponsored)
 
     async def minimum_send(self, recipient: str, asset: Asset) -> SendMinimum | None:
         """The chain's minimum by its rules (BITCOIN's dust limit, SOLANA's rent-exempt
         minimum of a new account); None on the others."""
-        found = await self._rules.minimum_send(self._book, recipient, asset)
-        return None if found is None else SendMinimum(found.units, found.rule)
+        return await self._rules.minimum_send(self._book, recipient, asset)
 
     # -- transfers ----------------------------------------------------------------------
     async def prepare(self, transfer: Transfer, fee: FeeQuote) -> UnsignedTransfer:

@@ -81,9 +81,8 @@ BASE58 = HashFormat("base58")
 
 
 @dataclass(frozen=True, slots=True)
-class SandboxFee:
-    """A fee of the sandbox ledger, in the native coin's base units; TRON's adds the
-    bandwidth and energy it burns."""
+class FeeQuote:
+    """A fee in the chain's native base units; TRON adds bandwidth and energy."""
 
     native_units: int
     bandwidth: int | None = None
@@ -91,9 +90,10 @@ class SandboxFee:
 
 
 @dataclass(frozen=True, slots=True)
-class SandboxMinimum:
-    """The least one transfer may deliver on the sandbox ledger, in the asset's base
-    units, and the rule that sets it, as a refusal names it."""
+class SendMinimum:
+    """The least a transfer may deliver to one recipient, in the asset's base units, and
+    the chain's rule that sets it, as a refusal says it ("the dust limit of its address
+    type")."""
 
     units: int
     rule: str
@@ -130,14 +130,14 @@ class SandboxRules(Protocol):
 
     async def fee(
         self, book: SandboxBook, recipient: str, asset: Asset, *, sponsored: bool
-    ) -> SandboxFee:
+    ) -> FeeQuote:
         """The fee of a transfer of `asset` to `recipient`; `sponsored`: another wallet
         than the sender pays it."""
         ...
 
     async def minimum_send(
         self, book: SandboxBook, recipient: str, asset: Asset
-    ) -> SandboxMinimum | None:
+    ) -> SendMinimum | None:
         """The least a transfer to `recipient` may deliver now; None: one base unit."""
         ...
 
@@ -224,13 +224,13 @@ __all__ = [
     "BASE58",
     "HEX",
     "ChainDescription",
+    "FeeQuote",
     "FeeWire",
     "HashFormat",
     "ReplacesBy",
     "SandboxBook",
-    "SandboxFee",
-    "SandboxMinimum",
     "SandboxRules",
+    "SendMinimum",
     "WrongPassword",
     "described",
 ]

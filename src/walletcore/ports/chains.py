@@ -8,17 +8,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from walletcore.domain.assets import Asset, Chain
+from walletcore.domain.chains import FeeQuote, SendMinimum
 from walletcore.domain.wallet import TxRow
-
-
-@dataclass(frozen=True, slots=True)
-class FeeQuote:
-    """A fee in the chain's native base units; TRON adds bandwidth and energy."""
-
-    native_units: int
-    bandwidth: int | None = None
-    energy: int | None = None
-
 
 #: `validate(chain, address)` -> the normalised address, or `InvalidRequest` saying why.
 AddressValidator = Callable[[Chain, str], str]
@@ -139,16 +130,6 @@ class ChainGateway(Protocol):
         """`unsigned` will never be broadcast (signing or storing it failed): give back what
         `prepare` reserved for it (an EVM nonce), so later transfers do not wait on it."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class SendMinimum:
-    """The least a transfer may deliver to one recipient, in the asset's base units, and
-    the chain's rule that sets it, as a refusal says it ("the dust limit of its address
-    type")."""
-
-    units: int
-    rule: str
 
 
 @runtime_checkable

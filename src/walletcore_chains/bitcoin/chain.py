@@ -11,9 +11,9 @@ from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.chains import (
     HEX,
     ChainDescription,
+    FeeQuote,
     SandboxBook,
-    SandboxFee,
-    SandboxMinimum,
+    SendMinimum,
     WrongPassword,
 )
 
@@ -55,14 +55,14 @@ class SandboxBitcoin:
 
     async def fee(
         self, book: SandboxBook, recipient: str, asset: Asset, *, sponsored: bool
-    ) -> SandboxFee:
+    ) -> FeeQuote:
         vbytes = self.transfer_vbytes + (self.sponsor_vbytes if sponsored else 0)
-        return SandboxFee(vbytes * self.sat_per_vbyte)
+        return FeeQuote(vbytes * self.sat_per_vbyte)
 
     async def minimum_send(
         self, book: SandboxBook, recipient: str, asset: Asset
-    ) -> SandboxMinimum | None:
-        return SandboxMinimum(btc_dust_limit(recipient, self.dust_relay_sat_per_kvb), DUST_RULE)
+    ) -> SendMinimum | None:
+        return SendMinimum(btc_dust_limit(recipient, self.dust_relay_sat_per_kvb), DUST_RULE)
 
     def tx_hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:
         return hashlib.sha256(hashlib.sha256(raw).digest()).digest()[::-1].hex()

@@ -41,10 +41,10 @@ from walletcore.chainplugins import (
 from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.chains import (
     ChainDescription,
+    FeeQuote,
     HashFormat,
     SandboxBook,
-    SandboxFee,
-    SandboxMinimum,
+    SendMinimum,
     WrongPassword,
 )
 from walletcore.ports import ChainGateway
@@ -77,13 +77,13 @@ class SandboxEvm:
 
     async def fee(
         self, book: SandboxBook, recipient: str, asset: Asset, *, sponsored: bool
-    ) -> SandboxFee:
+    ) -> FeeQuote:
         gas = self.native_gas if asset.is_native else self.token_gas
-        return SandboxFee(gas * self.gas_price_wei)
+        return FeeQuote(gas * self.gas_price_wei)
 
     async def minimum_send(
         self, book: SandboxBook, recipient: str, asset: Asset
-    ) -> SandboxMinimum | None:
+    ) -> SendMinimum | None:
         return None
 
     def tx_hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:

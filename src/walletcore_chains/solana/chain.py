@@ -12,9 +12,9 @@ from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.chains import (
     BASE58,
     ChainDescription,
+    FeeQuote,
     SandboxBook,
-    SandboxFee,
-    SandboxMinimum,
+    SendMinimum,
     WrongPassword,
 )
 
@@ -40,17 +40,17 @@ class SandboxSolana:
 
     async def fee(
         self, book: SandboxBook, recipient: str, asset: Asset, *, sponsored: bool
-    ) -> SandboxFee:
+    ) -> FeeQuote:
         lamports = self.lamports_per_signature * (2 if sponsored else 1)
         if not asset.is_native and not await book.has_received(recipient, asset):
             lamports += self.token_account_rent
-        return SandboxFee(lamports)
+        return FeeQuote(lamports)
 
     async def minimum_send(
         self, book: SandboxBook, recipient: str, asset: Asset
-    ) -> SandboxMinimum | None:
+    ) -> SendMinimum | None:
         if asset.is_native and await book.balance(recipient, asset) == 0:
-            return SandboxMinimum(self.account_rent, RENT_RULE)
+            return SendMinimum(self.account_rent, RENT_RULE)
         return None
 
     def tx_hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:

@@ -11,9 +11,9 @@ from walletcore.domain.assets import CONTRACT_ASSETS, Asset, Chain
 from walletcore.domain.chains import (
     HEX,
     ChainDescription,
+    FeeQuote,
     SandboxBook,
-    SandboxFee,
-    SandboxMinimum,
+    SendMinimum,
     WrongPassword,
 )
 
@@ -39,19 +39,19 @@ class SandboxTron:
 
     async def fee(
         self, book: SandboxBook, recipient: str, asset: Asset, *, sponsored: bool
-    ) -> SandboxFee:
+    ) -> FeeQuote:
         if asset.is_native:
             bandwidth = self.native_bandwidth
-            return SandboxFee(bandwidth * self.sun_per_bandwidth, bandwidth=bandwidth)
+            return FeeQuote(bandwidth * self.sun_per_bandwidth, bandwidth=bandwidth)
         bandwidth = self.token_bandwidth
         holder = await book.has_received(recipient, asset)
         energy = self.energy_holder if holder else self.energy_new_holder
         units = bandwidth * self.sun_per_bandwidth + energy * self.sun_per_energy
-        return SandboxFee(units, bandwidth=bandwidth, energy=energy)
+        return FeeQuote(units, bandwidth=bandwidth, energy=energy)
 
     async def minimum_send(
         self, book: SandboxBook, recipient: str, asset: Asset
-    ) -> SandboxMinimum | None:
+    ) -> SendMinimum | None:
         return None
 
     def tx_hash(self, body: bytes, raw: bytes, first_signature: bytes) -> str:

@@ -14,9 +14,9 @@ import pytest
 from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.chains import (
     ChainDescription,
+    FeeQuote,
     HashFormat,
-    SandboxFee,
-    SandboxMinimum,
+    SendMinimum,
     WrongPassword,
 )
 from walletcore.domain.errors import InvalidCredentials, InvalidPassword, InvalidPasswordBadRequest
@@ -165,10 +165,10 @@ def rules(chain: Chain):  # type: ignore[no-untyped-def]
 
 async def test_bitcoin_pays_vbytes_and_refuses_dust() -> None:
     btc = rules(Chain.BITCOIN)
-    assert await btc.fee(Book(), "bc1q", BTC, sponsored=False) == SandboxFee(1_410)
-    assert await btc.fee(Book(), "bc1q", BTC, sponsored=True) == SandboxFee(2_400)
+    assert await btc.fee(Book(), "bc1q", BTC, sponsored=False) == FeeQuote(1_410)
+    assert await btc.fee(Book(), "bc1q", BTC, sponsored=True) == FeeQuote(2_400)
     minimum = await btc.minimum_send(Book(), "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", BTC)
-    assert minimum == SandboxMinimum(294, "the dust limit of its address type")
+    assert minimum == SendMinimum(294, "the dust limit of its address type")
     p2pkh = await btc.minimum_send(Book(), "1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2", BTC)
     assert p2pkh is not None and p2pkh.units == 546
     double = hashlib.sha256(hashlib.sha256(RAW).digest()).digest()[::-1].hex()
@@ -186,8 +186,8 @@ async def test_evm_chains_pay_gas_at_their_price(
     evm = rules(chain)
     for sponsored in (False, True):
         got = await evm.fee(Book(), "0x", native, sponsored=sponsored)
-        assert got == SandboxFee(21_000 * gwei * 10**9)
-    assert await evm.fee(Book(), "0x", token, sponsored=False) == SandboxFee(65_000 * gwei * 10**9)
+        assert got == FeeQuote(21_000 * gwei * 10**9)
+    assert await evm.fee(Book(), "0x", token, sponsored=False) == FeeQuote(65_000 * gwei * 10**9)
     assert await evm.minimum_send(Book(), "0x", native) is None
     assert evm.tx_hash(BODY, RAW, SIGNATURE) == "0x" + hashlib.sha3_256(RAW).hexdigest()
     assert evm.signs_digest and not evm.seen_addresses_only
@@ -195,11 +195,11 @@ async def test_evm_chains_pay_gas_at_their_price(
 
 async def test_tron_burns_bandwidth_and_energy() -> None:
     tron = rules(Chain.TRON)
-    assert await tron.fee(Book(), "T1", TRX, sponsored=False) == SandboxFee(268_000, 268)
+    assert await tron.fee(Book(), "T1", TRX, sponsored=False) == FeeQuote(268_000, 268)
     new_holder = await tron.fee(Book(), "T1", USDT_TRX, sponsored=False)
-    assert new_holder == SandboxFee(345_000 + 130_000 * 210, 345, 130_000)
+    assert new_holder == FeeQuote(345_000 + 130_000 * 210, 345, 130_000)
     holder = await tron.fee(Book({("T1", 41)}), "T1", USDT_TRX, sponsored=False)
-    assert holder == SandboxFee(345_000 + 65_000 * 210, 345, 65_000)
+    assert holder == FeeQuote(345_000 + 65_000 * 210, 345, 65_000)
     assert await tron.minimum_send(Book(), "T1", TRX) is None
     assert tron.tx_hash(BODY, RAW, SIGNATURE) == hashlib.sha256(BODY).hexdigest()
     assert tron.signs_digest and not tron.seen_addresses_only
@@ -207,12 +207,12 @@ async def test_tron_burns_bandwidth_and_energy() -> None:
 
 async def test_solana_pays_signatures_and_rent() -> None:
     sol = rules(Chain.SOLANA)
-    assert await sol.fee(Book(), "So1", SOL, sponsored=False) == SandboxFee(5_000)
-    assert await sol.fee(Book(), "So1", SOL, sponsored=True) == SandboxFee(10_000)
-    assert await sol.fee(Book(), "So1", USDT_SOL, sponsored=False) == SandboxFee(2_044_280)
+    assert await sol.fee(Book(), "So1", SOL, sponsored=False) == FeeQuote(5_000)
+    assert await sol.fee(Book(), "So1", SOL, sponsored=True) == FeeQuote(10_000)
+    assert await sol.fee(Book(), "So1", USDT_SOL, sponsored=False) == FeeQuote(2_044_280)
     held = Book({("So1", 61)})
-    assert await sol.fee(held, "So1", USDT_SOL, sponsored=False) == SandboxFee(5_000)
-    rent = SandboxMinimum(890_880, "the rent-exempt minimum of a new SOLANA account")
+    assert await sol.fee(held, "So1", USDT_SOL, sponsored=False) == FeeQuote(5_000)
+    rent = SendMinimum(890_880, "the rent-exempt minimum of a new SOLANA account")
     assert await sol.minimum_send(Book(balance=0), "So1", SOL) == rent
     assert await sol.minimum_send(Book(balance=1), "So1", SOL) is None
     assert await sol.minimum_send(Book(balance=0), "So1", USDT_SOL) is None

@@ -16,7 +16,7 @@ from walletcore.chainplugins import GatewayContext
 from walletcore.clock import ManualClock
 from walletcore.domain.assets import Asset, AssetKind, Chain
 from walletcore.domain.catalog import Catalog
-from walletcore.domain.chains import HashFormat, SandboxFee, WrongPassword
+from walletcore.domain.chains import FeeQuote, HashFormat, WrongPassword
 from walletcore.nonces import LocalNonceLeases
 from walletcore.secretfiles import ConfigurationError
 from walletcore.settings import Settings
@@ -68,7 +68,7 @@ async def test_the_sandbox_ledger_charges_its_gas_price() -> None:
     rules = SPEC.description.sandbox
     assert rules is not None
     fee = await rules.fee(None, "0x", TOKEN, sponsored=False)  # type: ignore[arg-type]
-    assert fee == SandboxFee(65_000 * 10**8)
+    assert fee == FeeQuote(65_000 * 10**8)
 
 
 def test_its_settings_are_per_chain_and_named_in_messages(monkeypatch: pytest.MonkeyPatch) -> None:
