@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from walletcore.domain.events import EventNote
+
 #: The fields that hold text; the first three are required.
 _REQUIRED = ("action", "request_id", "outcome")
 _OPTIONAL = ("client_id", "user_id", "target", "detail")
@@ -28,6 +30,9 @@ class AuditEntry:
     user_id: str | None = None
     target: str | None = None
     detail: str | None = None  # a safe, secret-free note (an error message, never a body)
+    #: The event this change publishes on the client's feed (walletcore.domain.events),
+    #: written by the storage with the entry, in the same transaction; None: no event.
+    event: EventNote | None = None
 
 
 def storable(entries: Iterable[AuditEntry]) -> tuple[AuditEntry, ...]:
@@ -45,4 +50,8 @@ def storable(entries: Iterable[AuditEntry]) -> tuple[AuditEntry, ...]:
             value = getattr(entry, name)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"audit entry field {name} must be text or None")
+        if entry.event is not None and (
+            not isinstance(entry.event, EventNote) or entry.client_id is None
+        ):
+            raise TypeError("an audit entry's event needs its client and an EventNote")
     return checked

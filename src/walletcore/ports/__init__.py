@@ -7,7 +7,8 @@ per reason to change:
   `SignedTransfer`, `FeeQuote`), `AddressValidator`, `SignatureVerifier`, and
   `MinimumSends` (`SendMinimum`), what a gateway whose chain has a minimum transfer adds;
 - `storage`: `Storage`, its `UnitOfWork` and the stores (`ClientStore`, `WalletStore`,
-  `TradeStore`, `SendStore`, `AuditStore`);
+  `TradeStore`, `SendStore`, `AuditStore`, `DepositStore`, `EventStore`);
+- `deposits`: `DepositScanner` (a gateway's deposit scanning), `MEMPOOL`;
 - `follow`: `TransferFollower`, `Sighting`, `Replacement` (the transfer lifecycle);
 - `nonces`: `NonceLeases`, `NonceLease`;
 - `prices`: `PriceRecords` (the shared price table, on every unit of work), `StoredPrices`;
@@ -31,6 +32,7 @@ from walletcore.ports.chains import (
     Transfer,
     UnsignedTransfer,
 )
+from walletcore.ports.deposits import MEMPOOL, DepositScanner, Unmined
 from walletcore.ports.follow import Replacement, Sighting, TransferFollower
 from walletcore.ports.health import CheckFailed, HealthCheck, PriceAges
 from walletcore.ports.keys import ChainSigner, KeyStore, NewWallet
@@ -41,6 +43,8 @@ from walletcore.ports.runtime import Clock, Lifecycle
 from walletcore.ports.storage import (
     AuditStore,
     ClientStore,
+    DepositStore,
+    EventStore,
     SendStore,
     Storage,
     TradeStore,
@@ -50,6 +54,11 @@ from walletcore.ports.storage import (
 from walletcore.ports.trading import PriceMap, PriceSource, TradeVenue
 
 __all__ = [
+    "MEMPOOL",
+    "DepositScanner",
+    "DepositStore",
+    "EventStore",
+    "Unmined",
     "AddressValidator",
     "AuditStore",
     "ChainGateway",

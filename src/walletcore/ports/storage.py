@@ -36,8 +36,11 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from walletcore.domain.assets import Chain
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, AuthFailures, User
+from walletcore.domain.deposits import BlockRef, Deposit, ScanCursor, Watched
+from walletcore.domain.events import EventPage, EventPosition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
@@ -238,14 +241,93 @@ class SendStore(Protocol):
 
 
 class AuditStore(Protocol):
-    """The append-only audit log (walletcore.domain.audit)."""
+    """The append-only audit log (walletcore.domain.audit), and the event feed's outbox:
+    an entry that carries an `event` writes that event too, in the same unit."""
 
     async def append(self, entry: AuditEntry) -> None:
-        """Append one entry; one no store could keep (`storable`) fails the unit."""
+        """Append one entry (and its event, if it carries one); one no store could keep
+        (`storable`) fails the unit."""
         ...
 
     async def newest(self, limit: int = 100) -> list[AuditEntry]:
         """Newest first, at most `limit`."""
+        ...
+
+
+class DepositStore(Protocol):
+    """Deposits found by the chains' scanners, the watched addresses, and one scan cursor
+    per chain (walletcore.domain.deposits)."""
+
+    async def watchlist(self, chain: Chain) -> dict[str, Watched]:
+        """Every wallet address of `chain` (users' and platform wallets'), as the wallet
+        stores it, with whose it is. A wallet stored by `WalletStore.add` or `update` is in
+        it from the same commit."""
+        ...
+
+    async def cursor(self, chain: Chain) -> ScanCursor | None:
+        """How far `chain` was scanned; None before its first scan."""
+        ...
+
+    async def advance(self, chain: Chain, expected: BlockRef | None, cursor: ScanCursor) -> bool:
+        """Store `cursor` if the stored one still ends at `expected` (None: none stored):
+        a compare-and-set, so of two scans of one range one stores its findings."""
+        ...
+
+    async def add(self, deposit: Deposit, *, entry: AuditEntry | None = None) -> bool:
+        """Store a new deposit unless one with its key (`chain`, `tx_hash`, `position`)
+        is stored; then (only then) append `entry` in the same unit. False: it was there,
+        nothing written."""
+        ...
+
+    async def get(self, chain: Chain, tx_hash: str, position: str) -> Deposit | None: ...
+
+    async def move(
+        self, current: Deposit, new: Deposit, *, entry: AuditEntry | None = None
+    ) -> bool:
+        """Store `new`'s status, block and times if the stored deposit still has
+        `current`'s status and block (compare-and-set); then (only then) append `entry`."""
+        ...
+
+    async def unsettled(self, chain: Chain, limit: int) -> list[Deposit]:
+        """`seen` deposits of `chain` (mempool or not yet deep enough), oldest first (seen
+        time, then key), at most `limit`: what the job checks again each run."""
+        ...
+
+    async def page(
+        self, client_id: str, user_id: str | None, *, limit: int
+    ) -> list[Deposit]:
+        """The client's deposits, of one user (`user_id`) or all (None), newest first."""
+        ...
+
+
+class EventStore(Protocol):
+    """The event feed as stored (walletcore.domain.events). Events are written by
+    `AuditStore.append` (and the trade moves' own statements) with their change."""
+
+    async def after(
+        self,
+        client_id: str,
+        position: EventPosition | None,
+        *,
+        limit: int,
+        user_id: str | None = None,
+    ) -> EventPage:
+        """The client's events after `position` (None: from the oldest kept), oldest
+        first, at most `limit`, of one user when `user_id` is given. Only events no later
+        commit can precede: a reader that moves its cursor to the last event it got never
+        misses one (PostgreSQL holds back events behind a transaction still open)."""
+        ...
+
+    async def has(self, client_id: str, position: EventPosition) -> bool:
+        """True when the client's event at `position` is still kept."""
+        ...
+
+    async def oldest(self, client_id: str) -> EventPosition | None:
+        """The client's oldest kept event."""
+        ...
+
+    async def prune(self, before: datetime, limit: int) -> int:
+        """Delete at most `limit` events older than `before`, oldest first; how many."""
         ...
 
 
@@ -257,6 +339,8 @@ class UnitOfWork(Protocol):
     trades: TradeStore
     sends: SendStore
     audit: AuditStore
+    deposits: DepositStore
+    events: EventStore
     #: the deployment's shared price table (walletcore.ports.prices)
     prices: PriceRecords
 
@@ -302,6 +386,8 @@ class Storage(Protocol):
 __all__ = [
     "AuditStore",
     "ClientStore",
+    "DepositStore",
+    "EventStore",
     "SendStore",
     "Storage",
     "TradeStore",
