@@ -8,6 +8,7 @@ and resolved through entry points (`walletcore.plugins`). Tests swap one with
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from dependency_injector import containers, providers
@@ -34,6 +35,8 @@ from walletcore.secretfiles import ConfigurationError, operator_secret
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.auth import AuthService
+from walletcore.services.deposits import DepositWatch
+from walletcore.services.events import EventFeed
 from walletcore.services.health import HealthService
 from walletcore.services.holdings import WalletHoldings
 from walletcore.services.market import MarketService
@@ -117,6 +120,10 @@ def _served_prices(mode: JobsMode, feed: Any, shared: Any) -> Any:
     return feed() if mode is JobsMode.OFF else shared()
 
 
+def _retention(jobs: JobSettings) -> timedelta:
+    return timedelta(days=jobs.events_retention_days)
+
+
 def _jobs_monitor(mode: JobsMode, settings: Settings) -> Any:
     """The readiness check that a worker runs the jobs, when other processes run them (its
     engine's plugin, `walletcore.job_monitors`); None when this process runs them, or
@@ -177,6 +184,10 @@ class Container(containers.DeclarativeContainer):
         transfers=providers.Callable(lambda c: c.transfers, __self__),  # defined below
         follow_seconds=job_settings.provided.jobs_follow_seconds,
         follow_batch=job_settings.provided.jobs_follow_batch,
+        deposits=providers.Callable(lambda c: c.deposit_watch, __self__),  # defined below
+        deposits_seconds=job_settings.provided.jobs_deposits_seconds,
+        events=providers.Callable(lambda c: c.event_feed, __self__),  # defined below
+        prune_seconds=job_settings.provided.jobs_prune_seconds,
     )
     in_process_jobs = providers.Singleton(InProcessJobs, jobs)
     # with jobs running, every process serves the table the refresh job stored
@@ -282,6 +293,22 @@ class Container(containers.DeclarativeContainer):
     )
     sends = providers.Singleton(
         SendService, storage, clock, keystore, gateways, asset_policy, auditor, transfers
+    )
+    # deposits found by the chains' scanners, and the event feed (docs/events.md)
+    deposit_watch = providers.Singleton(
+        DepositWatch,
+        storage=storage,
+        clock=clock,
+        gateways=gateways,
+        catalog=catalog,
+        run_seconds=job_settings.provided.jobs_deposits_run_seconds,
+        settle_batch=job_settings.provided.jobs_deposits_batch,
+    )
+    event_feed = providers.Singleton(
+        EventFeed,
+        storage,
+        clock,
+        retention=providers.Callable(_retention, job_settings),
     )
     # readiness: the storage, each chain's node, the price age, a worker alive when one
     # runs the jobs (services/health.py)

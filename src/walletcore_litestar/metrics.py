@@ -23,6 +23,9 @@ Names and labels (docs/operations.md):
   `follow_sends` job where it runs in-process;
 - `walletcore_auth_failures_total{reason}`: refused `/auth`, `reason` one of
   `walletcore.ports.metrics.AUTH_FAILURE_REASONS` (each shown from 0), never a client id;
+- `walletcore_deposit_scan_lag_blocks{chain}`: blocks between the node's head and the
+  deposit scan's cursor after the last run in this process; `walletcore_deposit_scan_
+  failures_total{chain}`: runs that stopped on an error (the next resumes at the cursor);
 - `walletcore_worker_up` (a `pid` label per live worker in multiprocess mode).
 """
 
@@ -136,6 +139,7 @@ class PrometheusObserver(Observer):
         )
         self._request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self._sends_pending: Gauge | None = None  # made by the first run of the follow job
+        self._scan_gauges: tuple[Gauge, Counter] | None = None  # by the first deposit scan
 
     # -- the Observer ---------------------------------------------------------------------
     def request(self, method: str, route: str, status: int, seconds: float) -> None:
@@ -176,6 +180,37 @@ class PrometheusObserver(Observer):
                 multiprocess_mode="livemostrecent",
             )
         self._sends_pending.set(count)
+
+    def deposit_scan(
+        self,
+        chain: str,
+        *,
+        head: int | None,
+        cursor: int | None,
+        seconds: float,
+        failed: bool,
+    ) -> None:
+        if self._scan_gauges is None:  # not before: a process that never scans
+            self._scan_gauges = (
+                Gauge(
+                    "walletcore_deposit_scan_lag_blocks",
+                    "Blocks between the node's head and the deposit scan's cursor, as last run",
+                    ["chain"],
+                    registry=self.registry,
+                    multiprocess_mode="livemostrecent",
+                ),
+                Counter(
+                    "walletcore_deposit_scan_failures",
+                    "Deposit scan runs that stopped on an error (resumed by the next run)",
+                    ["chain"],
+                    registry=self.registry,
+                ),
+            )
+        lag, failures = self._scan_gauges
+        if head is not None and cursor is not None:
+            lag.labels(chain).set(max(0, head - cursor))
+        if failed:
+            failures.labels(chain).inc()
 
     # -- scraping -------------------------------------------------------------------------
     def worker_started(self) -> None:

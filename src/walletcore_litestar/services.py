@@ -11,12 +11,14 @@ from typing import Any
 
 from walletcore.container import Container
 from walletcore.domain.assets import Chain
+from walletcore.domain.catalog import Catalog
 from walletcore.domain.chains import ChainDescription
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.trade import Trade
 from walletcore.plugins import AdapterNotFound
 from walletcore.ports import PriceMap
 from walletcore.services.auth import AuthService
+from walletcore.services.events import EventFeed
 from walletcore.services.health import HealthService
 from walletcore.services.market import MarketService
 from walletcore.services.sends import SendService
@@ -134,6 +136,14 @@ class Services:
     def descriptions(self) -> Mapping[Chain, ChainDescription]:
         """Each defined chain's description (`/fee`'s wire shape)."""
         return self.container.descriptions()
+
+    @cached_property
+    def events(self) -> EventFeed:
+        return self.container.event_feed()
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return self.container.catalog()
 
     @cached_property
     def health(self) -> HealthService:

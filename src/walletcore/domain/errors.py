@@ -149,6 +149,17 @@ class IdempotencyConflict(Conflict):
 
 
 # 422 -----------------------------------------------------------------------------------
+class CursorExpired(ClientError):
+    """An event feed cursor older than what the feed keeps (its retention): the events
+    after it may be gone. Read from the start again (no `after`) and reconcile."""
+
+    status = 410
+    default_message = (
+        "Cursor expired: the events after it are no longer kept; "
+        "read the feed from its start (no after) and reconcile"
+    )
+
+
 class IdempotencyKeyReused(ClientError):
     """The X-Request-Id of a send was used before with a different request.
 

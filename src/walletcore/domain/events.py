@@ -21,6 +21,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from walletcore.domain.errors import InvalidRequest
+from walletcore.domain.times import format_datetime
 from walletcore.domain.wire import JsonValue
 
 
@@ -98,7 +99,7 @@ class Event:
         return {
             "id": self.event_id,
             "type": self.type,
-            "timestamp": self.at.isoformat().replace("+00:00", "Z"),
+            "timestamp": format_datetime(self.at),
             "userId": self.user_id,
             "data": dict(self.data),
         }

@@ -33,6 +33,8 @@ from walletcore.domain.ids import new_id
 from walletcore.domain.sends import SendRecord
 from walletcore.ports import Clock, Observer, Storage
 from walletcore.pricing import PriceTable, usable_prices
+from walletcore.services.deposits import DepositWatch
+from walletcore.services.events import EventFeed
 from walletcore.services.trading import TradingService
 from walletcore.services.transfers import Followed, Transfers
 
@@ -76,6 +78,10 @@ class Jobs:
         follow_seconds: float = 15.0,
         follow_batch: int = 200,
         observer: Observer | None = None,
+        deposits: Callable[[], DepositWatch] | None = None,
+        deposits_seconds: float = 10.0,
+        events: Callable[[], EventFeed] | None = None,
+        prune_seconds: float = 3600.0,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -89,6 +95,10 @@ class Jobs:
         self._follow_batch = follow_batch
         self.observer = observer or Observer()
         self._built_feed: Any = None
+        self._deposits = deposits
+        self.deposits_seconds = deposits_seconds
+        self._events = events
+        self.prune_seconds = prune_seconds
 
     async def aclose(self) -> None:
         """Close the upstream feed if a refresh built it (its HTTP client, say)."""
@@ -104,6 +114,16 @@ class Jobs:
             *(
                 [PeriodicJob("follow_sends", self.follow_seconds, self.follow_sends)]
                 if self._transfers is not None
+                else []
+            ),
+            *(
+                [PeriodicJob("scan_deposits", self.deposits_seconds, self.scan_deposits)]
+                if self._deposits is not None
+                else []
+            ),
+            *(
+                [PeriodicJob("prune_events", self.prune_seconds, self.prune_events)]
+                if self._events is not None
                 else []
             ),
         ]
@@ -192,6 +212,38 @@ class Jobs:
         self.observer.sends_pending(pending)
         log.info("follow: %d of %d sends pending on chain became final", settled, len(followed))
         return settled
+
+    async def scan_deposits(self) -> int:
+        """Scan every scanning chain for deposits (walletcore.services.deposits); how many
+        deposits were found or moved to `confirmed` / `reversed`."""
+        if self._deposits is None:
+            raise RuntimeError("scan_deposits needs the deposit watch (Jobs(deposits=))")
+        reports = await self._deposits().run()
+        for report in reports:
+            self.observer.deposit_scan(
+                str(report.chain),
+                head=report.head,
+                cursor=report.cursor,
+                seconds=report.seconds,
+                failed=report.error is not None,
+            )
+            if report.blocks or report.found or report.confirmed or report.reversed:
+                log.info(
+                    "deposits on %s: %d blocks to %s, %d found, %d confirmed, %d reversed",
+                    report.chain,
+                    report.blocks,
+                    report.cursor,
+                    report.found,
+                    report.confirmed,
+                    report.reversed,
+                )
+        return sum(r.found + r.confirmed + r.reversed for r in reports)
+
+    async def prune_events(self) -> int:
+        """Delete the events older than the feed's retention; how many."""
+        if self._events is None:
+            raise RuntimeError("prune_events needs the event feed (Jobs(events=))")
+        return await self._events().prune()
 
 
 __all__ = ["Jobs", "PeriodicJob", "PriceFeed"]

@@ -41,6 +41,18 @@ class JobSettings(BaseSettings):
     jobs_follow_seconds: float = Field(default=15.0, gt=0)
     #: At most this many sends asked about per run (the least recently checked first).
     jobs_follow_batch: int = Field(default=200, ge=1, le=10_000)
+    #: Seconds between two runs of the deposit scan (every scanning chain: new blocks up
+    #: to the head, the mempool, the `seen` deposits settled; docs/events.md).
+    jobs_deposits_seconds: float = Field(default=10.0, gt=0)
+    #: Longest one scan run goes on catching up before it leaves the rest to the next
+    #: run (from its cursor: nothing is skipped).
+    jobs_deposits_run_seconds: float = Field(default=30.0, gt=0)
+    #: At most this many `seen` deposits per chain asked about per run (oldest first).
+    jobs_deposits_batch: int = Field(default=200, ge=1, le=10_000)
+    #: Days the event feed keeps an event (`POST /events`; a cursor older than that is a
+    #: 410), and seconds between two runs of the job that deletes older ones.
+    events_retention_days: float = Field(default=30.0, ge=1)
+    jobs_prune_seconds: float = Field(default=3600.0, gt=0)
     #: How long an HTTP process serves the stored prices it read before reading again.
     jobs_price_cache_seconds: float = Field(default=1.0, ge=0, le=60)
 

@@ -55,10 +55,6 @@ from walletcore.ports.trading import PriceMap, PriceSource, TradeVenue
 
 __all__ = [
     "MEMPOOL",
-    "DepositScanner",
-    "DepositStore",
-    "EventStore",
-    "Unmined",
     "AddressValidator",
     "AuditStore",
     "ChainGateway",
@@ -66,6 +62,9 @@ __all__ = [
     "CheckFailed",
     "ClientStore",
     "Clock",
+    "DepositScanner",
+    "DepositStore",
+    "EventStore",
     "FeeQuote",
     "HealthCheck",
     "KeyStore",
@@ -92,6 +91,7 @@ __all__ = [
     "Transfer",
     "TransferFollower",
     "UnitOfWork",
+    "Unmined",
     "UnsignedTransfer",
     "WalletStore",
 ]

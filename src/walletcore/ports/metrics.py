@@ -50,6 +50,18 @@ class Observer:
         """After a run of the `follow_sends` job: how many of the sends it asked about are
         still pending on chain (at most its batch)."""
 
+    def deposit_scan(
+        self,
+        chain: str,
+        *,
+        head: int | None,
+        cursor: int | None,
+        seconds: float,
+        failed: bool,
+    ) -> None:
+        """A run of the `scan_deposits` job on `chain` ended: the node's head and the
+        cursor's height after it (None: not read), how long it took, whether it failed."""
+
 
 __all__ = [
     "AUTH_FAILURE_REASONS",

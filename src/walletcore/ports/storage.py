@@ -40,7 +40,7 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.deposits import BlockRef, Deposit, ScanCursor, Watched
-from walletcore.domain.events import EventPage, EventPosition
+from walletcore.domain.events import EventNote, EventPage, EventPosition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
@@ -293,9 +293,7 @@ class DepositStore(Protocol):
         time, then key), at most `limit`: what the job checks again each run."""
         ...
 
-    async def page(
-        self, client_id: str, user_id: str | None, *, limit: int
-    ) -> list[Deposit]:
+    async def page(self, client_id: str, user_id: str | None, *, limit: int) -> list[Deposit]:
         """The client's deposits, of one user (`user_id`) or all (None), newest first."""
         ...
 
@@ -316,6 +314,14 @@ class EventStore(Protocol):
         first, at most `limit`, of one user when `user_id` is given. Only events no later
         commit can precede: a reader that moves its cursor to the last event it got never
         misses one (PostgreSQL holds back events behind a transaction still open)."""
+        ...
+
+    async def publish(
+        self, client_id: str, user_id: str | None, note: EventNote, at: datetime
+    ) -> None:
+        """Write the event of a change this unit makes that carries no audit entry of its
+        own (a send the network accepted): in this unit, so with the change or not at
+        all."""
         ...
 
     async def has(self, client_id: str, position: EventPosition) -> bool:

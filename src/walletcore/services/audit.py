@@ -30,6 +30,7 @@ from datetime import datetime
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import DomainError
+from walletcore.domain.events import EventNote
 from walletcore.ports import Clock, Storage
 
 log = logging.getLogger("walletcore.audit")
@@ -74,6 +75,7 @@ class AuditNote:
         target: str | None | object = _UNSET,
         detail: str | None = None,
         at: datetime | None = None,
+        event: EventNote | None = None,
     ) -> AuditEntry:
         """An entry of this request (its action, user and target unless given), to append
         in the unit that makes the change; then `carried(entry)` once that unit committed.
@@ -88,6 +90,7 @@ class AuditNote:
             target=self.target if target is _UNSET else target,  # type: ignore[arg-type]
             detail=detail,
             at=at,
+            event=event,
         )
 
     def carried(self, *entries: AuditEntry) -> None:
@@ -153,6 +156,7 @@ class Auditor:
         target: str | None = None,
         detail: str | None = None,
         at: datetime | None = None,
+        event: EventNote | None = None,
     ) -> AuditEntry:
         """An entry stamped now, to append in the unit of the change it records; or at
         `at`, the instant of that change when its use case read the clock for it (a quote's
@@ -167,6 +171,7 @@ class Auditor:
             user_id=user_id,
             target=target,
             detail=detail,
+            event=event,
         )
 
     def record(

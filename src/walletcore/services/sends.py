@@ -46,6 +46,7 @@ from walletcore.domain.errors import (
     TransferRejected,
     WrongWalletPassword,
 )
+from walletcore.domain.events import EventNote, EventType
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState
 from walletcore.domain.wire import JsonValue
 from walletcore.ports import (
@@ -59,6 +60,7 @@ from walletcore.ports import (
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
+from walletcore.services.event_notes import send_note
 from walletcore.services.send_plan import (
     Plan,
     SendRequest,
@@ -208,7 +210,13 @@ class SendService:
         finished = record.finish(receipt.as_result(), self._clock.now(), follow=signed.followable)
         # A send this request signed has its entry; one it resumed gets it here.
         resumed = () if note.changed else (note.entry(detail="resumed"),)
-        if await self._advance(record, finished, *resumed):
+        accepted = send_note(
+            _SEND_EVENTS.get(receipt.status, EventType.SEND_PENDING),
+            signed,
+            request_id,
+            self._policy.catalog,
+        )
+        if await self._advance(record, finished, *resumed, event=(signed.user_id, accepted)):
             note.carried(*resumed)
         else:
             log.info("send %s was finished by another request", request_id)
@@ -313,13 +321,22 @@ class SendService:
             raise IdempotencyConflict()
         return new
 
-    async def _advance(self, current: SendRecord, new: SendRecord, *audit: AuditEntry) -> bool:
-        """The record's compare-and-set, with the entries it carries, in one write unit."""
+    async def _advance(
+        self,
+        current: SendRecord,
+        new: SendRecord,
+        *audit: AuditEntry,
+        event: tuple[str | None, EventNote] | None = None,
+    ) -> bool:
+        """The record's compare-and-set, with the entries it carries and the event it
+        publishes (for the user id given), in one write unit."""
         async with self._storage.write() as unit:
             if not await unit.sends.advance(current, new):
                 return False
             for entry in audit:
                 await unit.audit.append(entry)
+            if event is not None:
+                await unit.events.publish(current.client_id, event[0], event[1], new.updated_at)
         return True
 
     async def _release(self, record: SendRecord) -> None:
@@ -328,6 +345,14 @@ class SendService:
             await self._advance(record, record.release(self._clock.now()))
         except Exception:  # the original error is the one to report
             log.warning("could not release send record %s", record.request_id, exc_info=True)
+
+
+#: The event of a send the network accepted, by the status its answer had.
+_SEND_EVENTS = {
+    "pending": EventType.SEND_PENDING,
+    "success": EventType.SEND_SUCCESS,
+    "failed": EventType.SEND_FAILED,
+}
 
 
 def _required(request_id: str | None) -> str:

@@ -86,6 +86,7 @@ from walletcore.ports import Clock, PriceSource, Storage, TradeVenue, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
+from walletcore.services.event_notes import trade_note
 from walletcore.services.expiries import SharedExpiries
 from walletcore.services.holdings import Holdings, check_backed
 from walletcore.services.remembered_quotes import RememberedQuotes
@@ -252,7 +253,7 @@ class TradingService:
         """open -> executing with the `trade.approve` entry: the one approval that wins.
         Either way the quote is no longer this process's to approve unread (the storage
         forgets it: walletcore.services.remembered_quotes)."""
-        entry = note.entry(at=executing.approved_at)
+        entry = note.entry(at=executing.approved_at, event=trade_note(TradeStatus.OPEN, executing))
         if not await self._storage.swap_trade(TradeStatus.OPEN, executing, entry):
             return False
         note.carried(entry)
@@ -331,6 +332,7 @@ class TradingService:
             target=new.trade_id,
             detail=move,
             at=at,
+            event=trade_note(current.status, new),
         )
 
     async def _store_expiry(self, caller: Caller, trade: Trade) -> Trade:
@@ -352,7 +354,7 @@ class TradingService:
                 cancelled = trade.cancel(self._clock.now())  # raises 409 unless open/cancelled
                 if cancelled is trade:
                     return cancelled  # cancelled already: audited as `replay`
-                entry = note.entry()
+                entry = note.entry(event=trade_note(trade.status, cancelled))
                 if await self._storage.swap_trade(trade.status, cancelled, entry):
                     note.carried(entry)
                     return cancelled

@@ -7,6 +7,7 @@ from litestar.types import ControllerRouterHandler
 
 from walletcore_litestar.errors import MAX_BODY_BYTES
 from walletcore_litestar.routes.auth import authenticate
+from walletcore_litestar.routes.events import EVENT_PATHS, EVENT_ROUTES
 from walletcore_litestar.routes.market import config, prices
 from walletcore_litestar.routes.operations import OPERATIONS_ROUTES
 from walletcore_litestar.routes.platform import platform_addresses
@@ -33,6 +34,7 @@ USER_SCOPED_PATHS = (
     "/extend",
     "/addresses",
     *USER_PATHS,
+    *EVENT_PATHS,
 )
 #: Paths that take no body (an empty JSON object is accepted).
 NO_BODY_PATHS = ("/prices", "/config", "/platform/addresses")
@@ -59,6 +61,7 @@ def build_routes() -> list[ControllerRouterHandler]:
             extend,
             addresses,
             *USER_ROUTES,
+            *EVENT_ROUTES,
             Router(
                 path="/platform",
                 before_request=require_platform_caller,  # replaces require_token here

@@ -25,7 +25,7 @@ async def followed_send(desk: Desk) -> SignedSend:
 
 async def test_a_mark_is_stored_with_its_audit_entry_and_only_once(desk: Desk) -> None:
     signed = await followed_send(desk)
-    moves = Moves(desk.storage, desk.clock)
+    moves = Moves(desk.storage, desk.clock, CONTRACT_CATALOG)
     record = await desk.record()
     desk.clock.advance(90)
     assert await moves.mark(record, signed, ChainStatus.STUCK, "job-1") is Followed.MOVED
@@ -44,7 +44,7 @@ async def test_a_mark_is_stored_with_its_audit_entry_and_only_once(desk: Desk) -
 
 async def test_pending_is_stored_without_an_audit_entry(desk: Desk) -> None:
     signed = await followed_send(desk)
-    moves = Moves(desk.storage, desk.clock)
+    moves = Moves(desk.storage, desk.clock, CONTRACT_CATALOG)
     await moves.mark(await desk.record(), signed, ChainStatus.STUCK, "job-1")
     desk.clock.advance(5)
     before = len(await desk.audit())
@@ -56,7 +56,7 @@ async def test_pending_is_stored_without_an_audit_entry(desk: Desk) -> None:
 
 async def test_a_move_from_a_stale_record_is_lost_and_changes_nothing(desk: Desk) -> None:
     signed = await followed_send(desk)
-    moves = Moves(desk.storage, desk.clock)
+    moves = Moves(desk.storage, desk.clock, CONTRACT_CATALOG)
     stale = await desk.record()
     await moves.mark(stale, signed, ChainStatus.STUCK, "job-a")
     lost = await moves.settle(stale, signed, signed.current, Sighting.SUCCESS, "job-b")
@@ -67,7 +67,7 @@ async def test_a_move_from_a_stale_record_is_lost_and_changes_nothing(desk: Desk
 
 async def test_settling_names_why_the_transfer_ended(desk: Desk) -> None:
     signed = await followed_send(desk)
-    moves = Moves(desk.storage, desk.clock)
+    moves = Moves(desk.storage, desk.clock, CONTRACT_CATALOG)
     record = await desk.record()
     desk.clock.advance(30)
     outcome = await moves.settle(record, signed, signed.current, Sighting.CONFLICT, "job-1")
@@ -88,7 +88,7 @@ async def test_a_mined_cancel_settles_the_transfer_failed_under_the_cancels_hash
     desk: Desk,
 ) -> None:
     signed = await followed_send(desk)
-    moves = Moves(desk.storage, desk.clock)
+    moves = Moves(desk.storage, desk.clock, CONTRACT_CATALOG)
     cancel = signed.next_rung("cancel")
     assert cancel is not None
     outcome = await moves.settle(await desk.record(), signed, cancel, Sighting.SUCCESS, "job-1")
@@ -107,7 +107,7 @@ async def test_the_chain_is_asked_the_current_transaction_first(desk: Desk) -> N
     bump = signed.next_rung("bump")
     assert bump is not None
     bumped = signed.moved_to(bump, desk.clock.now())
-    moves = Moves(desk.storage, desk.clock)
+    moves = Moves(desk.storage, desk.clock, CONTRACT_CATALOG)
     asset = CONTRACT_CATALOG.asset_by_id(ETH)
     eth.sightings[bump.tx_hash] = Sighting.PENDING
     eth.asked.clear()

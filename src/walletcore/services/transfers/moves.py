@@ -14,10 +14,13 @@ from enum import Enum
 
 from walletcore.domain.assets import Asset
 from walletcore.domain.audit import AuditEntry
+from walletcore.domain.catalog import Catalog
+from walletcore.domain.events import EventNote, EventType
 from walletcore.domain.sends import ChainStatus, SendRecord
 from walletcore.ports import Clock, Storage
 from walletcore.ports.follow import Sighting, TransferFollower
 from walletcore.services.audit import Auditor
+from walletcore.services.event_notes import send_note
 from walletcore.services.send_record import Attempt, SignedSend
 
 log = logging.getLogger("walletcore.transfers")
@@ -40,9 +43,10 @@ class Followed(Enum):
 class Moves:
     """The record's moves, each stored with its audit entry (the module's docstring)."""
 
-    def __init__(self, storage: Storage, clock: Clock) -> None:
+    def __init__(self, storage: Storage, clock: Clock, catalog: Catalog) -> None:
         self.storage = storage
         self.clock = clock
+        self.catalog = catalog
         self._auditor = Auditor(storage, clock)
 
     async def sightings(
@@ -113,7 +117,19 @@ class Moves:
             tx_hash=None if moved is signed else attempt.tx_hash,
         )
         entry = self.entry(
-            record, signed, SEND_SETTLE, request_id, target=attempt.tx_hash, detail=detail
+            record,
+            signed,
+            SEND_SETTLE,
+            request_id,
+            target=attempt.tx_hash,
+            detail=detail,
+            event=send_note(
+                EventType.SEND_SUCCESS if status is ChainStatus.SUCCESS else EventType.SEND_FAILED,
+                signed,
+                record.request_id,
+                self.catalog,
+                tx_hash=attempt.tx_hash,
+            ),
         )
         outcome = await self.move(record, new, entry)
         if outcome is Followed.MOVED:
@@ -144,6 +160,7 @@ class Moves:
         *,
         target: str,
         detail: str,
+        event: EventNote | None = None,
     ) -> AuditEntry:
         return self._auditor.entry(
             action,
@@ -152,6 +169,7 @@ class Moves:
             user_id=signed.user_id,
             target=target,
             detail=detail,
+            event=event,
         )
 
     async def reload(self, record: SendRecord) -> SendRecord:

@@ -21,9 +21,11 @@ from walletcore.domain.errors import (
     InvalidRequest,
     TransferRejected,
 )
+from walletcore.domain.events import EventType
 from walletcore.domain.sends import ChainStatus, SendRecord
 from walletcore.ports import ChainGateway, KeyStore, Transfer
 from walletcore.ports.follow import Sighting
+from walletcore.services.event_notes import send_note
 from walletcore.services.send_record import Attempt, SignedSend
 from walletcore.services.transfers.moves import (
     SEND_REBROADCAST,
@@ -87,6 +89,13 @@ class Replacing:
             request_id,
             target=attempt.tx_hash,
             detail=f"{text}{detail}",
+            event=send_note(
+                EventType.SEND_REPLACED,
+                moved,
+                record.request_id,
+                self._moves.catalog,
+                replaced=signed.tx_hash,
+            ),
         )
         outcome = await self._moves.move(record, new, entry)
         if outcome is not Followed.MOVED:
@@ -225,6 +234,13 @@ class Replacing:
             request_id,
             target=attempt.tx_hash,
             detail=f"expired {signed.tx_hash} -> {attempt.tx_hash}, fee {attempt.fee_units}",
+            event=send_note(
+                EventType.SEND_REPLACED,
+                moved,
+                record.request_id,
+                self._moves.catalog,
+                replaced=signed.tx_hash,
+            ),
         )
         outcome = await self._moves.move(record, new, entry)
         if outcome is not Followed.MOVED:

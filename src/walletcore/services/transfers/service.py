@@ -38,7 +38,7 @@ class Transfers:
     ) -> None:
         self.settings = settings or TransferSettings()
         self._caps = FeeCaps(self.settings, descriptions)
-        moves = Moves(storage, clock)
+        moves = Moves(storage, clock, catalog)
         self._replacing = Replacing(moves, keystore, gateways, self.settings, self._caps, catalog)
         self._following = Following(moves, self._replacing, gateways, self.settings, catalog)
         self._operator = Operator(moves, self._replacing, gateways, catalog)
