@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from walletcore.domain.chains import (
     SandboxBook,
     SandboxRules,
 )
+from walletcore.domain.deposits import BlockRef, Incoming
 from walletcore.domain.errors import (
     AddressUnknown,
     InvalidRequest,
@@ -44,14 +45,17 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.wallet import TxRow
 from walletcore.ports import (
+    MEMPOOL,
     AddressValidator,
     ChainGateway,
+    DepositScanner,
     FeeQuote,
     MinimumSends,
     SendMinimum,
     SignatureVerifier,
     SignedTransfer,
     Transfer,
+    Unmined,
     UnsignedTransfer,
 )
 from walletcore.secretfiles import ConfigurationError
@@ -101,7 +105,7 @@ class _Book:
         return await self._ledger.has_received(self._chain, address, asset.id)
 
 
-class SandboxGateway(ChainGateway, MinimumSends):
+class SandboxGateway(ChainGateway, MinimumSends, DepositScanner):
     def __init__(
         self,
         description: ChainDescription,
@@ -230,6 +234,50 @@ class SandboxGateway(ChainGateway, MinimumSends):
 
     async def release(self, unsigned: UnsignedTransfer) -> None:
         """Nothing to give back: a sandbox transfer reserves nothing."""
+
+    # -- deposits (walletcore.ports.deposits) ------------------------------------------
+    #: The ledger's entries are its blocks (`SandboxLedger.entries`): one is final once
+    #: it confirmed (`confirm_at`; a faucet credit at once), so one block deep is enough.
+    confirmations = 1
+    scan_span = 10_000
+
+    async def head(self) -> BlockRef:
+        height, tx_hash = await self._ledger.head()
+        return BlockRef(height, tx_hash)
+
+    async def block(self, height: int) -> BlockRef | None:
+        found = await self._ledger.entry_at(height)
+        return None if found is None else BlockRef(*found)
+
+    async def scan(self, first: int, last: int, addresses: Collection[str]) -> list[Incoming]:
+        """The chain's transactions in `first..last` to `addresses`; one not confirmed yet
+        is reported as unmined (its block once it confirmed, by `locate`)."""
+        watched = addresses if isinstance(addresses, (set, frozenset, dict)) else set(addresses)
+        now = self._ledger.now()
+        return [
+            Incoming(
+                chain=self.chain,
+                tx_hash=tx.tx_hash,
+                position="tx",
+                address=tx.recipient,
+                asset_id=tx.asset_id,
+                amount_units=tx.amount_units,
+                block=BlockRef(height, tx.tx_hash) if tx.confirmed(now) else None,
+                sender=tx.sender,
+            )
+            for height, tx in await self._ledger.entries(self.chain, first, last)
+            if tx.recipient in watched
+        ]
+
+    async def mempool(self, addresses: Collection[str]) -> list[Incoming]:
+        return []  # unconfirmed entries are reported by `scan` as unmined
+
+    async def locate(self, tx_hash: str, last: BlockRef | None) -> BlockRef | Unmined | None:
+        tx = await self._ledger.find(tx_hash)
+        height = await self._ledger.height_of(tx_hash)
+        if tx is None or height is None:
+            return None
+        return BlockRef(height, tx.tx_hash) if tx.confirmed(self._ledger.now()) else MEMPOOL
 
     # -- lifecycle ----------------------------------------------------------------------
     async def start(self) -> None:

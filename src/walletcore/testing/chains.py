@@ -34,12 +34,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from enum import Enum
 from typing import Any, Literal
 
 from walletcore.domain.assets import Asset, Chain
 from walletcore.domain.catalog import Catalog
+from walletcore.domain.deposits import BlockRef, Incoming
 from walletcore.domain.errors import (
     AddressUnknown,
     BroadcastTimeout,
@@ -57,6 +59,7 @@ from walletcore.ports.chains import (
     Transfer,
     UnsignedTransfer,
 )
+from walletcore.ports.deposits import MEMPOOL, DepositScanner, Unmined
 from walletcore.ports.follow import Replacement, Sighting, TransferFollower
 from walletcore.testing.catalog import CONTRACT_CATALOG
 
@@ -392,6 +395,89 @@ class FollowedFakeGateway(FakeGateway, TransferFollower):
 _HELD = frozenset({Sighting.PENDING, Sighting.SUCCESS, Sighting.FAILED})
 
 
+class ScanningFakeGateway(FakeGateway, DepositScanner):
+    """A fake chain with blocks, a mempool and reorgs, for the deposit watch's rules.
+
+    `pay(address, asset, units)` puts a credit in the mempool; `mine()` makes a block of
+    what waits there; `reorg(depth)` drops the newest `depth` blocks (their credits back
+    to the mempool, unless `drop=True`) and `mine()` builds the new branch; `fail_scan`
+    makes the next `scan` calls raise. Hashes of a new branch differ from the old one's.
+    """
+
+    def __init__(self, chain: Chain, *, confirmations: int = 3, scan_span: int = 5, **options: Any):
+        super().__init__(chain, **options)
+        self.confirmations = confirmations
+        self.scan_span = scan_span
+        #: height -> (block, its credits); height 0 is the genesis block
+        self.blocks: list[tuple[BlockRef, list[Incoming]]] = [(BlockRef(0, "b0"), [])]
+        self.waiting: list[Incoming] = []
+        self.reads_mempool = True
+        self.fail_scan: list[BaseException] = []
+        self.scans: list[tuple[int, int, int]] = []  # (first, last, addresses)
+        self._branch = 0
+        self._n = 0
+
+    def pay(
+        self, address: str, asset_id: int, units: int, *, position: str = "tx", tx_hash: str = ""
+    ) -> Incoming:
+        self._n += 1
+        credit = Incoming(
+            self.chain, tx_hash or f"tx{self._n}", position, address, asset_id, units, None
+        )
+        self.waiting.append(credit)
+        return credit
+
+    def mine(self, count: int = 1) -> BlockRef:
+        for _ in range(count):
+            height = len(self.blocks)
+            ref = BlockRef(height, f"b{height}.{self._branch}")
+            credits = [replace(c, block=ref) for c in self.waiting]
+            self.waiting = []
+            self.blocks.append((ref, credits))
+        return self.blocks[-1][0]
+
+    def reorg(self, depth: int, *, drop: bool = False) -> None:
+        """The newest `depth` blocks leave the chain (its credits back to the mempool, or
+        gone with `drop`); the next `mine` builds the new branch."""
+        self._branch += 1
+        gone = self.blocks[-depth:]
+        del self.blocks[-depth:]
+        if not drop:
+            self.waiting = [replace(c, block=None) for _, cs in gone for c in cs] + self.waiting
+
+    async def head(self) -> BlockRef:
+        return self.blocks[-1][0]
+
+    async def block(self, height: int) -> BlockRef | None:
+        return self.blocks[height][0] if 0 <= height < len(self.blocks) else None
+
+    async def scan(self, first: int, last: int, addresses: Collection[str]) -> list[Incoming]:
+        self.scans.append((first, last, len(addresses)))
+        if self.fail_scan:
+            raise self.fail_scan.pop(0)
+        watched = set(addresses)
+        return [
+            c
+            for _, credits in self.blocks[first : last + 1]
+            for c in credits
+            if c.address in watched
+        ]
+
+    async def mempool(self, addresses: Collection[str]) -> list[Incoming]:
+        if not self.reads_mempool:
+            return []
+        watched = set(addresses)
+        return [c for c in self.waiting if c.address in watched]
+
+    async def locate(self, tx_hash: str, last: BlockRef | None) -> BlockRef | Unmined | None:
+        for ref, credits in self.blocks:
+            if any(c.tx_hash == tx_hash for c in credits):
+                return ref
+        if any(c.tx_hash == tx_hash for c in self.waiting):
+            return MEMPOOL
+        return None
+
+
 def fake_gateways(
     *, followed: bool = True, catalog: Catalog = CONTRACT_CATALOG, **options: Any
 ) -> dict[Chain, FakeGateway]:
@@ -407,5 +493,6 @@ __all__ = [
     "FakeGateway",
     "FollowedFakeGateway",
     "Outcome",
+    "ScanningFakeGateway",
     "fake_gateways",
 ]

@@ -102,6 +102,34 @@ class SandboxLedger:
         found = await self._connections.read(lambda c: store.select(c, store.FIND, (tx_hash,)))
         return found[0] if found else None
 
+    # -- as blocks (the deposit scan) ---------------------------------------------------
+    async def head(self) -> tuple[int, str]:
+        """The newest entry's height and hash; (0, "") on an empty ledger."""
+        found = await self._connections.read(lambda c: c.execute(store.HEAD).fetchone())
+        return (0, "") if found is None else (int(found[0]), str(found[1]))
+
+    async def entry_at(self, height: int) -> tuple[int, str] | None:
+        """The entry at `height` (its hash); (0, "") is the empty ledger's genesis."""
+        if height == 0:
+            return (0, "")
+        found = await self._connections.read(lambda c: c.execute(store.AT, (height,)).fetchone())
+        return None if found is None else (int(found[0]), str(found[1]))
+
+    async def entries(self, chain: Chain, first: int, last: int) -> list[tuple[int, LedgerTx]]:
+        """`chain`'s transactions at heights `first..last`, with their heights."""
+
+        def work(conn: sqlite3.Connection) -> list[tuple[int, LedgerTx]]:
+            rows = conn.execute(store.RANGE, (first, last, chain.value)).fetchall()
+            return [(int(row[0]), LedgerTx.of(tuple(row[1:]))) for row in rows]
+
+        return await self._connections.read(work)
+
+    async def height_of(self, tx_hash: str) -> int | None:
+        found = await self._connections.read(
+            lambda c: c.execute(store.SEQ_OF, (tx_hash,)).fetchone()
+        )
+        return None if found is None else int(found[0])
+
     async def transactions(self) -> list[LedgerTx]:
         """Every transaction, in the order they were accepted."""
         return await self._connections.read(lambda c: store.select(c, store.EVERY, ()))

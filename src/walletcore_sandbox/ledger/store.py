@@ -92,6 +92,15 @@ HISTORY = (
 FIND = f"SELECT {COLUMNS} FROM txs WHERE tx_hash = ?"
 #: Every transaction, in the order they were accepted.
 EVERY = f"SELECT {COLUMNS} FROM txs ORDER BY seq"
+#: The deposit scan (the sandbox gateway's `DepositScanner`): the ledger's entries play a
+#: chain's blocks, one transaction each, numbered by `seq` (its height) and named by its
+#: hash. ?1 first, ?2 last, ?3 chain: the chain's transactions in those heights.
+RANGE = f"SELECT seq, {COLUMNS} FROM txs WHERE seq BETWEEN ?1 AND ?2 AND chain = ?3 ORDER BY seq"
+#: The newest entry (the head), and the entry at a height.
+HEAD = "SELECT seq, tx_hash FROM txs ORDER BY seq DESC LIMIT 1"
+AT = "SELECT seq, tx_hash FROM txs WHERE seq = ?"
+#: tx hash: its height.
+SEQ_OF = "SELECT seq FROM txs WHERE tx_hash = ?"
 #: tx hash: a row when that hash is on the ledger already.
 HAS_HASH = "SELECT 1 FROM txs WHERE tx_hash = ?"
 
