@@ -14,7 +14,9 @@ per reason to change:
 - `prices`: `PriceRecords` (the shared price table, on every unit of work), `StoredPrices`;
 - `runtime`: `Clock`, `Lifecycle`;
 - `health`: `HealthCheck`, `PriceAges` (optional, for readiness), `CheckFailed`;
-- `metrics`: `Observer` (the service's measurements, no-op by default).
+- `metrics`: `Observer` (the service's measurements, no-op by default);
+- `webhooks`: `WebhookSender`, `WebhookStore` (on every unit of work), `SecretSealer`,
+  `WebhookMessage`, `SendOutcome`.
 
 Every name is re-exported here: `from walletcore.ports import Storage`. Adapters implement
 them (and may subclass them, so a type checker sees the promise); `walletcore.testing` holds
@@ -52,6 +54,13 @@ from walletcore.ports.storage import (
     WalletStore,
 )
 from walletcore.ports.trading import PriceMap, PriceSource, TradeVenue
+from walletcore.ports.webhooks import (
+    SecretSealer,
+    SendOutcome,
+    WebhookMessage,
+    WebhookSender,
+    WebhookStore,
+)
 
 __all__ = [
     "MEMPOOL",
@@ -79,7 +88,9 @@ __all__ = [
     "PriceRecords",
     "PriceSource",
     "Replacement",
+    "SecretSealer",
     "SendMinimum",
+    "SendOutcome",
     "SendStore",
     "Sighting",
     "SignatureVerifier",
@@ -94,4 +105,7 @@ __all__ = [
     "Unmined",
     "UnsignedTransfer",
     "WalletStore",
+    "WebhookMessage",
+    "WebhookSender",
+    "WebhookStore",
 ]

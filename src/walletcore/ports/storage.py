@@ -45,6 +45,7 @@ from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords
+from walletcore.ports.webhooks import WebhookStore
 
 
 class ClientStore(Protocol):
@@ -347,6 +348,8 @@ class UnitOfWork(Protocol):
     audit: AuditStore
     deposits: DepositStore
     events: EventStore
+    #: the api clients' webhook endpoints and delivery log (walletcore.ports.webhooks)
+    webhooks: WebhookStore
     #: the deployment's shared price table (walletcore.ports.prices)
     prices: PriceRecords
 
