@@ -7,7 +7,8 @@ and resolved through entry points (`walletcore.plugins`). Tests swap one with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -29,7 +30,13 @@ from walletcore.domain.chains import ChainDescription
 from walletcore.domain.trade_limits import TradeLimits
 from walletcore.jobs import InProcessJobs, Jobs, JobSettings, JobsMode
 from walletcore.jobs import jobs_mode as resolve_jobs_mode
-from walletcore.ports import AddressValidator, Lifecycle, SignatureVerifier
+from walletcore.ports import (
+    AddressValidator,
+    Lifecycle,
+    SecretSealer,
+    SignatureVerifier,
+    WebhookSender,
+)
 from walletcore.pricing import SharedPriceSource
 from walletcore.secretfiles import ConfigurationError, operator_secret
 from walletcore.services.assets import AssetPolicy
@@ -46,7 +53,10 @@ from walletcore.services.trading import TradingService
 from walletcore.services.transfers import Transfers, TransferSettings
 from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
+from walletcore.services.webhooks import PlainSecrets, Webhooks, WebhookSettings
 from walletcore.settings import Profile, Settings
+
+log = logging.getLogger("walletcore")
 
 #: Adapter names that only the sandbox profile may run.
 SANDBOX_ONLY = {
@@ -124,6 +134,94 @@ def _retention(jobs: JobSettings) -> timedelta:
     return timedelta(days=jobs.events_retention_days)
 
 
+def _allow_private_webhooks(settings: Settings, webhooks: WebhookSettings) -> bool:
+    """`WALLETCORE_WEBHOOK_ALLOW_PRIVATE`, by default on the sandbox profile only."""
+    if webhooks.webhook_allow_private is not None:
+        return webhooks.webhook_allow_private
+    return settings.profile is Profile.SANDBOX
+
+
+def _webhook_sender(
+    settings: Settings, webhooks: WebhookSettings, allow_private: bool
+) -> WebhookSender | None:
+    """The sender the settings name (`walletcore.webhook_senders`), or None when it is not
+    installed (nothing is delivered; the job says so once)."""
+    try:
+        sender: WebhookSender = plugins.build(
+            plugins.WEBHOOK_SENDERS,
+            webhooks.webhook_sender,
+            settings=settings,
+            allow_private=allow_private,
+        )
+    except plugins.AdapterNotFound as exc:
+        log.warning("webhooks: %s", exc)
+        return None
+    return sender
+
+
+class _KeystoreSealer(SecretSealer):
+    """The keystore's sealing of secrets (the master key), built on first use, so a
+    command that seals nothing never builds the keystore; `PlainSecrets` when the
+    deployment's keystore seals none (docs/security.md, "Webhook secrets")."""
+
+    def __init__(self, keystore: Callable[[], Any]) -> None:
+        self._keystore = keystore
+        self._sealer: SecretSealer | None = None
+
+    def _resolved(self) -> SecretSealer:
+        if self._sealer is None:
+            try:
+                keystore = self._keystore()
+            except plugins.AdapterNotFound as exc:
+                log.warning("webhook secrets are stored unsealed: %s", exc)
+                keystore = None
+            if isinstance(keystore, SecretSealer):
+                self._sealer = keystore
+            else:
+                if keystore is not None:
+                    log.warning(
+                        "webhook secrets are stored unsealed: the keystore %s seals none",
+                        type(keystore).__name__,
+                    )
+                self._sealer = PlainSecrets()
+        return self._sealer
+
+    def seal_secret(self, secret: bytes) -> bytes:
+        return self._resolved().seal_secret(secret)
+
+    def open_secret(self, sealed: bytes) -> bytes:
+        return self._resolved().open_secret(sealed)
+
+
+def _webhooks(
+    storage: Any,
+    clock: Any,
+    auditor: Auditor,
+    sealer: SecretSealer,
+    sender: Callable[[], WebhookSender | None],
+    settings: Settings,
+    webhooks: WebhookSettings,
+    allow_private: bool,
+    jobs: JobSettings,
+) -> Webhooks:
+    return Webhooks(
+        storage,
+        clock,
+        auditor,
+        sealer,
+        sender=sender,
+        schedule=webhooks.schedule,
+        rotation_overlap=webhooks.rotation_overlap,
+        https_only=settings.profile is not Profile.SANDBOX,
+        allow_private=allow_private,
+        lease=timedelta(seconds=webhooks.webhook_lease_seconds),
+        batch=webhooks.webhook_batch,
+        concurrency=webhooks.webhook_concurrency,
+        run_events=webhooks.webhook_run_events,
+        log_retention=_retention(jobs),
+    )
+
+
 def _jobs_monitor(mode: JobsMode, settings: Settings) -> Any:
     """The readiness check that a worker runs the jobs, when other processes run them (its
     engine's plugin, `walletcore.job_monitors`); None when this process runs them, or
@@ -188,6 +286,8 @@ class Container(containers.DeclarativeContainer):
         deposits_seconds=job_settings.provided.jobs_deposits_seconds,
         events=providers.Callable(lambda c: c.event_feed, __self__),  # defined below
         prune_seconds=job_settings.provided.jobs_prune_seconds,
+        webhooks=providers.Callable(lambda c: c.webhooks, __self__),  # defined below
+        webhook_seconds=job_settings.provided.jobs_webhook_seconds,
     )
     in_process_jobs = providers.Singleton(InProcessJobs, jobs)
     # with jobs running, every process serves the table the refresh job stored
@@ -309,6 +409,27 @@ class Container(containers.DeclarativeContainer):
         storage,
         clock,
         retention=providers.Callable(_retention, job_settings),
+    )
+    # signed webhooks per api client (services/webhooks.py, docs/events.md): the sender
+    # (`walletcore.webhook_senders`) is built by the delivery job's first run; secrets are
+    # sealed by the keystore (the master key) when it can
+    webhook_settings = providers.Singleton(WebhookSettings)
+    webhook_allow_private = providers.Singleton(_allow_private_webhooks, settings, webhook_settings)
+    webhook_sender = providers.Singleton(
+        _webhook_sender, settings, webhook_settings, webhook_allow_private
+    )
+    secret_sealer = providers.Singleton(_KeystoreSealer, keystore.provider)
+    webhooks = providers.Singleton(
+        _webhooks,
+        storage,
+        clock,
+        auditor,
+        secret_sealer,
+        webhook_sender.provider,
+        settings,
+        webhook_settings,
+        webhook_allow_private,
+        job_settings,
     )
     # readiness: the storage, each chain's node, the price age, a worker alive when one
     # runs the jobs (services/health.py)

@@ -2,7 +2,8 @@
 
 Groups: `walletcore.repos`, `walletcore.price_sources`, `walletcore.venues`,
 `walletcore.keystores`, `walletcore.job_monitors` (by jobs engine: a readiness check that
-another process runs the jobs): an entry point names a factory called with keyword arguments
+another process runs the jobs), `walletcore.webhook_senders` (what posts the signed
+webhooks, built with `allow_private=`): an entry point names a factory called with keyword arguments
 (`settings=`, `clock=`, and whatever else the group passes); factories take `**_` so new
 arguments can be added without breaking them.
 
@@ -25,6 +26,7 @@ from walletcore.secretfiles import ConfigurationError
 
 CHAINS = "walletcore.chains"
 JOB_MONITORS = "walletcore.job_monitors"
+WEBHOOK_SENDERS = "walletcore.webhook_senders"
 
 GROUPS = (
     "walletcore.repos",
@@ -33,6 +35,7 @@ GROUPS = (
     "walletcore.keystores",
     "walletcore.nonce_leases",
     JOB_MONITORS,
+    WEBHOOK_SENDERS,
     CHAINS,
 )
 
@@ -56,6 +59,7 @@ EXTRAS: dict[tuple[str, str], str] = {
     ("walletcore.venues", "exchange"): "markets",
     ("walletcore.keystores", "sealed"): "chains",
     (JOB_MONITORS, "procrastinate"): "jobs",
+    (WEBHOOK_SENDERS, "httpx"): "webhooks",
     (CHAINS, "sandbox"): "sandbox",
     (CHAINS, "evm"): "chains",
     (CHAINS, "solana"): "chains",

@@ -15,6 +15,7 @@ FORBIDDEN = frozenset(
         "walletcore_chains",
         "walletcore_markets",
         "walletcore_sandbox",
+        "walletcore_webhooks",
         "walletcore_cli",
         # I/O and framework libraries
         "sqlalchemy",
@@ -38,6 +39,8 @@ FORBIDDEN = frozenset(
         "spl",
         "tronpy",
         "httpx",
+        "httpcore",
+        "standardwebhooks",
         "requests",
         "aiohttp",
         "urllib3",

@@ -16,6 +16,11 @@
   send moves once however many runs ask. Unchanged, or a node error: put behind the
   others for the next run (`sends.checked_chain`).
 
+- `deliver_webhooks`: every due webhook endpoint leased to the run and its events posted
+  in feed order (walletcore.services.webhooks): a 2xx moves its cursor, a failure
+  schedules the next attempt, each by compare-and-set, so two runs never post to one
+  endpoint at once. `prune_webhook_deliveries`: the delivery log kept as long as the feed.
+
 Errors leave the run (an engine retries it); nothing here loops or sleeps.
 """
 
@@ -37,6 +42,7 @@ from walletcore.services.deposits import DepositWatch
 from walletcore.services.events import EventFeed
 from walletcore.services.trading import TradingService
 from walletcore.services.transfers import Followed, Transfers
+from walletcore.services.webhooks import Webhooks
 
 log = logging.getLogger("walletcore.jobs")
 
@@ -82,6 +88,8 @@ class Jobs:
         deposits_seconds: float = 10.0,
         events: Callable[[], EventFeed] | None = None,
         prune_seconds: float = 3600.0,
+        webhooks: Callable[[], Webhooks] | None = None,
+        webhook_seconds: float = 2.0,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -99,13 +107,20 @@ class Jobs:
         self.deposits_seconds = deposits_seconds
         self._events = events
         self.prune_seconds = prune_seconds
+        self._webhooks = webhooks
+        self._built_webhooks: Webhooks | None = None
+        self.webhook_seconds = webhook_seconds
 
     async def aclose(self) -> None:
-        """Close the upstream feed if a refresh built it (its HTTP client, say)."""
+        """Close the upstream feed if a refresh built it (its HTTP client, say), and the
+        webhook sender if a delivery built it."""
         feed, self._built_feed = self._built_feed, None
         close = getattr(feed, "aclose", None)
         if close is not None:
             await close()
+        webhooks, self._built_webhooks = self._built_webhooks, None
+        if webhooks is not None:
+            await webhooks.aclose()
 
     def periodic(self) -> list[PeriodicJob]:
         return [
@@ -124,6 +139,18 @@ class Jobs:
             *(
                 [PeriodicJob("prune_events", self.prune_seconds, self.prune_events)]
                 if self._events is not None
+                else []
+            ),
+            *(
+                [
+                    PeriodicJob("deliver_webhooks", self.webhook_seconds, self.deliver_webhooks),
+                    PeriodicJob(
+                        "prune_webhook_deliveries",
+                        self.prune_seconds,
+                        self.prune_webhook_deliveries,
+                    ),
+                ]
+                if self._webhooks is not None
                 else []
             ),
         ]
@@ -244,6 +271,20 @@ class Jobs:
         if self._events is None:
             raise RuntimeError("prune_events needs the event feed (Jobs(events=))")
         return await self._events().prune()
+
+    async def deliver_webhooks(self) -> int:
+        """Post the due webhook endpoints' events (walletcore.services.webhooks); how many
+        were delivered (2xx)."""
+        if self._webhooks is None:
+            raise RuntimeError("deliver_webhooks needs the webhooks (Jobs(webhooks=))")
+        webhooks = self._built_webhooks = self._webhooks()
+        return (await webhooks.deliver()).delivered
+
+    async def prune_webhook_deliveries(self) -> int:
+        """Delete the delivery log's attempts older than the feed's retention; how many."""
+        if self._webhooks is None:
+            raise RuntimeError("prune_webhook_deliveries needs the webhooks (Jobs(webhooks=))")
+        return await self._webhooks().prune()
 
 
 __all__ = ["Jobs", "PeriodicJob", "PriceFeed"]

@@ -12,7 +12,9 @@ Fakes (importable without pytest, no I/O library):
 - `FixedHoldings`: what users' wallets hold, for trades that are not about sell backing;
 - `FakeGateway`, `FollowedFakeGateway` (`walletcore.testing.chains`): one chain in memory
   for the FAKE KeyStore's addresses, every call recorded, broadcasts and (followed) what
-  the chain sees of each transaction scripted by the test.
+  the chain sees of each transaction scripted by the test;
+- `RecordingSender` (`walletcore.testing.webhooks`): a FAKE webhook sender that records
+  each message and answers what the test scripted.
 
 Contracts (`walletcore.testing.contracts`, needs pytest and pytest-asyncio): subclass
 `StorageContract` or `NonceLeasesContract` in a test module and override its fixture.
@@ -25,6 +27,7 @@ from walletcore.testing.chains import FakeGateway, FollowedFakeGateway, Outcome
 from walletcore.testing.keys import FakeKeyStore
 from walletcore.testing.markets import FixedHoldings, FixedPrices, InstantVenue
 from walletcore.testing.storage import InMemoryStorage, autocommit
+from walletcore.testing.webhooks import RecordingSender
 
 __all__ = [
     "CONTRACT_CATALOG",
@@ -38,5 +41,6 @@ __all__ = [
     "LocalNonceLeases",
     "ManualClock",
     "Outcome",
+    "RecordingSender",
     "autocommit",
 ]

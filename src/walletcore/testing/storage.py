@@ -6,12 +6,15 @@
   await in between, when the block ends cleanly. Readers never see a unit's changes before
   it commits, and an exception discards them all.
 - A read unit reads the committed tables without the lock, and cannot write.
+- Webhooks: the endpoints are a table like the others; the delivery log one keyed by a
+  serial, an attempt pruned staged as a tombstone (None) and dropped at commit.
 - Lost on restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import ChainMap
 from collections.abc import (
     AsyncIterator,
@@ -31,9 +34,11 @@ from walletcore.domain.assets import Fiat
 from walletcore.domain.audit import AuditEntry, storable
 from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition, StorageError
+from walletcore.domain.events import EventPosition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus, moved
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.domain.webhooks import DeliveryAttempt, WebhookEndpoint
 from walletcore.ports.prices import PriceRecords, StoredPrices
 from walletcore.ports.storage import (
     AuditStore,
@@ -44,6 +49,7 @@ from walletcore.ports.storage import (
     UnitOfWork,
     WalletStore,
 )
+from walletcore.ports.webhooks import WebhookStore
 
 WalletKey = tuple[str, WalletOwner, str | None]
 
@@ -61,7 +67,20 @@ class _Tables:
     creations: MutableMapping[tuple[str, str], str] = field(default_factory=dict)
     #: (symbol, fiat) -> (price, when recorded): the shared price table
     prices: MutableMapping[tuple[str, Fiat], tuple[Decimal, datetime]] = field(default_factory=dict)
+    #: client id -> its webhook endpoint
+    webhooks: MutableMapping[str, WebhookEndpoint] = field(default_factory=dict)
+    #: serial -> an attempt of the delivery log (None: pruned by this unit, dropped at commit)
+    webhook_attempts: MutableMapping[int, DeliveryAttempt | None] = field(default_factory=dict)
 
+    def drop_tombstones(self) -> None:
+        """The attempts a committed unit pruned, gone."""
+        gone = [k for k, v in self.webhook_attempts.items() if v is None]
+        for key in gone:
+            del self.webhook_attempts[key]
+
+
+#: The delivery log's serials, shared by every in-memory storage (unique is all they need).
+_ATTEMPT_SERIALS = itertools.count(1)
 
 _TABLES = (
     "clients",
@@ -72,6 +91,8 @@ _TABLES = (
     "send_hashes",
     "creations",
     "prices",
+    "webhooks",
+    "webhook_attempts",
 )
 
 
@@ -90,6 +111,7 @@ class _Unit(UnitOfWork):
         self.trades: TradeStore = _Trades(self)
         self.sends: SendStore = _Sends(self)
         self.audit: AuditStore = _Audit(self)
+        self.webhooks: WebhookStore = _Webhooks(self)
         self.prices: PriceRecords = _Prices(self)
 
     def check_writable(self) -> _Tables:
@@ -354,6 +376,109 @@ class _Audit(AuditStore):
         return list(reversed(entries[-limit:])) if limit > 0 else []
 
 
+class _Webhooks(WebhookStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def get(self, client_id: str) -> WebhookEndpoint | None:
+        return self._unit.tables.webhooks.get(client_id)
+
+    async def put(self, endpoint: WebhookEndpoint) -> None:
+        webhooks = self._unit.check_writable().webhooks
+        stored = webhooks.get(endpoint.client_id)
+        if stored is not None:  # the delivery state is the job's, never the operator's
+            endpoint = replace(
+                stored,
+                url=endpoint.url,
+                secret=endpoint.secret,
+                previous_secret=endpoint.previous_secret,
+                previous_until=endpoint.previous_until,
+                paused=endpoint.paused,
+                disabled_reason=endpoint.disabled_reason,
+                disabled_at=endpoint.disabled_at,
+                updated_at=endpoint.updated_at,
+            )
+        webhooks[endpoint.client_id] = endpoint
+
+    async def claim(
+        self, now: datetime, *, owner: str, until: datetime, limit: int
+    ) -> list[WebhookEndpoint]:
+        webhooks = self._unit.check_writable().webhooks
+        due = [e for e in webhooks.values() if e.due(now)]
+        due.sort(key=lambda e: (e.next_attempt_at or now, e.client_id))
+        claimed = [e.leased(owner, until) for e in due[: max(limit, 0)]]
+        for endpoint in claimed:
+            webhooks[endpoint.client_id] = endpoint
+        return claimed
+
+    async def advance(
+        self, current: WebhookEndpoint, new: WebhookEndpoint
+    ) -> WebhookEndpoint | None:
+        webhooks = self._unit.check_writable().webhooks
+        stored = webhooks.get(current.client_id)
+        if stored is None or (stored.lease_owner, stored.cursor) != (
+            current.lease_owner,
+            current.cursor,
+        ):
+            return None
+        moved = replace(
+            stored,
+            cursor=new.cursor,
+            attempts=new.attempts,
+            next_attempt_at=new.next_attempt_at,
+            lease_owner=new.lease_owner,
+            lease_until=new.lease_until,
+        )
+        if new.disabled:
+            moved = replace(moved, disabled_reason=new.disabled_reason, disabled_at=new.disabled_at)
+        webhooks[current.client_id] = moved
+        return moved
+
+    async def replay(self, client_id: str, cursor: EventPosition | None, now: datetime) -> bool:
+        webhooks = self._unit.check_writable().webhooks
+        stored = webhooks.get(client_id)
+        if stored is None or stored.cursor is None:
+            return False
+        if cursor is not None and not stored.cursor > cursor:
+            return False
+        webhooks[client_id] = replace(
+            stored,
+            cursor=cursor,
+            attempts=0,
+            next_attempt_at=now,
+            lease_owner=None,
+            lease_until=None,
+        )
+        return True
+
+    async def record(self, attempt: DeliveryAttempt) -> None:
+        if not isinstance(attempt, DeliveryAttempt) or not isinstance(attempt.at, datetime):
+            raise TypeError("a delivery attempt needs its time")
+        self._unit.check_writable().webhook_attempts[next(_ATTEMPT_SERIALS)] = attempt
+
+    async def attempts(
+        self, client_id: str, *, event_id: str | None = None, limit: int
+    ) -> list[DeliveryAttempt]:
+        found = [
+            (serial, a)
+            for serial, a in self._unit.tables.webhook_attempts.items()
+            if a is not None
+            and a.client_id == client_id
+            and (event_id is None or a.event_id == event_id)
+        ]
+        found.sort(key=lambda pair: (pair[1].at, pair[0]), reverse=True)
+        return [a for _, a in found[: max(limit, 0)]]
+
+    async def prune(self, before: datetime, limit: int) -> int:
+        log = self._unit.check_writable().webhook_attempts
+        old = [(a.at, serial) for serial, a in log.items() if a is not None and a.at < before]
+        old.sort()
+        gone = old[: max(limit, 0)]
+        for _, serial in gone:
+            log[serial] = None
+        return len(gone)
+
+
 class _Prices(PriceRecords):
     def __init__(self, unit: _Unit) -> None:
         self._unit = unit
@@ -395,6 +520,7 @@ class InMemoryStorage(Storage):
             for name in _TABLES:
                 layer: ChainMap[Any, Any] = getattr(staged, name)
                 getattr(self._tables, name).update(layer.maps[0])
+            self._tables.drop_tombstones()
             self._audit.extend(unit.pending_audit)
 
     @asynccontextmanager
@@ -428,6 +554,7 @@ READS = frozenset(
         "newest",
         "in_flight",
         "load",
+        "attempts",
     }
 )
 
@@ -468,6 +595,10 @@ class autocommit:
     @property
     def prices(self) -> Any:
         return _Calls(self._storage, "prices")
+
+    @property
+    def webhooks(self) -> Any:
+        return _Calls(self._storage, "webhooks")
 
 
 class _Calls:
