@@ -4,6 +4,9 @@
   password; the parameters travel in the record (`walletcore_chains.sealing`).
 - Platform wallets: sealed under the operator's 32-byte random master key (through a
   keyed BLAKE2b over the record header); no password and no Argon2 are involved.
+- Secrets of the service's own (webhook signing secrets) are sealed under the master key
+  too (`SecretSealer`: `seal_secret`, `open_secret`; `sealing` scheme 3). A record kept
+  unsealed by a deployment that had no sealing keystore (first byte 0) still opens.
 - Unsealed material lives for one call: a thread runs the KDF and the derivation, at most
   `max_concurrent_unseals` at a time, and wipes what it owns before returning.
 - Entry point `walletcore.keystores: sealed`.
@@ -21,7 +24,7 @@ from typing import Any, TypeVar
 from walletcore.chainplugins import ChainDefinitions, ChainPlugin, KeyDerivation
 from walletcore.domain.assets import Chain
 from walletcore.domain.errors import WrongWalletPassword
-from walletcore.ports import ChainSigner, KeyStore, NewWallet, SignatureVerifier
+from walletcore.ports import ChainSigner, KeyStore, NewWallet, SecretSealer, SignatureVerifier
 from walletcore_chains import bclib, curves, hd, sealing
 from walletcore_chains.sealing import KdfParams, SealedRecordError
 
@@ -102,7 +105,7 @@ class ChainKey(ChainSigner):
         self._wiped = True
 
 
-class SealedKeyStore(KeyStore):
+class SealedKeyStore(KeyStore, SecretSealer):
     def __init__(
         self,
         master_key: bytes,
@@ -168,6 +171,15 @@ class SealedKeyStore(KeyStore):
             yield key
         finally:
             key.wipe()
+
+    # -- secrets of the service's own (`SecretSealer`) ----------------------------------
+    def seal_secret(self, secret: bytes) -> bytes:
+        return sealing.seal_secret(secret, self._master_key)
+
+    def open_secret(self, sealed: bytes) -> bytes:
+        if sealed[:1] == b"\x00":  # kept unsealed (`walletcore.services.webhooks.PlainSecrets`)
+            return bytes(sealed[1:])
+        return sealing.open_secret(sealed, self._master_key)
 
     # -- work done in a thread ----------------------------------------------------------
     def _create(

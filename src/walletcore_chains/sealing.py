@@ -11,6 +11,10 @@ Layout, version 1 (big-endian):
     26      24    nonce          XSalsa20 nonce (random)
     50      80    box            Poly1305 tag (16) + encrypted seed (64)
 
+Scheme 3 seals a short secret of the service's own (a webhook signing secret) under the
+master key: the same header (opslimit and memlimit 0), then the nonce and a box of any
+length from 1 to 1024 bytes (`seal_secret`, `open_secret`).
+
 The box key is BLAKE2b-256 keyed by the secret (the Argon2id output, or the master key) over
 the 26-byte header, so every header bit is authenticated: a record whose parameters were
 altered does not open. Opening uses the parameters stored in the record, so raising the
@@ -31,6 +35,9 @@ from walletcore.domain.errors import WrongWalletPassword
 VERSION = 1
 SCHEME_PASSWORD = 1
 SCHEME_OPERATOR = 2
+SCHEME_SECRET = 3
+#: The longest secret `seal_secret` takes.
+MAX_SECRET_BYTES = 1024
 SEED_BYTES = 64
 MASTER_KEY_BYTES = 32
 
@@ -154,6 +161,41 @@ def open_with_master_key(record: bytes, master_key: bytes) -> bytearray:
     if seed is None:
         raise SealedRecordError("the platform wallet does not open under the configured master key")
     return seed
+
+
+# -- short secrets under the master key (scheme 3) ------------------------------------------
+def seal_secret(secret: bytes, master_key: bytes) -> bytes:
+    """`secret` (1 to 1024 bytes) sealed under the master key."""
+    from nacl.secret import SecretBox
+
+    _check_master_key(master_key)
+    if not isinstance(secret, (bytes, bytearray)) or not 0 < len(secret) <= MAX_SECRET_BYTES:
+        raise ValueError(f"a sealed secret is 1 to {MAX_SECRET_BYTES} bytes")
+    header = _HEADER.pack(VERSION, SCHEME_SECRET, 0, 0, secrets.token_bytes(16))
+    return header + bytes(SecretBox(_box_key(master_key, header)).encrypt(bytes(secret)))
+
+
+def open_secret(record: bytes, master_key: bytes) -> bytes:
+    """The secret `seal_secret` sealed; `SealedRecordError` for a damaged record or one
+    sealed under another key (its message carries nothing of the record)."""
+    from nacl.exceptions import CryptoError
+    from nacl.secret import SecretBox
+
+    _check_master_key(master_key)
+    least = _HEADER.size + _NONCE_BYTES + _TAG_BYTES + 1
+    if not isinstance(record, (bytes, bytearray)) or len(record) < least:
+        raise SealedRecordError("the sealed secret is damaged (too short)")
+    header = bytes(record[: _HEADER.size])
+    version, scheme, opslimit, mem_kib, _salt = _HEADER.unpack(header)
+    if version != VERSION or scheme != SCHEME_SECRET or opslimit or mem_kib:
+        raise SealedRecordError("the record is not a secret sealed under the master key")
+    try:
+        box = SecretBox(_box_key(master_key, header))
+        return bytes(box.decrypt(bytes(record[_HEADER.size :])))
+    except CryptoError:
+        raise SealedRecordError(
+            "the sealed secret does not open under the configured master key"
+        ) from None
 
 
 def record_params(record: bytes) -> KdfParams | None:
