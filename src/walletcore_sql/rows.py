@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from walletcore.domain.assets import Chain, FeePayer, Fiat
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, AuthFailures, User
+from walletcore.domain.events import EventPosition
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState
 from walletcore.domain.trade import (
     TERMINAL_STATUSES,
@@ -21,6 +22,12 @@ from walletcore.domain.trade import (
     TradeStatus,
 )
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.domain.webhooks import (
+    AttemptResult,
+    DeliveryAttempt,
+    DeliveryError,
+    WebhookEndpoint,
+)
 
 Row = Mapping[Any, Any]  # a RowMapping: column name -> value
 E = TypeVar("E", bound=Enum)
@@ -373,4 +380,92 @@ def audit_from(row: Row) -> AuditEntry:
         user_id=row["user_id"],
         target=row["target"],
         detail=row["detail"],
+    )
+
+
+# webhooks -------------------------------------------------------------------------------
+#: The columns an operator's change writes (`WebhookStore.put`); the rest is the job's.
+WEBHOOK_SETTINGS_COLUMNS = (
+    "url",
+    "secret",
+    "previous_secret",
+    "previous_until",
+    "paused",
+    "disabled_reason",
+    "disabled_at",
+    "updated_at",
+)
+
+
+def webhook_values(endpoint: WebhookEndpoint) -> dict[str, Any]:
+    cursor = endpoint.cursor
+    return {
+        "client_id": endpoint.client_id,
+        "url": endpoint.url,
+        "secret": bytes(endpoint.secret),
+        "previous_secret": None
+        if endpoint.previous_secret is None
+        else bytes(endpoint.previous_secret),
+        "previous_until": endpoint.previous_until,
+        "paused": endpoint.paused,
+        "disabled_reason": endpoint.disabled_reason,
+        "disabled_at": endpoint.disabled_at,
+        "cursor_tx": None if cursor is None else cursor.tx,
+        "cursor_seq": None if cursor is None else cursor.seq,
+        "attempts": endpoint.attempts,
+        "next_attempt_at": endpoint.next_attempt_at,
+        "lease_owner": endpoint.lease_owner,
+        "lease_until": endpoint.lease_until,
+        "created_at": endpoint.created_at,
+        "updated_at": endpoint.updated_at,
+    }
+
+
+def webhook_from(row: Row) -> WebhookEndpoint:
+    tx, seq, previous = row["cursor_tx"], row["cursor_seq"], row["previous_secret"]
+    return WebhookEndpoint(
+        client_id=row["client_id"],
+        url=row["url"],
+        secret=bytes(row["secret"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        previous_secret=None if previous is None else bytes(previous),
+        previous_until=row["previous_until"],
+        paused=bool(row["paused"]),
+        disabled_reason=row["disabled_reason"],
+        disabled_at=row["disabled_at"],
+        cursor=None if tx is None else EventPosition(int(tx), int(seq)),
+        attempts=int(row["attempts"]),
+        next_attempt_at=row["next_attempt_at"],
+        lease_owner=row["lease_owner"],
+        lease_until=row["lease_until"],
+    )
+
+
+def attempt_values(attempt: DeliveryAttempt) -> dict[str, Any]:
+    return {
+        "client_id": attempt.client_id,
+        "event_id": attempt.event_id,
+        "attempt": attempt.attempt,
+        "at": attempt.at,
+        "status": attempt.status,
+        "error": None if attempt.error is None else attempt.error.value,
+        "duration_ms": round(attempt.seconds * 1000),
+        "result": attempt.result.value,
+        "next_attempt_at": attempt.next_attempt_at,
+    }
+
+
+def attempt_from(row: Row) -> DeliveryAttempt:
+    status, error = row["status"], row["error"]
+    return DeliveryAttempt(
+        client_id=row["client_id"],
+        event_id=row["event_id"],
+        attempt=int(row["attempt"]),
+        at=row["at"],
+        status=None if status is None else int(status),
+        error=None if error is None else DeliveryError(error),
+        seconds=int(row["duration_ms"]) / 1000,
+        result=AttemptResult(row["result"]),
+        next_attempt_at=row["next_attempt_at"],
     )

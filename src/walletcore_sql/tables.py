@@ -281,3 +281,67 @@ price_records = Table(
     Column("price", Money, nullable=False),
     Column("recorded_at", UTCDateTime, nullable=False),
 )
+
+# Signed webhooks (walletcore.domain.webhooks, docs/events.md): one endpoint per api client,
+# with what the operator set (URL, sealed secrets, paused, disabled) and how far delivery
+# got (the cursor: the position of the last event delivered or given up; the head's
+# attempts and next attempt; the lease of the worker delivering it).
+#: An endpoint the job delivers to (`ix_webhook_endpoints_due`).
+WEBHOOK_ACTIVE = "NOT paused AND disabled_reason IS NULL"
+
+webhook_endpoints = Table(
+    "webhook_endpoints",
+    metadata,
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), primary_key=True),
+    Column("url", Text, nullable=False),
+    # sealed under the master key (`SecretSealer`), never the secret itself
+    Column("secret", LargeBinary, nullable=False),
+    Column("previous_secret", LargeBinary, nullable=True),
+    Column("previous_until", UTCDateTime, nullable=True),
+    Column("paused", Boolean(create_constraint=False), nullable=False),
+    Column("disabled_reason", Text, nullable=True),
+    Column("disabled_at", UTCDateTime, nullable=True),
+    Column("cursor_tx", BigInteger, nullable=True),
+    Column("cursor_seq", BigInteger, nullable=True),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UTCDateTime, nullable=True),
+    Column("lease_owner", String(64), nullable=True),
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    CheckConstraint("(cursor_tx IS NULL) = (cursor_seq IS NULL)", name="cursor"),
+    CheckConstraint("attempts >= 0", name="attempts"),
+    # The delivery job (`webhooks.claim`): the active endpoints, the longest due first.
+    Index(
+        "ix_webhook_endpoints_due",
+        "next_attempt_at",
+        "client_id",
+        postgresql_where=text(WEBHOOK_ACTIVE),
+        sqlite_where=text(WEBHOOK_ACTIVE),
+    ),
+)
+
+WEBHOOK_RESULTS = "('delivered', 'retrying', 'given_up', 'disabled')"
+
+#: The delivery log: one row per attempt at one event (never a secret, never the body).
+webhook_attempts = Table(
+    "webhook_attempts",
+    metadata,
+    Column("attempt_id", BigId, primary_key=True, autoincrement=True),
+    Column("client_id", String(ID), nullable=False),
+    Column("event_id", String(48), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("status", Integer, nullable=True),  # the HTTP status; null: `error` says why
+    Column("error", String(32), nullable=True),
+    Column("duration_ms", Integer, nullable=False),
+    Column("result", String(16), nullable=False),
+    Column("next_attempt_at", UTCDateTime, nullable=True),
+    CheckConstraint(f"result IN {WEBHOOK_RESULTS}", name="result"),
+    # `/webhooks/deliveries` and `walletcore webhooks deliveries`: newest first, of a client
+    # or of one of its events
+    Index("ix_webhook_attempts_client", "client_id", "at", "attempt_id"),
+    Index("ix_webhook_attempts_event", "client_id", "event_id", "at", "attempt_id"),
+    # the prune job: the oldest first
+    Index("ix_webhook_attempts_at", "at", "attempt_id"),
+)

@@ -16,6 +16,7 @@ from sqlalchemy import Table
 
 from walletcore.ports.prices import PriceRecords
 from walletcore.ports.storage import AuditStore, ClientStore, SendStore, UnitOfWork, WalletStore
+from walletcore.ports.webhooks import WebhookStore
 from walletcore_sql import rows
 from walletcore_sql.database import Database
 from walletcore_sql.stores.audit import SqlAudit
@@ -25,6 +26,7 @@ from walletcore_sql.stores.sends import SqlSends
 from walletcore_sql.stores.statements import Upsert, combined, insert_all, upsert
 from walletcore_sql.stores.trades import SqlTrades
 from walletcore_sql.stores.wallets import SqlWallets
+from walletcore_sql.stores.webhooks import SqlWebhooks
 
 
 class SqlUnit(UnitOfWork):
@@ -57,6 +59,7 @@ class SqlUnit(UnitOfWork):
         self.trades: SqlTrades = SqlTrades(self)
         self.sends: SendStore = SqlSends(self)
         self.audit: AuditStore = SqlAudit(self)
+        self.webhooks: WebhookStore = SqlWebhooks(self)
         self.prices: PriceRecords = SqlPrices(self)
 
     def writer(self) -> Any:

@@ -36,8 +36,10 @@ TABLES = {
     "audit_log",
     "nonce_floors",
     "price_records",
+    "webhook_endpoints",
+    "webhook_attempts",
 }
-HEAD = "0007"
+HEAD = "0009"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]
