@@ -374,3 +374,19 @@ async def test_creation_runs_argon2id_once_and_the_record_opens(
     assert len(runs) == 1
     monkeypatch.setattr(sealing, "_argon2id", real)
     assert await keystore.derive_addresses(created.sealed, PASSWORD, ALL) == created.addresses
+
+
+def test_the_keystore_seals_the_services_secrets_under_the_master_key() -> None:
+    """`SecretSealer`: webhook secrets at rest, sealed under the master key; a record a
+    deployment kept unsealed (first byte 0) still opens."""
+    from walletcore.ports import SecretSealer
+    from walletcore_chains.keystore import SealedKeyStore
+
+    master = bytes(range(32))
+    store = SealedKeyStore(master)
+    assert isinstance(store, SecretSealer)
+    sealed = store.seal_secret(b"k" * 32)
+    assert b"k" * 32 not in sealed
+    assert store.open_secret(sealed) == b"k" * 32
+    assert SealedKeyStore(master).open_secret(sealed) == b"k" * 32  # another process
+    assert store.open_secret(b"\x00" + b"p" * 32) == b"p" * 32

@@ -150,3 +150,42 @@ PINNED_RECORD = (
     "6313920d3e18c741425542bcdff89540e42ea6c3e6eab7dee45d7b0ef4f7fe1f0c9a9b0be8b7064c8775"
     "9c421a01"
 )
+
+
+# -- short secrets of the service under the master key (scheme 3) --------------------------
+def test_a_secret_sealed_under_the_master_key_round_trips_and_is_not_in_the_record() -> None:
+    master, secret = secrets.token_bytes(32), secrets.token_bytes(32)
+    record = sealing.seal_secret(secret, master)
+    assert secret not in record
+    version, scheme, opslimit, mem_kib = struct.unpack(">BBII", record[:10])
+    assert (version, scheme, opslimit, mem_kib) == (1, sealing.SCHEME_SECRET, 0, 0)
+    assert sealing.open_secret(record, master) == secret
+    assert sealing.seal_secret(secret, master) != record  # a salt and nonce each time
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda r: r[:30], "too short"),
+        (lambda r: bytes([2]) + r[1:], "not a secret sealed"),
+        (lambda r: r[:1] + bytes([sealing.SCHEME_OPERATOR]) + r[2:], "not a secret sealed"),
+        (lambda r: r[:20] + bytes([r[20] ^ 1]) + r[21:], "does not open"),  # the salt
+        (lambda r: r[:-1] + bytes([r[-1] ^ 1]), "does not open"),  # the box
+    ],
+)
+def test_a_damaged_sealed_secret_does_not_open(damage: object, message: str) -> None:
+    master = secrets.token_bytes(32)
+    record = sealing.seal_secret(b"s" * 32, master)
+    with pytest.raises(SealedRecordError, match=message):
+        sealing.open_secret(damage(record), master)  # type: ignore[operator]
+
+
+def test_a_sealed_secret_opens_under_its_master_key_only() -> None:
+    record = sealing.seal_secret(b"s" * 32, secrets.token_bytes(32))
+    with pytest.raises(SealedRecordError, match="configured master key") as refused:
+        sealing.open_secret(record, secrets.token_bytes(32))
+    assert "s" * 8 not in str(refused.value)
+    with pytest.raises(ValueError):
+        sealing.seal_secret(b"", secrets.token_bytes(32))
+    with pytest.raises(ValueError):
+        sealing.seal_secret(b"x" * 1025, secrets.token_bytes(32))
