@@ -62,6 +62,8 @@ async def _command(args: argparse.Namespace, container: Container) -> Any:
         return await _nonces(args, container)
     if args.command == "sends":
         return await _sends(args, container)
+    if args.command == "webhooks":
+        return await _webhooks(args, container)
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover
 
 
@@ -306,6 +308,50 @@ async def _sends(args: argparse.Namespace, container: Container) -> Any:
         )
     finally:
         await _close_gateways(container.gateways())
+
+
+async def _webhooks(args: argparse.Namespace, container: Container) -> Any:
+    """`walletcore webhooks set|rotate|pause|resume|show|deliveries|replay`
+    (docs/events.md, "Webhooks")."""
+    from walletcore.services.webhooks import describe
+
+    webhooks = container.webhooks()
+    client_id = args.client.strip().lower()
+    now = container.clock().now
+    if args.action in ("set", "rotate"):
+        if args.action == "set":
+            setup = await webhooks.set_url(client_id, args.url)
+        else:
+            setup = await webhooks.rotate(client_id)
+        shown: dict[str, Any] = {"endpoint": describe(setup.endpoint, now())}
+        if setup.secret is not None:
+            print(
+                "Hand the secret to the integrator now: it is shown once, and kept sealed.",
+                file=sys.stderr,
+            )
+            shown["secret"] = setup.secret.text
+        return shown
+    if args.action in ("pause", "resume"):
+        change = webhooks.pause if args.action == "pause" else webhooks.resume
+        return describe(await change(client_id), now())
+    if args.action == "show":
+        return describe(await webhooks.show(client_id), now())
+    if args.action == "replay":
+        return describe(await webhooks.replay(client_id, args.from_event), now())
+    found = await webhooks.deliveries(client_id, event_id=args.event, limit=args.limit)
+    return [
+        {
+            "eventId": a.event_id,
+            "attempt": a.attempt,
+            "at": format_datetime(a.at),
+            "status": a.status,
+            "error": None if a.error is None else a.error.value,
+            "result": a.result.value,
+            "seconds": a.seconds,
+            "nextAttemptAt": format_optional_datetime(a.next_attempt_at),
+        }
+        for a in found
+    ]
 
 
 async def _close_gateways(gateways: Any) -> None:

@@ -188,6 +188,40 @@ def parser() -> argparse.ArgumentParser:
         help="the package's target fee rate in sat/vB (default: the node's estimate)",
     )
 
+    webhooks = _actions(
+        commands,
+        "webhooks",
+        "signed webhooks of an api client: its URL, secret, deliveries (docs/events.md)",
+    )
+    for action, text in (
+        ("set", "set the client's webhook URL (a new endpoint's secret is shown once)"),
+        ("rotate", "a new secret, shown once; the old one signs too for the overlap"),
+        ("pause", "hold the deliveries (events wait, none is lost)"),
+        ("resume", "deliver again from where it stopped; enables an endpoint a 410 disabled"),
+        ("show", "the endpoint: URL, state, cursor, next attempt (never the secret)"),
+        ("deliveries", "the delivery log, newest first"),
+        ("replay", "deliver again from an event on (it included)"),
+    ):
+        sub = webhooks.add_parser(action, help=text, description=text)
+        sub.add_argument("--client", required=True, metavar="ID", help="the api client's id")
+        if action == "set":
+            sub.add_argument(
+                "--url",
+                required=True,
+                help="https://... (plain http and private addresses on the sandbox only)",
+            )
+        elif action == "deliveries":
+            sub.add_argument("--event", default=None, metavar="EVENT_ID", help="one event's")
+            sub.add_argument("--limit", type=int, default=100, help="at most this many (100)")
+        elif action == "replay":
+            sub.add_argument(
+                "--from",
+                dest="from_event",
+                required=True,
+                metavar="EVENT_ID",
+                help="the first event to deliver again (evt_...)",
+            )
+
     db = _actions(commands, "db", "database schema (the SQL storage)")
     db.add_parser("upgrade", help="apply the migrations shipped with this version")
     db.add_parser("current", help="print the schema revision of the database")

@@ -25,6 +25,7 @@ from walletcore.services.sends import SendService
 from walletcore.services.trading import TradingService
 from walletcore.services.wallet_reads import WalletReads
 from walletcore.services.wallets import WalletService
+from walletcore.services.webhooks import Webhooks
 from walletcore_litestar.metrics import PrometheusObserver
 from walletcore_litestar.operations import OperationsSettings
 from walletcore_litestar.schemas import ClientConfig, FiatPrices, TradeView, price_map
@@ -140,6 +141,10 @@ class Services:
     @cached_property
     def events(self) -> EventFeed:
         return self.container.event_feed()
+
+    @cached_property
+    def webhooks(self) -> Webhooks:
+        return self.container.webhooks()
 
     @cached_property
     def catalog(self) -> Catalog:

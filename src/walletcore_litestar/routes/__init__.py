@@ -19,6 +19,7 @@ from walletcore_litestar.routes.wallet_ops import (
     USER_ROUTES,
 )
 from walletcore_litestar.routes.wallets import addresses, create, extend
+from walletcore_litestar.routes.webhooks import WEBHOOK_ROUTES
 from walletcore_litestar.security import require_platform_caller, require_token
 
 __all__ = ["IDEMPOTENT_PATHS", "NO_BODY_PATHS", "USER_SCOPED_PATHS", "build_routes"]
@@ -62,6 +63,7 @@ def build_routes() -> list[ControllerRouterHandler]:
             addresses,
             *USER_ROUTES,
             *EVENT_ROUTES,
+            *WEBHOOK_ROUTES,
             Router(
                 path="/platform",
                 before_request=require_platform_caller,  # replaces require_token here

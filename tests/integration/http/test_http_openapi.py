@@ -42,6 +42,7 @@ PATHS = {
     "/platform/txid",
     "/platform/fee",
     "/platform/send",
+    "/webhooks/deliveries",
 }
 
 
