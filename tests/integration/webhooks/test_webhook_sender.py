@@ -210,3 +210,18 @@ def test_the_entry_point_factory_builds_the_sender() -> None:
     assert isinstance(built, HttpxSender) and built.allow_private
     assert "whsec" not in repr(built)
     asyncio.run(built.aclose())
+
+
+def test_the_distribution_declares_the_sender_and_its_extra() -> None:
+    """`walletcore.webhook_senders: httpx` names this factory; `walletcore[webhooks]` (in
+    `all`) installs what it imports."""
+    import importlib
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())["project"]
+    target = project["entry-points"]["walletcore.webhook_senders"]["httpx"]
+    module, _, name = target.partition(":")
+    assert getattr(importlib.import_module(module), name) is build
+    extras = project["optional-dependencies"]
+    assert {d.split(">")[0] for d in extras["webhooks"]} == {"standardwebhooks", "httpx"}
+    assert "webhooks" in extras["all"][0]
