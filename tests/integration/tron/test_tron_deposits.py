@@ -12,6 +12,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -476,3 +477,68 @@ async def test_tronweb_reads_the_blocks_and_transfers_as_the_scanner_does(
             if t["to"] == recipient.address
         ]
         assert [c.position for c in found] == ["trx", "trc20:0"]
+
+
+async def test_the_deposit_watch_sees_then_confirms_them_19_blocks_deep(tmp_path: Path) -> None:
+    """The core's deposit watch (walletcore.services.deposits) on this gateway: a user's TRX
+    and USDT deposits `seen` at their block, `confirmed` once 19 blocks deep."""
+    from dependency_injector import providers
+
+    from walletcore import Settings, create_container
+    from walletcore.domain.assets import CONTRACT_CHAINS, Chain
+    from walletcore.domain.clients import User
+    from walletcore.domain.deposits import DepositStatus
+    from walletcore.domain.ids import new_id
+    from walletcore.domain.wallet import WalletOwner, WalletRecord
+    from walletcore.testing.chains import FollowedFakeGateway
+    from walletcore.testing.storage import InMemoryStorage
+
+    async with chain() as (node, gateway):
+        gateways: dict[Chain, Any] = {c: FollowedFakeGateway(c) for c in CONTRACT_CHAINS}
+        gateways[Chain.TRON] = gateway
+        storage = InMemoryStorage()
+        container = create_container(Settings(home=tmp_path, repo="memory"), storage=storage)
+        container.gateways.override(providers.Object(gateways))
+        client = (await container.auth().create_client("Acme Pay")).client
+        user, wallet = new_id(), Wallet()
+        now = datetime.now(UTC)
+        async with storage.write() as unit:
+            await unit.wallets.add_user(
+                User(user_id=user, client_id=client.client_id, created_at=now),
+                WalletRecord(
+                    client_id=client.client_id,
+                    owner=WalletOwner.USER,
+                    user_id=user,
+                    sealed=b"",
+                    addresses={Chain.TRON: wallet.address},
+                    created_at=now,
+                ),
+            )
+        watch = container.deposit_watch()
+        assert (await watch.scan(Chain.TRON)).error is None  # places the cursor
+        sender = funded(node)
+        node.fund_token(sender.address, USDT.id, 10 * SUN)
+        trx = await send(gateway, sender, wallet.address, TRX, 3 * SUN)
+        usdt = await send(gateway, sender, wallet.address, USDT, 4 * SUN)
+        report = await watch.scan(Chain.TRON)
+        assert (report.error, report.found, report.confirmed) == (None, 2, 0)
+
+        async def stored() -> list[tuple[str, str, int, DepositStatus, BlockRef | None]]:
+            async with storage.read() as unit:
+                page = await unit.deposits.page(client.client_id, None, limit=10)
+            return sorted((d.tx_hash, d.position, d.amount_units, d.status, d.block) for d in page)
+
+        blocks = {t: ref(node, node.landed[t].block) for t in (trx, usdt)}
+        assert await stored() == sorted(
+            [
+                (trx, "trx", 3 * SUN, DepositStatus.SEEN, blocks[trx]),
+                (usdt, "trc20:0", 4 * SUN, DepositStatus.SEEN, blocks[usdt]),
+            ]
+        )
+        for _ in range(17):  # the USDT block is 18 deep: not yet
+            node.advance(3)
+        report = await watch.scan(Chain.TRON)
+        assert (report.error, report.confirmed) == (None, 1)  # the TRX block is 19 deep
+        node.advance(3)
+        assert (await watch.scan(Chain.TRON)).confirmed == 1
+        assert {d[3] for d in await stored()} == {DepositStatus.CONFIRMED}
