@@ -40,9 +40,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def storages(
-    request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
-) -> AsyncIterator[list[Storage]]:
+async def storages(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[list[Storage]]:
     """Two storages on one database (two processes' worth; in memory, one storage twice)."""
     if request.param == "memory":
         memory = InMemoryStorage()
@@ -50,7 +48,7 @@ async def storages(
         return
     if request.param == "sqlite":
         path = tmp_path / "walletcore.db"
-        shutil.copyfile(sqlite_template, path)
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         url, schema = sqlite_url(path), None
     else:
         url = request.getfixturevalue("pg_url")

@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -22,10 +20,7 @@ from walletcore.clock import ManualClock
 from walletcore.domain.clients import ApiClient
 from walletcore.domain.errors import ApiClientNotFound, InvalidRequest
 from walletcore.domain.events import (
-    Event,
     EventNote,
-    EventPage,
-    EventPosition,
     EventType,
     parse_cursor,
 )
@@ -38,7 +33,6 @@ from walletcore.domain.webhooks import (
     WebhookSecret,
     position_before,
 )
-from walletcore.ports import UnitOfWork
 from walletcore.services.audit import Auditor
 from walletcore.services.context import Caller
 from walletcore.services.webhooks import PlainSecrets, Webhooks, describe
@@ -49,73 +43,12 @@ URL = "https://hooks.example.com/walletcore?token=integrator-token"
 SCHEDULE = RetrySchedule.of_seconds([0, 5, 300])
 
 
-class _Feed:
-    """An event feed on a list, for an in-memory storage whose units have none yet (the
-    storage's own is used as soon as it has one)."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    async def after(
-        self,
-        client_id: str,
-        position: EventPosition | None,
-        *,
-        limit: int,
-        user_id: str | None = None,
-    ) -> EventPage:
-        found = [
-            e
-            for e in self.events
-            if e.client_id == client_id
-            and (position is None or e.position > position)
-            and (user_id is None or e.user_id == user_id)
-        ]
-        return EventPage(found[:limit], more=len(found) > limit)
-
-    async def publish(
-        self, client_id: str, user_id: str | None, note: EventNote, at: datetime
-    ) -> None:
-        position = EventPosition(0, len(self.events) + 1)
-        self.events.append(Event(position, client_id, user_id, str(note.type), at, note.data))
-
-    async def has(self, client_id: str, position: EventPosition) -> bool:
-        return any(e.position == position and e.client_id == client_id for e in self.events)
-
-    async def oldest(self, client_id: str) -> EventPosition | None:
-        return min((e.position for e in self.events if e.client_id == client_id), default=None)
-
-    async def prune(self, before: datetime, limit: int) -> int:
-        return 0
-
-
-class FeedStorage(InMemoryStorage):
-    def __init__(self) -> None:
-        super().__init__()
-        self._feed = _Feed()
-
-    def _with_feed(self, unit: UnitOfWork) -> UnitOfWork:
-        if not hasattr(unit, "events"):
-            unit.events = self._feed  # type: ignore[assignment]
-        return unit
-
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[UnitOfWork]:
-        async with super().write() as unit:
-            yield self._with_feed(unit)
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[UnitOfWork]:
-        async with super().read() as unit:
-            yield self._with_feed(unit)
-
-
 class Hooks:
     """One api client, its events, the service and the fake sender."""
 
     def __init__(self, clock: ManualClock, **options: Any) -> None:
         self.clock = clock
-        self.storage = FeedStorage()
+        self.storage = InMemoryStorage()
         self.sender = RecordingSender()
         self.sealer = SealedKeyStore(os.urandom(32))
         self.client_id = new_id()
