@@ -571,6 +571,7 @@ class _Events(EventStore):
         self._unit.pending_events = [
             e for e in self._unit.pending_events if e.position not in self._unit.pruned
         ]
+        return len(gone)
 
 
 class _Webhooks(WebhookStore):
