@@ -36,9 +36,10 @@ _OUT_OF_RANGE = -8  # RPC_INVALID_PARAMETER: `getblockhash` above the tip
 #: Mempool transactions decoded in one JSON-RPC batch, and at most in one `mempool` call.
 MEMPOOL_BATCH = 500
 MEMPOOL_DECODES = 10_000
-#: Mempool transactions kept decoded (about 400 bytes each with two outputs: some 40 MB at
-#: the bound; docs/bitcoin.md, "Deposits").
-MEMPOOL_REMEMBERED = 100_000
+#: Mempool transactions kept decoded (about 520 bytes each with two outputs: some 26 MB at
+#: the bound; docs/bitcoin.md, "Deposits"). The node lists its mempool best-paying first:
+#: past the bound, the cheapest wait, found when mined.
+MEMPOOL_REMEMBERED = 50_000
 #: Blocks searched in one batch by `locate`, and the most it walks back to a fork point.
 _SEARCH_BATCH = 50
 _FORK_WALK = 100
@@ -190,7 +191,7 @@ def _transaction(txid: str, hex_tx: Any) -> TxOutputs:
         raise BackendError("the node answered a transaction that does not parse") from None
     if tx.txid != txid:
         raise BackendError("the node answered another transaction than the one asked for")
-    return tx
+    return TxOutputs(txid, tx.outputs)  # one string for the key and the value
 
 
 __all__ = ["MEMPOOL_BATCH", "MEMPOOL_DECODES", "MEMPOOL_REMEMBERED", "CoreBlocks"]
