@@ -2,8 +2,9 @@
 backends: payments to every address form seen in the mempool (Core) then in their block
 with their output and exact satoshis, several outputs of one transaction, thousands of
 watched addresses in a few requests, a range equal to its blocks one by one, reorgs that
-put a transaction back in the mempool, mine it again or replace it by a double spend, and
-the node's failures."""
+put a transaction back in the mempool, mine it again or replace it by a double spend, the
+node's failures; and the core's deposit watch over the gateway, from `seen` to
+`confirmed`, and to `reversed`."""
 
 from __future__ import annotations
 
@@ -16,9 +17,14 @@ import httpx
 import pytest
 from btc_support import BTC, Wallet, make_gateway
 
-from walletcore.domain.deposits import BlockRef, Incoming
+from walletcore.clock import ManualClock
+from walletcore.domain.assets import Chain
+from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, Incoming
 from walletcore.domain.errors import DomainError
-from walletcore.ports import MEMPOOL, DepositScanner
+from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.ports import MEMPOOL, ChainGateway, DepositScanner
+from walletcore.services.deposits import DepositWatch
+from walletcore.testing import CONTRACT_CATALOG, InMemoryStorage
 from walletcore_chains import bclib
 from walletcore_chains.bitcoin.gateway import SCAN_SPAN, BitcoinGateway
 from walletcore_chains.bitcoin.rawblocks import parse_block, parse_transaction
@@ -82,6 +88,24 @@ def address_forms(node: Bitcoind) -> dict[str, str]:
     key = node.call("getaddressinfo", node.call("getnewaddress", wallet="miner"), wallet="miner")
     forms["p2wsh"] = node.call("createmultisig", 1, [key["pubkey"]], "bech32")["address"]
     return forms
+
+
+def double_spend(node: Bitcoind, txid: str) -> str:
+    """The coins `txid` spends, to the miner at a higher fee, mined in a block of their
+    own (whatever the mempool holds); the new block's hash."""
+    spent = node.call("getrawtransaction", txid, 1)["vin"]
+    value = sum(
+        Decimal(str(node.call("getrawtransaction", v["txid"], 1)["vout"][v["vout"]]["value"]))
+        for v in spent
+    )
+    conflict = node.call(
+        "createrawtransaction",
+        [{"txid": v["txid"], "vout": v["vout"]} for v in spent],
+        {node.miner: str(value - Decimal("0.001"))},
+    )
+    signed = node.call("signrawtransactionwithwallet", conflict, wallet="miner")
+    assert signed["complete"]
+    return str(node.call("generateblock", node.miner, [signed["hex"]])["hash"])
 
 
 async def test_the_gateway_scans_at_its_lifecycle_depth(gateway: BitcoinGateway) -> None:
@@ -250,20 +274,7 @@ async def test_a_reorg_puts_it_back_in_the_mempool_then_a_double_spend_is_mined(
         await gateway.scan(mined.height, mined.height, [address])
     assert above.value.status == 503  # no block there: never an empty answer
 
-    # the same coins to another address, at a higher fee, mined in a block of its own
-    spent = node.call("getrawtransaction", txid, 1)["vin"]
-    value = sum(
-        Decimal(str(node.call("getrawtransaction", v["txid"], 1)["vout"][v["vout"]]["value"]))
-        for v in spent
-    )
-    conflict = node.call(
-        "createrawtransaction",
-        [{"txid": v["txid"], "vout": v["vout"]} for v in spent],
-        {node.miner: str(value - Decimal("0.001"))},
-    )
-    signed = node.call("signrawtransactionwithwallet", conflict, wallet="miner")
-    assert signed["complete"]
-    new_hash = node.call("generateblock", node.miner, [signed["hex"]])["hash"]
+    new_hash = double_spend(node, txid)
     assert txid not in node.call("getrawmempool")
 
     assert await gateway.locate(txid, mined) is None
@@ -367,3 +378,78 @@ def test_raw_blocks_parse_as_the_node_decodes_them(node: Bitcoind) -> None:
     for broken in (raw[:-1], raw + b"\x00", raw[:67] + bytes([raw[67] ^ 1]) + raw[68:]):
         with pytest.raises(ValueError):
             parse_block(broken)
+
+
+# -- the deposit watch of the core over this gateway ---------------------------------------
+
+
+async def _watching(gateway: BitcoinGateway) -> tuple[DepositWatch, InMemoryStorage, str]:
+    """The core's deposit watch over the gateway, one user wallet's address watched."""
+    storage, clock = InMemoryStorage(), ManualClock()
+    address = Wallet().address
+    async with storage.write() as unit:
+        wallet = WalletRecord(
+            "client-1", WalletOwner.USER, "user-1", b"", {BTC.chain: address}, clock.now()
+        )
+        assert await unit.wallets.add(wallet)
+    gateways: dict[Chain, ChainGateway] = {BTC.chain: gateway}
+    watch = DepositWatch(storage=storage, clock=clock, gateways=gateways, catalog=CONTRACT_CATALOG)
+    assert watch.chains == (BTC.chain,)
+    first = await watch.scan(BTC.chain)  # places the cursor
+    assert first.error is None
+    return watch, storage, address
+
+
+async def _stored(storage: InMemoryStorage) -> list[Deposit]:
+    async with storage.read() as unit:
+        return await unit.deposits.page("client-1", None, limit=10)
+
+
+async def test_the_watch_sees_a_deposit_then_confirms_it_at_depth(
+    gateway: BitcoinGateway, node: Bitcoind
+) -> None:
+    watch, storage, address = await _watching(gateway)
+    txid = node.fund(address, "0.4")
+    report = await watch.scan(BTC.chain)
+    if gateway.backend.name == "core":
+        [seen] = await _stored(storage)
+        assert (seen.status, seen.block, seen.tx_hash) == (DepositStatus.SEEN, None, txid)
+    else:
+        assert report.found == 0 and await _stored(storage) == []  # Esplora: once mined
+    node.mine(1)
+    mined = tip(node)
+    report = await watch.scan(BTC.chain)
+    assert report.error is None
+    [deposit] = await _stored(storage)
+    assert (deposit.status, deposit.block, deposit.amount_units) == (
+        DepositStatus.SEEN,
+        mined,
+        40_000_000,
+    )
+    node.mine(1)  # two deep: the gateway's depth
+    report = await watch.scan(BTC.chain)
+    assert report.confirmed == 1
+    [done] = await _stored(storage)
+    assert (done.status, done.block, done.address) == (DepositStatus.CONFIRMED, mined, address)
+    assert done.position == f"out:{vout_of(node, txid, address)}"
+
+
+async def test_the_watch_reverses_a_deposit_a_reorg_and_a_double_spend_took_away(
+    gateway: BitcoinGateway, node: Bitcoind
+) -> None:
+    node.mine(1)  # the coins it spends are all mined before the reorg
+    watch, storage, address = await _watching(gateway)
+    txid = node.fund(address, "0.6")
+    node.mine(1)
+    mined = tip(node)
+    await watch.scan(BTC.chain)
+    [seen] = await _stored(storage)
+    assert (seen.status, seen.block) == (DepositStatus.SEEN, mined)
+
+    node.call("invalidateblock", mined.hash)
+    double_spend(node, txid)
+    report = await watch.scan(BTC.chain)
+    assert report.error is None and report.rewound  # the cursor's block left the chain
+    assert report.reversed == 1
+    [gone] = await _stored(storage)
+    assert (gone.status, gone.block, gone.tx_hash) == (DepositStatus.REVERSED, None, txid)
