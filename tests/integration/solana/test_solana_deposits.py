@@ -4,7 +4,8 @@ LiteSVM in process and through the JSON-RPC engine over HTTP to the loopback nod
 their exact amounts (a transfer that creates the recipient's token account included),
 nothing for an unwatched address, a failed transaction or the payer's own debit; 2,000
 watched addresses in one scan; a range equals its slots scanned one by one; skipped
-slots; commitment; `locate`; a node that fails or changes its fork during a scan."""
+slots; commitment; `locate`; a node that fails or changes its fork during a scan; the
+core's deposit watch on the gateway."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ import json
 import secrets
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from dependency_injector import providers
 from sol_support import RpcSolanaGateway, build, new_wallet, send
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
@@ -29,12 +33,18 @@ from spl.token.instructions import (
 )
 from spl.token.models import InitializeAccountParams, MintToParams
 
-from walletcore.domain.assets import Asset, Chain
-from walletcore.domain.deposits import BlockRef, Incoming
+from walletcore import Settings, create_container
+from walletcore.domain.assets import CONTRACT_CHAINS, Asset, Chain
+from walletcore.domain.clients import User
+from walletcore.domain.deposits import BlockRef, DepositStatus, Incoming
 from walletcore.domain.errors import NodeUnavailable
+from walletcore.domain.ids import new_id
+from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports import MEMPOOL, DepositScanner, SignedTransfer
 from walletcore.testing import CONTRACT_CATALOG
+from walletcore.testing.chains import FollowedFakeGateway
 from walletcore.testing.http import RpcError
+from walletcore.testing.storage import InMemoryStorage
 from walletcore_chains.addresses import validate_address
 from walletcore_chains.solana.blocks import block_from_json
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
@@ -631,3 +641,72 @@ def test_a_versioned_transaction_credits_an_account_it_loaded_from_a_table() -> 
 def test_a_block_that_does_not_read_is_refused_whole(broken: Any) -> None:
     with pytest.raises(ValueError, match="unreadable block"):
         block_from_json(2, broken)
+
+
+async def test_the_deposit_watch_finds_and_confirms_them_at_the_commitment(
+    chain: Gateway, tmp_path: Path
+) -> None:
+    """The core's deposit watch (walletcore.services.deposits) on this gateway: a user's SOL
+    and USDC deposits are found once their block is finalized, and confirmed at once (the
+    commitment is the depth); the payer's own debit is no deposit."""
+    gateways: dict[Chain, Any] = {c: FollowedFakeGateway(c) for c in CONTRACT_CHAINS}
+    gateways[SOLANA] = chain
+    storage = InMemoryStorage()
+    container = create_container(Settings(home=tmp_path, repo="memory"), storage=storage)
+    container.gateways.override(providers.Object(gateways))
+    client = (await container.auth().create_client("Acme Pay")).client
+    user, wallet, payer = new_id(), new_wallet(), new_wallet()
+    now = datetime.now(UTC)
+    async with storage.write() as unit:
+        await unit.wallets.add_user(
+            User(user_id=user, client_id=client.client_id, created_at=now),
+            WalletRecord(
+                client_id=client.client_id,
+                owner=WalletOwner.USER,
+                user_id=user,
+                sealed=b"",
+                addresses={SOLANA: wallet.address},
+                created_at=now,
+            ),
+        )
+    watch = container.deposit_watch()
+    assert (await watch.scan(SOLANA)).error is None  # places the cursor
+    await chain.fund(payer.address, SOL, 10**10)
+    await chain.fund(payer.address, USDC, 10**8)
+    runtime(chain).finality_slots = 2
+    sol = await send(chain, SOL, payer, wallet.address, 250_000_000)
+    usdc = await send(chain, USDC, payer, wallet.address, 12_500_000)  # creates its account
+    report = await watch.scan(SOLANA)
+    # the SOL block is finalized: found and confirmed; the USDC one is not yet
+    assert (report.error, report.found, report.confirmed) == (None, 1, 1)
+    assert report.events == ["deposit.seen", "deposit.confirmed"]
+
+    skip_slots(chain, 2)
+    await send(chain, SOL, payer, wallet.address, 1)  # a block: the USDC one is finalized
+    report = await watch.scan(SOLANA)
+    assert (report.error, report.found, report.confirmed) == (None, 1, 1)
+    async with storage.read() as unit:
+        page = await unit.deposits.page(client.client_id, None, limit=10)
+    assert sorted(
+        (d.tx_hash, d.position, d.asset_id, d.amount_units, d.sender) for d in page
+    ) == sorted(
+        [
+            (
+                sol,
+                f"sol:{index_of(chain, sol, wallet.address)}",
+                SOL.id,
+                250_000_000,
+                payer.address,
+            ),
+            (
+                usdc,
+                f"spl:{index_of(chain, usdc, ata(wallet.address, USDC, chain))}",
+                USDC.id,
+                12_500_000,
+                payer.address,
+            ),
+        ]
+    )
+    assert {(d.status, d.user_id) for d in page} == {(DepositStatus.CONFIRMED, user)}
+    for deposit in page:
+        assert deposit.block == await chain.block(slot_of(chain, deposit.tx_hash))
