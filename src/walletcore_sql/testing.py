@@ -32,6 +32,10 @@ TEST_DATABASE_URL_ENV = "WALLETCORE_TEST_DATABASE_URL"
 DEFAULT_TEST_DATABASE_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 #: Every table the migrations create, children first.
 TABLES = (
+    "events",
+    "scan_cursors",
+    "deposits",
+    "watched_addresses",
     "price_records",
     "nonce_floors",
     "audit_log",
