@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from enum import Enum
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -10,7 +11,8 @@ from typing import Any, TypeVar
 from walletcore.domain.assets import Chain, FeePayer, Fiat
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, AuthFailures, User
-from walletcore.domain.events import EventPosition
+from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCursor, Watched
+from walletcore.domain.events import Event, EventNote, EventPosition
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState
 from walletcore.domain.trade import (
     TERMINAL_STATUSES,
@@ -380,6 +382,149 @@ def audit_from(row: Row) -> AuditEntry:
         user_id=row["user_id"],
         target=row["target"],
         detail=row["detail"],
+    )
+
+
+# the event feed ---------------------------------------------------------------------------
+#: The columns an event's insert writes, in `event_row`'s order (`seq` and `tx` are the
+#: database's: the row's number and the writing transaction).
+EVENT_COLUMNS = ("client_id", "user_id", "type", "at", "data")
+
+
+def event_row(
+    client_id: str, user_id: str | None, note: EventNote, at: datetime
+) -> tuple[Any, ...]:
+    """The values of `EVENT_COLUMNS` for `note`, published at `at`, in that order."""
+    return (client_id, user_id, note.type._value_, at, dict(note.data))
+
+
+def event_values(
+    client_id: str, user_id: str | None, note: EventNote, at: datetime
+) -> dict[str, Any]:
+    return dict(zip(EVENT_COLUMNS, event_row(client_id, user_id, note, at), strict=True))
+
+
+def entry_event_values(entry: AuditEntry) -> dict[str, Any] | None:
+    """The event row an audit entry carries (its client, user and time), or None."""
+    note = entry.event
+    if note is None:
+        return None
+    if entry.client_id is None:  # `storable` refuses it first; never a NULL client here
+        raise TypeError("an audit entry's event needs its client")
+    return event_values(entry.client_id, entry.user_id, note, entry.at)
+
+
+#: `entry_event_row` of an entry without an event: the binds the statements that write an
+#: entry's event in the same statement (`TRADE_SWAP_AUDITED`) skip the insert on.
+NO_EVENT = (None, None)
+
+
+def entry_event_row(entry: AuditEntry) -> tuple[Any, ...]:
+    """The event's own values an audited statement binds after the entry's (`e_type`,
+    `e_data`: the client, user and time are the entry's): `NO_EVENT` when it carries none."""
+    note = entry.event
+    if note is None:
+        return NO_EVENT
+    if entry.client_id is None:  # as `storable` refuses it: never a NULL client sent
+        raise TypeError("an audit entry's event needs its client")
+    return (note.type._value_, dict(note.data))
+
+
+def event_from(row: Row) -> Event:
+    return Event(
+        position=EventPosition(int(row["tx"]), int(row["seq"])),
+        client_id=row["client_id"],
+        user_id=row["user_id"],
+        type=row["type"],
+        at=row["at"],
+        data=row["data"],
+    )
+
+
+# deposits ---------------------------------------------------------------------------------
+def watched_values(wallet: WalletRecord) -> list[dict[str, Any]]:
+    """One `watched_addresses` row per address of `wallet`."""
+    owner = wallet.owner.value
+    return [
+        {
+            "chain": Chain(chain).value,
+            "address": address,
+            "client_id": wallet.client_id,
+            "owner": owner,
+            "user_id": wallet.user_id,
+        }
+        for chain, address in wallet.addresses.items()
+    ]
+
+
+def watched_from(row: Row) -> Watched:
+    return Watched(row["client_id"], WalletOwner(row["owner"]), row["user_id"])
+
+
+def deposit_move_values(deposit: Deposit) -> dict[str, Any]:
+    """What a move of a deposit writes (`DepositStore.move`): its status, block and times."""
+    block = deposit.block
+    return {
+        "status": deposit.status.value,
+        "block_height": None if block is None else block.height,
+        "block_hash": None if block is None else block.hash,
+        "seen_at": deposit.seen_at,
+        "confirmed_at": deposit.confirmed_at,
+        "reversed_at": deposit.reversed_at,
+    }
+
+
+def deposit_values(deposit: Deposit) -> dict[str, Any]:
+    return {
+        "deposit_id": deposit.deposit_id,
+        "client_id": deposit.client_id,
+        "owner": deposit.owner.value,
+        "user_id": deposit.user_id,
+        "chain": deposit.chain.value,
+        "asset_id": deposit.asset_id,
+        "address": deposit.address,
+        "tx_hash": deposit.tx_hash,
+        "position": deposit.position,
+        "amount": deposit.amount_units,
+        "sender": deposit.sender,
+        **deposit_move_values(deposit),
+    }
+
+
+def deposit_from(row: Row) -> Deposit:
+    height = row["block_height"]
+    return Deposit(
+        deposit_id=row["deposit_id"],
+        client_id=row["client_id"],
+        owner=WalletOwner(row["owner"]),
+        user_id=row["user_id"],
+        chain=Chain(row["chain"]),
+        asset_id=int(row["asset_id"]),
+        address=row["address"],
+        tx_hash=row["tx_hash"],
+        position=row["position"],
+        amount_units=int(row["amount"]),
+        sender=row["sender"],
+        status=DepositStatus(row["status"]),
+        block=None if height is None else BlockRef(int(height), row["block_hash"]),
+        seen_at=row["seen_at"],
+        confirmed_at=row["confirmed_at"],
+        reversed_at=row["reversed_at"],
+    )
+
+
+def cursor_values(cursor: ScanCursor) -> dict[str, Any]:
+    return {
+        "chain": cursor.chain.value,
+        "height": cursor.block.height,
+        "block_hash": cursor.block.hash,
+        "updated_at": cursor.updated_at,
+    }
+
+
+def cursor_from(row: Row) -> ScanCursor:
+    return ScanCursor(
+        Chain(row["chain"]), BlockRef(int(row["height"]), row["block_hash"]), row["updated_at"]
     )
 
 

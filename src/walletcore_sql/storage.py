@@ -107,8 +107,8 @@ class SqlStorage(Storage, Lifecycle):
                     await self.database.submit(functools.partial(insert_all, pending))
 
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
-        """PostgreSQL: the compare-and-set and its entry as one autocommitted statement
-        (atomic on its own; `stores.TRADE_SWAP_AUDITED`), in a batch with others when they
+        """PostgreSQL: the compare-and-set, its entry and the entry's event as one
+        autocommitted statement (atomic on its own; `stores.TRADE_SWAP_AUDITED`), in a batch with others when they
         queue (group commit, `direct.PgGroupCommit`); SQLite: a write unit handed over
         whole (`Database.submit`: its statements cost no round trip, and it joins the
         group open). With the fast paths off, a write unit holding `trades.swap`."""
@@ -133,8 +133,10 @@ class SqlStorage(Storage, Lifecycle):
         (`stores.TRADE_ADD_AUDITED`, what a write unit of the two sends), with no unit of
         stores built around it, in a batch with others when they queue (group commit,
         `direct.PgGroupCommit`); elsewhere that write unit (on SQLite's fast path handed
-        over whole when it ends)."""
-        if self.database.pg_direct:
+        over whole when it ends). An entry that carries an event goes through the write
+        unit everywhere: on PostgreSQL that is still one autocommitted statement (the
+        quote, the entry and the event combined, `SqlUnit.flush`), outside the group."""
+        if self.database.pg_direct and entry.event is None:
             await self.database.run_alone(TRADE_ADD_AUDITED, audited_add_values(trade, entry))
             return
         await super().add_trade(trade, entry)

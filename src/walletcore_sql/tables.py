@@ -20,10 +20,11 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     text,
 )
 
-from walletcore_sql.types import Money, UTCDateTime
+from walletcore_sql.types import Money, Units, UTCDateTime, current_tx
 
 #: Constraint names are fixed, so migrations can name what they alter.
 NAMING = {
@@ -280,6 +281,110 @@ price_records = Table(
     Column("fiat", String(8), primary_key=True),
     Column("price", Money, nullable=False),
     Column("recorded_at", UTCDateTime, nullable=False),
+)
+
+
+# -- deposits and the event feed (docs/events.md; docs/storage.md, "Deposits and the event
+# feed") ----------------------------------------------------------------------------------
+
+#: Every address a wallet was stored with, by chain: what the deposit scan watches
+#: (`DepositStore.watchlist`, one read by the primary key's first column). Written with the
+#: wallet, in its unit (`WalletStore.add`, `add_user`, `update`); an address never changes
+#: owner, and stays when a wallet's record changes.
+watched_addresses = Table(
+    "watched_addresses",
+    metadata,
+    Column("chain", String(24), primary_key=True),
+    Column("address", String(128), primary_key=True),
+    Column("client_id", String(ID), nullable=False),
+    Column("owner", String(16), nullable=False),
+    Column("user_id", String(ID), nullable=True),  # null for a platform wallet
+    CheckConstraint("owner IN ('user', 'platform')", name="owner"),
+)
+
+DEPOSIT_STATUSES = "('seen', 'confirmed', 'reversed')"
+
+deposits = Table(
+    "deposits",
+    metadata,
+    Column("deposit_id", String(ID), primary_key=True),
+    Column("client_id", String(ID), nullable=False),
+    Column("owner", String(16), nullable=False),
+    Column("user_id", String(ID), nullable=True),  # null for a platform wallet
+    Column("chain", String(24), nullable=False),
+    Column("asset_id", Integer, nullable=False),
+    Column("address", String(128), nullable=False),
+    Column("tx_hash", String(128), nullable=False),
+    Column("position", String(255), nullable=False),  # `out:1`, `log:7`, `tx`, ...
+    Column("amount", Units, nullable=False),  # exact base units (may exceed 2^63)
+    Column("sender", Text, nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("block_height", BigInteger, nullable=True),  # both null: in the mempool
+    Column("block_hash", String(128), nullable=True),
+    Column("seen_at", UTCDateTime, nullable=False),
+    Column("confirmed_at", UTCDateTime, nullable=True),
+    Column("reversed_at", UTCDateTime, nullable=True),
+    CheckConstraint(f"status IN {DEPOSIT_STATUSES}", name="status"),
+    CheckConstraint("owner IN ('user', 'platform')", name="owner"),
+    CheckConstraint("(block_height IS NULL) = (block_hash IS NULL)", name="block"),
+    # One deposit per credit: a credit found again (another scan, a racing one) is the same.
+    UniqueConstraint("chain", "tx_hash", "position"),
+    # The settling pass (`deposits.unsettled`): a chain's `seen` ones, oldest first.
+    # Partial: a handful of rows however many deposits there are.
+    Index(
+        "ix_deposits_unsettled",
+        "chain",
+        "seen_at",
+        "tx_hash",
+        "position",
+        postgresql_where=text("status = 'seen'"),
+        sqlite_where=text("status = 'seen'"),
+    ),
+)
+
+# `POST /deposits` (`deposits.page`): a client's deposits newest first, of one user or all.
+Index(
+    "ix_deposits_user_seen",
+    deposits.c.client_id,
+    deposits.c.user_id,
+    deposits.c.seen_at.desc(),
+    deposits.c.deposit_id.desc(),
+)
+Index(
+    "ix_deposits_client_seen",
+    deposits.c.client_id,
+    deposits.c.seen_at.desc(),
+    deposits.c.deposit_id.desc(),
+)
+
+#: How far each chain was scanned: moved by compare-and-set (`DepositStore.advance`).
+scan_cursors = Table(
+    "scan_cursors",
+    metadata,
+    Column("chain", String(24), primary_key=True),
+    Column("height", BigInteger, nullable=False),
+    Column("block_hash", String(128), nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+#: The event feed, written with the change it tells of (the outbox): `seq` numbers the
+#: rows, `tx` is the writing transaction's id (PostgreSQL; 0 on SQLite), and the feed is
+#: read in `(tx, seq)` order below the snapshot's horizon (docs/storage.md, "The event
+#: feed"). AUTOINCREMENT on SQLite: a `seq` is never reused, even once pruned.
+events = Table(
+    "events",
+    metadata,
+    Column("seq", BigId, primary_key=True, autoincrement=True),
+    Column("tx", BigInteger, nullable=False, server_default=current_tx()),
+    Column("client_id", String(ID), nullable=False),
+    Column("user_id", String(ID), nullable=True),  # null: the platform wallet's
+    Column("type", String(32), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("data", JSON, nullable=False),
+    Index("ix_events_client_tx_seq", "client_id", "tx", "seq"),
+    Index("ix_events_client_user_tx_seq", "client_id", "user_id", "tx", "seq"),
+    Index("ix_events_at", "at"),  # the prune job: the oldest first
+    sqlite_autoincrement=True,
 )
 
 # Signed webhooks (walletcore.domain.webhooks, docs/events.md): one endpoint per api client,

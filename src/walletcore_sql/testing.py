@@ -34,6 +34,10 @@ DEFAULT_TEST_DATABASE_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 TABLES = (
     "webhook_attempts",
     "webhook_endpoints",
+    "events",
+    "scan_cursors",
+    "deposits",
+    "watched_addresses",
     "price_records",
     "nonce_floors",
     "audit_log",

@@ -1,4 +1,5 @@
-"""Column types that keep money exact and datetimes UTC on both PostgreSQL and SQLite."""
+"""Column types that keep money and on-chain amounts exact and datetimes UTC on both
+PostgreSQL and SQLite, and the feed's transaction id (`current_tx`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from datetime import UTC, datetime
 from decimal import Decimal, localcontext
 from typing import Any, TypeVar
 
-from sqlalchemy import DateTime, Numeric, String
+from sqlalchemy import BigInteger, DateTime, Numeric, String
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.sql.functions import GenericFunction
+from sqlalchemy.sql.functions import FunctionElement, GenericFunction
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from walletcore.domain.money import KEPT_PLACES, keep_places
@@ -163,3 +164,83 @@ class UTCDateTime(_BoundByRule[datetime]):
         if value.tzinfo is None:  # SQLite's text, written as UTC
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+#: Digits of an amount in base units: any unsigned 256-bit integer (an ERC-20 balance).
+UNITS_PRECISION = 78
+
+
+def _units_exact(value: int | None) -> Decimal | None:
+    """PostgreSQL: the integer as a `Decimal` (NUMERIC(78, 0)), refused unless it is one."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"an amount in base units must be an int, not {type(value).__name__}")
+    return Decimal(value)
+
+
+def _units_text(value: int | None) -> str | None:
+    """SQLite: the integer's decimal text (an INTEGER column holds 64 bits, a REAL would
+    round), read back exactly."""
+    exact = _units_exact(value)
+    return None if exact is None else str(exact)
+
+
+class Units(_BoundByRule[int]):
+    """An exact integer amount in base units, which may exceed 2^63 (wei, token units):
+    NUMERIC(78, 0) on PostgreSQL, its decimal text on SQLite. Reads are `int`."""
+
+    impl = Numeric(UNITS_PRECISION, 0, asdecimal=True)
+    cache_ok = True
+    _rules = (_units_exact, _units_text)
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(UNITS_PRECISION + 1))
+        return dialect.type_descriptor(Numeric(UNITS_PRECISION, 0, asdecimal=True))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, Decimal | str):  # PostgreSQL's NUMERIC, SQLite's text
+            return int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise TypeError(f"an amount column returned a {type(value).__name__}")
+
+
+class current_tx(FunctionElement[int]):
+    """The writing transaction's id, as the event feed orders by it (`events.tx`'s
+    default): PostgreSQL's `pg_current_xact_id()` (an `xid8`: epoch and xid, 64 bits, in
+    a BIGINT as long as the epoch stays under 2^31: never, in practice); 0 on SQLite,
+    whose writes are serial (docs/storage.md, "The event feed")."""
+
+    type = BigInteger()
+    inherit_cache = True
+    name = "current_tx"
+
+
+@compiles(current_tx)
+def _current_tx_default(element: current_tx, compiler: SQLCompiler, **kw: Any) -> str:
+    return "0"
+
+
+@compiles(current_tx, "postgresql")
+def _current_tx_pg(element: current_tx, compiler: SQLCompiler, **kw: Any) -> str:
+    return "(pg_current_xact_id()::text::bigint)"
+
+
+class feed_horizon(FunctionElement[int]):
+    """The lowest transaction id still running when the statement's snapshot was taken
+    (PostgreSQL: `pg_snapshot_xmin(pg_current_snapshot())`): every transaction below it
+    has ended, so no event can still appear below it. The event feed reads only below it
+    (`SqlEvents.after`). Not compiled elsewhere: SQLite's feed needs no horizon."""
+
+    type = BigInteger()
+    inherit_cache = True
+    name = "feed_horizon"
+
+
+@compiles(feed_horizon, "postgresql")
+def _feed_horizon_pg(element: feed_horizon, compiler: SQLCompiler, **kw: Any) -> str:
+    return "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"

@@ -30,6 +30,8 @@
   pre-signed ladder; `sighting` reads getSignatureStatuses, and calls a transfer that the
   node does not know `EXPIRED` only once the finalized block height is past its last
   valid one and the node says its blockhash is no longer valid, else `MISSING`.
+- deposits (`DepositScanner`, `walletcore_chains.solana.scanning`): the blocks at the
+  gateway's commitment, slot by slot, read against every watched address at once.
 - the node is a `SolanaEngine`: the in-process LiteSVM node (devnet) or a JSON-RPC node
   (`walletcore_chains.solana.rpc`). Once the bytes left, a node that stops answering
   makes the outcome unknown (504), never "nothing was sent".
@@ -73,6 +75,7 @@ from walletcore.domain.wallet import TxRow
 from walletcore.ports import (
     AddressValidator,
     ChainGateway,
+    DepositScanner,
     FeeQuote,
     MinimumSends,
     Replacement,
@@ -94,6 +97,7 @@ from walletcore_chains.solana.node import (
     reaches,
 )
 from walletcore_chains.solana.rows import row
+from walletcore_chains.solana.scanning import Scanning
 
 MEMO_PROGRAM_ID = Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr")
 
@@ -137,7 +141,7 @@ def cu_price(fees: Sequence[int], floor: int, cap: int) -> int:
     return min(max(price, floor), cap)
 
 
-class SolanaGateway(ChainGateway, TransferFollower, MinimumSends):
+class SolanaGateway(Scanning, ChainGateway, TransferFollower, MinimumSends, DepositScanner):
     #: an EXPIRED transfer is re-signed (a fresh blockhash and compute-unit price)
     resigns = True
 
@@ -162,6 +166,7 @@ class SolanaGateway(ChainGateway, TransferFollower, MinimumSends):
         self.node = node
         self._validator = validator
         self._mints = dict(mints)
+        self._associated: dict[tuple[str, str], str] = {}
         self._poll = confirm_poll
         self.commitment: Commitment = commitment
         self.cu_price_min = cu_price_min

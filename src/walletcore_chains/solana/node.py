@@ -14,13 +14,25 @@ the node keeps that rule itself, LiteSVM's own check (the latest blockhash only)
 Commitment: a transaction lands at once and is `confirmed`; it is `finalized` once it is
 `finality_slots` slots deep (0 by default: at once; a test sets more to see the
 difference). The finalized block height trails the confirmed one by as much.
+
+Blocks (getSlot, getBlocks, getBlock: the deposit scan's reads): the slot the clock is at
+is the one being produced; every transaction that lands makes the block of its slot and
+moves the clock to the next slot (one transaction per block), so a block is complete
+once it exists. A slot the clock passed without a transaction (a test's warp) was
+skipped, as a cluster skips the slot of a leader that produced nothing. Block 0 (the
+genesis block, empty) exists from the start. A block's blockhash is the one the node
+issued at its slot; each transaction carries its balances before and after it (lamports
+of every account key, and SPL token accounts: mint, owner, amount), read from the
+runtime around its execution as a validator records them. `slot_now(commitment)` is the
+newest block at that commitment (the finalized one trails by `finality_slots`).
 """
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from solders.hash import Hash
@@ -29,6 +41,10 @@ from solders.pubkey import Pubkey
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_status import TransactionErrorFieldless
 from solders.transaction_status import TransactionErrorInstructionError as InstructionError
+from spl.token.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
+
+from walletcore_chains.errors import no_answer
+from walletcore_chains.solana.blocks import Block, BlockTx, TokenBalance
 
 #: blocks a blockhash stays valid for (Solana's MAX_PROCESSING_AGE)
 BLOCKHASH_VALIDITY = 150
@@ -121,6 +137,45 @@ class SolanaEngine(Protocol):
 
     async def signatures(self, account: Pubkey, limit: int) -> list[str]: ...
 
+    # -- blocks (the deposit scan) --------------------------------------------------------
+    async def slot(self, commitment: Commitment) -> int:
+        """getSlot: the newest block's slot at `commitment`."""
+        ...
+
+    async def block_slots(self, first: int, last: int, commitment: Commitment) -> list[int]:
+        """getBlocks: the slots of `first..last` that have a block at `commitment`,
+        ascending (the others were skipped)."""
+        ...
+
+    async def block(
+        self, slot: int, commitment: Commitment, *, transactions: bool = True
+    ) -> Block | None:
+        """getBlock: the block of `slot` (with its transactions and their balances, or
+        without), None when the slot was skipped; `NodeUnavailable` when the node does
+        not have it (above its tip at `commitment`, or beyond its ledger)."""
+        ...
+
+
+#: the programs whose accounts are SPL token accounts
+_TOKEN_PROGRAMS = (TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID)
+#: a token account's size (Token-2022 appends extensions after it, behind a type byte)
+_TOKEN_ACCOUNT = 165
+_ACCOUNT_TYPE_ACCOUNT = 2
+_MULTISIG = 355
+
+
+def _is_token_account(program: Pubkey, data: bytes) -> bool:
+    """An initialized token account (not a mint, a multisig, or an empty account)."""
+    if len(data) < _TOKEN_ACCOUNT or data[108] == 0:  # 108: its state (0: uninitialized)
+        return False
+    if len(data) == _TOKEN_ACCOUNT:
+        return True
+    return (
+        program == TOKEN_2022_PROGRAM_ID
+        and len(data) != _MULTISIG
+        and data[_TOKEN_ACCOUNT] == _ACCOUNT_TYPE_ACCOUNT
+    )
+
 
 class LiteSvmNode:
     def __init__(self) -> None:
@@ -129,9 +184,16 @@ class LiteSvmNode:
         self.svm = LiteSVM().with_blockhash_check(False)
         self._by_signature: dict[str, Executed] = {}
         self._by_account: dict[str, list[str]] = {}
+        #: signature -> the transaction as its block holds it (keys, balances)
+        self._landed: dict[str, BlockTx] = {}
         #: blockhash -> the block height it was issued at
-        self._issued: dict[Hash, int] = {self.svm.latest_blockhash(): self.height_now()}
-        self._latest_at = self.height_now()
+        genesis = self.svm.latest_blockhash()
+        self._issued: dict[Hash, int] = {genesis: 0}
+        self._latest_at = 0
+        #: slot -> its block; `_slots`: the slots that have one, ascending
+        self.blocks: dict[int, Block] = {0: Block(0, str(genesis), 0, str(Hash.default()))}
+        self._slots: list[int] = [0]
+        self.svm.warp_to_slot(1)  # block 0 is complete: the clock is at the next slot
         #: slots a landed transaction waits before it is `finalized` (0: at once)
         self.finality_slots = 0
         #: slot -> the prioritization fee (micro-lamports per compute unit) paid in it by
@@ -273,6 +335,10 @@ class LiteSvmNode:
         failed, _, _ = self.simulate(tx)
         if failed is not None and (preflight or not isinstance(failed, InstructionError)):
             raise SendError(str(failed))
+        slot = self.height_now()
+        blockhash, _ = self.latest_blockhash_now()  # its block's own blockhash
+        keys = tuple(tx.message.account_keys)
+        pre = self._balances(keys)
         # the transaction's metadata, or a failure carrying it as `meta` beside its `err`
         result: Any = self.svm.send_transaction(tx)
         error = _value(getattr(result, "err", None))
@@ -281,7 +347,7 @@ class LiteSvmNode:
         meta = _value(result.meta) if error is not None else result
         fee = int(_value(meta.fee))
         units = int(_value(meta.compute_units_consumed))
-        slot = self.height_now()
+        post = self._balances(keys)
         err = None if error is None else str(error)
         executed = Executed(signature, tx, slot, int(time.time()), fee, err, compute_units=units)
         self._by_signature[signature] = executed
@@ -289,8 +355,51 @@ class LiteSvmNode:
             self.errors[signature] = error
         for key in tx.message.account_keys:
             self._by_account.setdefault(str(key), []).append(signature)
+        landed = BlockTx(
+            signature, tuple(str(k) for k in keys), err, pre[0], post[0], pre[1], post[1], fee
+        )
+        self._landed[signature] = landed
+        self._land(slot, blockhash, executed.block_time, landed)
         self.svm.warp_to_slot(slot + 1)  # one transaction per block
         return signature
+
+    def _balances(self, keys: Sequence[Pubkey]) -> tuple[tuple[int, ...], tuple[TokenBalance, ...]]:
+        """The lamports of each account, and the token accounts among them, now."""
+        lamports, tokens = [], []
+        for index, key in enumerate(keys):
+            account = self.svm.get_account(key)
+            lamports.append(0 if account is None else int(account.lamports))
+            if account is None or account.owner not in _TOKEN_PROGRAMS:
+                continue
+            data = bytes(account.data)
+            if not _is_token_account(account.owner, data):
+                continue  # a mint, a multisig, or an uninitialized account
+            mint = Pubkey.from_bytes(data[:32])
+            mint_account = self.svm.get_account(mint)
+            decimals = bytes(mint_account.data)[44] if mint_account is not None else 0
+            tokens.append(
+                TokenBalance(
+                    account_index=index,
+                    mint=str(mint),
+                    owner=str(Pubkey.from_bytes(data[32:64])),
+                    amount=int.from_bytes(data[64:72], "little"),
+                    decimals=decimals,
+                    program_id=str(account.owner),
+                )
+            )
+        return tuple(lamports), tuple(tokens)
+
+    def _land(self, slot: int, blockhash: Hash, block_time: int, landed: BlockTx) -> None:
+        """Put `landed` in the block of `slot` (made now, on the newest block below it)."""
+        block = self.blocks.get(slot)
+        if block is not None:
+            self.blocks[slot] = replace(block, transactions=(*block.transactions, landed))
+            return
+        parent = self.blocks[self._slots[bisect.bisect_left(self._slots, slot) - 1]]
+        self.blocks[slot] = Block(
+            slot, str(blockhash), parent.slot, parent.blockhash, block_time, (landed,)
+        )
+        bisect.insort(self._slots, slot)
 
     def confirmation_now(self, executed: Executed) -> Commitment:
         """`finalized` once `finality_slots` deep, else `confirmed`."""
@@ -318,12 +427,48 @@ class LiteSvmNode:
         """`executed`, from a thread without an event loop (the test RPC node)."""
         return self._by_signature.get(signature)
 
+    def landed_now(self, signature: str) -> BlockTx | None:
+        """The transaction as its block holds it (its keys and balances)."""
+        return self._landed.get(signature)
+
     def signatures_now(self, account: Pubkey, limit: int) -> list[str]:
         return list(reversed(self._by_account.get(str(account), [])))[:limit]
 
     async def signatures(self, account: Pubkey, limit: int) -> list[str]:
         """Signatures of the executed transactions naming `account`, newest first."""
         return self.signatures_now(account, limit)
+
+    # -- blocks (the deposit scan) --------------------------------------------------------
+    def slot_now(self, commitment: Commitment = "confirmed") -> int:
+        """The newest block at `commitment` (the clock's slot is still being produced)."""
+        top = min(self.height_now() - 1, self.height_now(commitment))
+        return self._slots[max(0, bisect.bisect_right(self._slots, top) - 1)]
+
+    def block_slots_now(self, first: int, last: int, commitment: Commitment) -> list[int]:
+        """The slots of `first..last` with a block, up to the newest at `commitment`."""
+        last = min(last, self.slot_now(commitment))
+        lo, hi = bisect.bisect_left(self._slots, first), bisect.bisect_right(self._slots, last)
+        return self._slots[lo:hi] if first <= last else []
+
+    def block_now(self, slot: int) -> Block | None:
+        """The block of `slot`, None when there is none (skipped, or not yet made)."""
+        return self.blocks.get(slot)
+
+    async def slot(self, commitment: Commitment) -> int:
+        return self.slot_now(commitment)
+
+    async def block_slots(self, first: int, last: int, commitment: Commitment) -> list[int]:
+        return self.block_slots_now(first, last, commitment)
+
+    async def block(
+        self, slot: int, commitment: Commitment, *, transactions: bool = True
+    ) -> Block | None:
+        if slot > self.slot_now(commitment):
+            raise no_answer()  # not produced yet at that commitment
+        block = self.block_now(slot)
+        if block is None or transactions:
+            return block
+        return replace(block, transactions=())
 
 
 def _value(attribute: Any) -> Any:

@@ -11,6 +11,11 @@
   statuses, with their commitment level, for the gateway's commitment rule.
 - lookup and history: getTransaction (base64, the fee and error from its meta);
   getSignaturesForAddress bounded by the page, then getTransaction for each.
+- blocks (the deposit scan): getSlot and getBlocks at the gateway's commitment; getBlock
+  (`transactionDetails` accounts -- each transaction's keys and balances, without its
+  instructions and logs -- or none; no rewards; versioned transactions too) read as
+  plain JSON into `walletcore_chains.solana.blocks` (a skipped slot, -32007 / -32009:
+  None; any other error, or an answer that does not read: 503).
 
 Errors: a node that cannot be reached (refused, DNS, connect timeout) -> `NodeUnavailable`
 (503, retry with backoff); a read the node could not answer -> `NodeUnavailable` too; a
@@ -21,6 +26,7 @@ nothing was sent). The client makes no retries of its own.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
@@ -32,14 +38,19 @@ from solana.rpc.models import TxOpts
 from solders.commitment_config import CommitmentLevel
 from solders.hash import Hash
 from solders.pubkey import Pubkey
-from solders.rpc.config import RpcContextConfig
-from solders.rpc.requests import IsBlockhashValid
-from solders.rpc.responses import IsBlockhashValidResp
+from solders.rpc.config import RpcBlockConfig, RpcContextConfig
+from solders.rpc.requests import GetBlock, GetBlocks, IsBlockhashValid
+from solders.rpc.responses import GetBlocksResp, IsBlockhashValidResp
 from solders.signature import Signature
 from solders.transaction import Transaction, VersionedTransaction
-from solders.transaction_status import TransactionConfirmationStatus
+from solders.transaction_status import (
+    TransactionConfirmationStatus,
+    TransactionDetails,
+    UiTransactionEncoding,
+)
 
 from walletcore.domain.errors import BroadcastTimeout, DomainError
+from walletcore_chains.solana.blocks import Block, block_from_json
 from walletcore_chains.solana.errors import TRANSPORT
 from walletcore_chains.solana.node import Commitment, Executed, SendError, SignatureStatus
 
@@ -59,6 +70,8 @@ _STATUS: tuple[tuple[TransactionConfirmationStatus, Commitment], ...] = (
 )
 #: signatures getSignatureStatuses takes at once
 _STATUSES_PER_CALL = 256
+#: getBlock's errors for a slot without a block: skipped, or skipped in long-term storage
+_SKIPPED = (-32007, -32009)
 
 
 def is_unreachable(exc: BaseException | None) -> bool:
@@ -199,6 +212,41 @@ class RpcNode:
             self.client.get_signatures_for_address(account, limit=limit, commitment=Confirmed)
         )
         return [str(s.signature) for s in resp.value][:limit]
+
+    # -- blocks (the deposit scan) --------------------------------------------------------
+    async def slot(self, commitment: Commitment) -> int:
+        return int((await self._read(self.client.get_slot(_COMMITMENT[commitment]))).value)
+
+    async def block_slots(self, first: int, last: int, commitment: Commitment) -> list[int]:
+        body = GetBlocks(first, last, _LEVEL[commitment])
+        provider = self.client._provider
+        resp = await self._read(provider.make_request(body, GetBlocksResp))
+        return [int(slot) for slot in resp.value]
+
+    async def block(
+        self, slot: int, commitment: Commitment, *, transactions: bool = True
+    ) -> Block | None:
+        config = RpcBlockConfig(
+            encoding=UiTransactionEncoding.Json,
+            transaction_details=(
+                TransactionDetails.Accounts if transactions else TransactionDetails.None_
+            ),
+            rewards=False,
+            commitment=_LEVEL[commitment],
+            max_supported_transaction_version=0,
+        )
+        provider = self.client._provider
+        raw = await self._read(provider.make_request_unparsed(GetBlock(slot, config)))
+        try:
+            answer = json.loads(raw)
+            error = answer.get("error")
+            if error is not None:
+                if error.get("code") in _SKIPPED:
+                    return None
+                raise ValueError("the node could not answer")
+            return block_from_json(slot, answer["result"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise _read_failure(None) from None
 
 
 def _read_failure(exc: BaseException | None) -> DomainError:

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Table, bindparam, insert
 
 from walletcore_sql.database import Database
-from walletcore_sql.tables import audit_log, trades
+from walletcore_sql.tables import audit_log, events, trades
 
 
 def bind(name: str) -> Any:
@@ -24,7 +24,7 @@ def bind(name: str) -> Any:
 
 
 #: The plain INSERT of each table whose inserts a unit may defer.
-INSERTS = {table.name: table.insert() for table in (trades, audit_log)}
+INSERTS = {table.name: table.insert() for table in (trades, audit_log, events)}
 
 #: A dialect's statement (an upsert), built by its builder on first use per dialect.
 Upsert = Callable[[Database], Any]

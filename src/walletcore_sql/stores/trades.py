@@ -3,7 +3,8 @@ a quote with its audit entry as one (PostgreSQL's fast path, group commit includ
 
 `swap` is one `UPDATE ... WHERE trade_id AND status = expected` (rowcount 1 wins; a
 loser's UPDATE matches no row and writes nothing); on PostgreSQL's fast path, with its
-entry, one statement (`TRADE_SWAP_AUDITED`). `lapsed` is one read of the partial index
+entry and the entry's event, one statement (`TRADE_SWAP_AUDITED`: the entry and the event
+are inserted from the UPDATE's returned row, so neither is written unless it matched). `lapsed` is one read of the partial index
 `ix_trades_open_expiry`.
 """
 
@@ -21,7 +22,7 @@ from walletcore.ports.storage import TradeStore
 from walletcore_sql import rows
 from walletcore_sql.direct.plans import Batch, Positional
 from walletcore_sql.stores.statements import bind, build_combined
-from walletcore_sql.tables import audit_log, trades
+from walletcore_sql.tables import audit_log, events, trades
 
 if TYPE_CHECKING:
     from walletcore_sql.stores.unit import SqlUnit
@@ -36,23 +37,45 @@ _TRADE_SWAP = update(trades).where(
 )
 #: The bind of each moved column in `_TRADE_SWAP_AUDITED`.
 _SWAP_SET_NAMES = {name: f"s_{name}" for name in rows.TRADE_MOVE_COLUMNS}
-_TRADE_SWAP_AUDITED = insert(audit_log).from_select(
-    list(rows.AUDIT_COLUMNS),
-    select(
-        *[
-            bindparam(f"a_{name}", type_=audit_log.c[name].type).label(name)
-            for name in rows.AUDIT_COLUMNS
-        ]
-    ).select_from(
-        _TRADE_SWAP.values(
-            {
-                name: bindparam(bind, type_=trades.c[name].type)
-                for name, bind in _SWAP_SET_NAMES.items()
-            }
+#: The entry's binds (`a_<column>`), and the event's own (`e_type`, `e_data`: its client,
+#: user and time are the entry's).
+_ENTRY_BINDS = {
+    name: bindparam(f"a_{name}", type_=audit_log.c[name].type) for name in rows.AUDIT_COLUMNS
+}
+_EVENT_TYPE = bindparam("e_type", type_=events.c.type.type)
+_EVENT_DATA = bindparam("e_data", type_=events.c.data.type)
+_SWAPPED = (
+    _TRADE_SWAP.values(
+        {name: bindparam(bind, type_=trades.c[name].type) for name, bind in _SWAP_SET_NAMES.items()}
+    )
+    .returning(trades.c.trade_id)
+    .cte("swapped")
+)
+#: The entry's event, inserted only when the move matched (a row of `swapped`) and the
+#: entry carries one (`e_type` not null): a data-modifying CTE of the same statement.
+_PUBLISHED = (
+    insert(events)
+    .from_select(
+        list(rows.EVENT_COLUMNS),
+        select(
+            _ENTRY_BINDS["client_id"].label("client_id"),
+            _ENTRY_BINDS["user_id"].label("user_id"),
+            _EVENT_TYPE.label("type"),
+            _ENTRY_BINDS["at"].label("at"),
+            _EVENT_DATA.label("data"),
         )
-        .returning(trades.c.trade_id)
-        .cte("swapped")
-    ),
+        .select_from(_SWAPPED)
+        .where(_EVENT_TYPE.is_not(None)),
+    )
+    .cte("published")
+)
+_TRADE_SWAP_AUDITED = (
+    insert(audit_log)
+    .from_select(
+        list(rows.AUDIT_COLUMNS),
+        select(*[bind.label(name) for name, bind in _ENTRY_BINDS.items()]).select_from(_SWAPPED),
+    )
+    .add_cte(_PUBLISHED)
 )
 
 
@@ -61,6 +84,8 @@ _SWAP_NAMES = (
     "b_trade_id",
     "b_expected",
     *(f"a_{name}" for name in rows.AUDIT_COLUMNS),
+    "e_type",
+    "e_data",
 )
 
 
@@ -72,8 +97,9 @@ def _swapped(found: Sequence[Any]) -> set[Any]:
 
 #: `_TRADE_SWAP_AUDITED` with its binds in the order `audited_swap_values` gives their
 #: values: the columns a move can change (`rows.trade_move_row`, as `s_<column>`), the row
-#: and the status it must still have (`b_trade_id`, `b_expected`) and the entry
-#: (`rows.audit_row`, as `a_<column>`).
+#: and the status it must still have (`b_trade_id`, `b_expected`), the entry
+#: (`rows.audit_row`, as `a_<column>`) and its event (`rows.entry_event_row`: `e_type`,
+#: `e_data`, both null when it carries none).
 TRADE_SWAP_AUDITED = Positional(
     _TRADE_SWAP_AUDITED,
     _SWAP_NAMES,
@@ -93,10 +119,17 @@ TRADE_SWAP_AUDITED = Positional(
 
 def audited_swap_values(expected: TradeStatus, trade: Trade, entry: AuditEntry) -> tuple[Any, ...]:
     """The values of `TRADE_SWAP_AUDITED`: the compare-and-set `expected` -> `trade` with
-    its entry, one PostgreSQL statement; it matched a row when its rowcount is 1.
+    its entry and the entry's event, one PostgreSQL statement; it matched a row when its
+    rowcount is 1 (the entry's insert: the event's CTE does not count).
     `SqlStorage.swap_trade` sends it alone (`Database.run_alone`: autocommitted, no unit
     of stores around it); `SqlTrades.swap` in its unit (`audited_swap`)."""
-    return (*rows.trade_move_row(trade), trade.trade_id, expected._value_, *rows.audit_row(entry))
+    return (
+        *rows.trade_move_row(trade),
+        trade.trade_id,
+        expected._value_,
+        *rows.audit_row(entry),
+        *rows.entry_event_row(entry),
+    )
 
 
 def audited_swap(
@@ -109,7 +142,11 @@ def audited_swap(
 
 
 def audited_add_values(trade: Trade, entry: AuditEntry) -> tuple[Any, ...]:
-    """The values of `TRADE_ADD_AUDITED`: `trade`'s row, then `entry`'s."""
+    """The values of `TRADE_ADD_AUDITED`: `trade`'s row, then `entry`'s. The statement
+    writes no event: an entry that carries one goes through a write unit
+    (`SqlStorage.add_trade`)."""
+    if entry.event is not None:
+        raise ValueError("TRADE_ADD_AUDITED writes no event: use a write unit")
     return (*rows.trade_row(trade), *rows.audit_row(entry))
 
 
@@ -214,8 +251,9 @@ class SqlTrades(TradeStore):
             if swapped and entry is not None:
                 await self._unit.audit.append(entry)
             return bool(swapped)
-        # PostgreSQL's fast path: the compare-and-set and its entry in one statement; the entry's
-        # INSERT selects from the UPDATE's row, so it adds a row only when that matched.
+        # PostgreSQL's fast path: the compare-and-set, its entry and the entry's event in one
+        # statement; their INSERTs select from the UPDATE's row, so they add a row only when
+        # that matched.
         result = await self._unit.run(*audited_swap(expected, trade, entry))
         return bool(result.rowcount == 1)
 

@@ -15,12 +15,22 @@ from typing import Any
 from sqlalchemy import Table
 
 from walletcore.ports.prices import PriceRecords
-from walletcore.ports.storage import AuditStore, ClientStore, SendStore, UnitOfWork, WalletStore
+from walletcore.ports.storage import (
+    AuditStore,
+    ClientStore,
+    DepositStore,
+    EventStore,
+    SendStore,
+    UnitOfWork,
+    WalletStore,
+)
 from walletcore.ports.webhooks import WebhookStore
 from walletcore_sql import rows
 from walletcore_sql.database import Database
 from walletcore_sql.stores.audit import SqlAudit
 from walletcore_sql.stores.clients import SqlClients
+from walletcore_sql.stores.deposits import SqlDeposits
+from walletcore_sql.stores.events import SqlEvents
 from walletcore_sql.stores.prices import SqlPrices
 from walletcore_sql.stores.sends import SqlSends
 from walletcore_sql.stores.statements import Upsert, combined, insert_all, upsert
@@ -32,7 +42,8 @@ from walletcore_sql.stores.webhooks import SqlWebhooks
 class SqlUnit(UnitOfWork):
     """The stores over one connection in one transaction.
 
-    Write units defer the inserts that answer nothing (`trades.add`, `audit.append`):
+    Write units defer the inserts that answer nothing (`trades.add`, `audit.append` and
+    the event its entry carries, `events.publish`):
     they are sent before the next statement of the unit or when it ends (`flush`). On
     PostgreSQL's fast path together, as one statement: a unit that wrote only those (a
     quote and its entry) is then one autocommitted statement, no BEGIN, no COMMIT round
@@ -59,6 +70,8 @@ class SqlUnit(UnitOfWork):
         self.trades: SqlTrades = SqlTrades(self)
         self.sends: SendStore = SqlSends(self)
         self.audit: AuditStore = SqlAudit(self)
+        self.deposits: DepositStore = SqlDeposits(self)
+        self.events: EventStore = SqlEvents(self)
         self.webhooks: WebhookStore = SqlWebhooks(self)
         self.prices: PriceRecords = SqlPrices(self)
 

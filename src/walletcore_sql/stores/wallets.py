@@ -1,4 +1,7 @@
-"""`WalletStore` on SQL: users (each with the X-Request-Id that created it) and wallets."""
+"""`WalletStore` on SQL: users (each with the X-Request-Id that created it) and wallets.
+
+A wallet stored (`add_user`, `add`, `update`) has its addresses added to the deposit watch
+list in the same unit (`stores.deposits.watch`): the scan watches it from that commit."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.storage import WalletStore
 from walletcore_sql import rows
 from walletcore_sql.database import Database
+from walletcore_sql.stores.deposits import watch
 from walletcore_sql.stores.statements import bind
 from walletcore_sql.tables import users, wallets
 
@@ -81,6 +85,7 @@ class SqlWallets(WalletStore):
             if (await self._unit.run(self._unit.upsert(_user_insert), values)).rowcount != 1:
                 return False
         await self._unit.run(_WALLET_INSERT, rows.wallet_values(wallet))
+        await watch(self._unit, wallet)
         return True
 
     async def created_by_request(self, client_id: str, request_id: str) -> str | None:
@@ -95,7 +100,10 @@ class SqlWallets(WalletStore):
     async def add(self, wallet: WalletRecord) -> bool:
         self._unit.writer()
         statement = self._unit.upsert(_wallet_insert)
-        return bool((await self._unit.run(statement, rows.wallet_values(wallet))).rowcount == 1)
+        if (await self._unit.run(statement, rows.wallet_values(wallet))).rowcount != 1:
+            return False
+        await watch(self._unit, wallet)
+        return True
 
     async def get(
         self, client_id: str, owner: WalletOwner, user_id: str | None
@@ -111,3 +119,4 @@ class SqlWallets(WalletStore):
         self._unit.writer()
         statement = self._unit.upsert(_WALLET_UPSERTS[wallet.owner])
         await self._unit.run(statement, rows.wallet_values(wallet))
+        await watch(self._unit, wallet)

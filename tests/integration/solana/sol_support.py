@@ -71,6 +71,7 @@ class RpcSolanaGateway(SolanaGateway):
             RpcNode(rpc_client(url, timeout)), validate_address, devnet._mints, **options
         )
         self.devnet = devnet
+        self.url = url
 
     @property
     def svm(self) -> LiteSVM:

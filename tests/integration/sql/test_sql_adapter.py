@@ -191,7 +191,7 @@ def test_every_sqlite_read_of_a_request_searches_an_index(tmp_path: Path) -> Non
     scan a table that grows with use. The plans of the per-request reads name an index."""
     from walletcore_sql import migrate
     from walletcore_sql.engine import sqlite_inline_engine, sqlite_url
-    from walletcore_sql.stores import clients, sends, trades, wallets
+    from walletcore_sql.stores import clients, deposits, events, sends, trades, wallets
 
     engine = sqlite_inline_engine(sqlite_url(tmp_path / "plans.db"))
     migrate.upgrade_sync(engine)
@@ -208,6 +208,24 @@ def test_every_sqlite_read_of_a_request_searches_an_index(tmp_path: Path) -> Non
     for (side, status), page in trades._TRADE_PAGES.items():
         params = {**ids, "b_limit": 10, "b_side": "sell", "b_status": "open"}
         reads[f"page side={side} status={status}"] = (page, params)
+    # the feed, deposits, and what the deposit job reads each run
+    key = {"b_chain": "ETHEREUM", "b_tx_hash": "0x1", "b_position": "tx"}
+    feed = {**ids, "b_tx": 0, "b_seq": 10, "b_limit": 100}
+    reads.update(
+        {
+            "feed": (events._AFTER[(False, False)], feed),
+            "feed of a user": (events._AFTER[(False, True)], feed),
+            "event kept": (events._HAS, feed),
+            "oldest event": (events._OLDEST, ids),
+            "prune": (events._PRUNE, {"b_before": now, "b_limit": 1000}),
+            "deposits": (deposits._PAGE[False], {**ids, "b_limit": 100}),
+            "deposits of a user": (deposits._PAGE[True], {**ids, "b_limit": 100}),
+            "deposit": (deposits._DEPOSIT_GET, key),
+            "unsettled": (deposits._UNSETTLED, {**key, "b_limit": 200}),
+            "watchlist": (deposits._WATCHLIST, key),
+            "cursor": (deposits._CURSOR, key),
+        }
+    )
     try:
         with engine.connect() as conn:
             raw = conn.connection.dbapi_connection

@@ -15,7 +15,9 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from walletcore.domain.assets import Chain
 from walletcore.domain.clients import AuthFailures, User
+from walletcore.domain.deposits import Watched
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.testing import autocommit
 from walletcore_sql import migrate
@@ -36,6 +38,10 @@ TABLES = {
     "audit_log",
     "nonce_floors",
     "price_records",
+    "watched_addresses",
+    "deposits",
+    "scan_cursors",
+    "events",
     "webhook_endpoints",
     "webhook_attempts",
 }
@@ -244,6 +250,72 @@ async def test_a_0006_database_keeps_its_clients_and_counts_their_failed_auth(
         assert await db.clients.add_auth_failures("c1", AuthFailures(1, at, at))
         counted = await db.clients.get("c1")
         assert counted is not None and counted.auth_failures == AuthFailures(1, at, at)
+    finally:
+        await storage.aclose()
+
+
+async def test_a_0007_database_watches_the_addresses_of_its_wallets(database: Db) -> None:
+    """0008 back-fills the watch list from every wallet's addresses (an address two wallets
+    name stays the oldest wallet's), and the new tables start empty and in use."""
+    await migrate.upgrade_async(database.url, schema=database.schema, revision="0007")
+    wallet = (
+        "INSERT INTO wallets (client_id, owner, user_id, sealed, addresses, created_at) "
+        "VALUES ('c1', :owner, :user, :sealed, :addresses, CURRENT_TIMESTAMP)"
+    )
+    await _sync(
+        database,
+        lambda c: [
+            c.execute(
+                text(
+                    "INSERT INTO api_clients (client_id, name, key_hash, enabled_assets, "
+                    "fee_payer, asset_fee_payers, disabled, key_generation) "
+                    "VALUES ('c1', 'n', 'h', '[]', 'USER', '{}', false, 1)"
+                )
+            ),
+            c.execute(
+                text(
+                    "INSERT INTO users (client_id, user_id, created_at) "
+                    "VALUES ('c1', 'u1', CURRENT_TIMESTAMP), ('c1', 'u2', CURRENT_TIMESTAMP)"
+                )
+            ),
+            c.execute(
+                text(wallet),
+                {
+                    "owner": "user",
+                    "user": "u1",
+                    "sealed": b"s",
+                    "addresses": '{"ETHEREUM": "0xa1", "BITCOIN": "bc1qa1"}',
+                },
+            ),
+            c.execute(
+                text(wallet),
+                {"owner": "platform", "user": None, "sealed": b"s", "addresses": '{"TRON": "Tp"}'},
+            ),
+            c.execute(
+                text(wallet),
+                {
+                    "owner": "user",
+                    "user": "u2",
+                    "sealed": b"s",
+                    "addresses": '{"ETHEREUM": "0xa1", "SOLANA": "So2"}',
+                },
+            ),
+        ],
+    )
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == HEAD
+    storage = SqlStorage(database.url, migrate=False, schema=database.schema)
+    try:
+        db = autocommit(storage)
+        u1, u2 = (Watched("c1", WalletOwner.USER, u) for u in ("u1", "u2"))
+        assert await db.deposits.watchlist(Chain.ETHEREUM) == {"0xa1": u1}
+        assert await db.deposits.watchlist(Chain.BITCOIN) == {"bc1qa1": u1}
+        assert await db.deposits.watchlist(Chain.SOLANA) == {"So2": u2}
+        assert await db.deposits.watchlist(Chain.TRON) == {
+            "Tp": Watched("c1", WalletOwner.PLATFORM, None)
+        }
+        assert await db.deposits.cursor(Chain.ETHEREUM) is None
+        assert await db.deposits.page("c1", None, limit=10) == []
+        assert await db.events.oldest("c1") is None
     finally:
         await storage.aclose()
 

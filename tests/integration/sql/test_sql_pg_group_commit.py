@@ -25,6 +25,7 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.errors import StorageError, StorageUnavailable
+from walletcore.domain.events import EventNote, EventType
 from walletcore.domain.ids import new_id
 from walletcore.domain.trade import Figures, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
@@ -63,8 +64,19 @@ def _quote(client_id: str, user_id: str, trade_id: str | None = None) -> Trade:
     return quote if trade_id is None else dataclasses.replace(quote, trade_id=trade_id)
 
 
-def _entry(action: str, trade: Trade) -> AuditEntry:
-    return AuditEntry(T0, trade.client_id, action, new_id(), "ok", trade.user_id, trade.trade_id)
+def _entry(action: str, trade: Trade, *, event: bool = False) -> AuditEntry:
+    """The entry of `action` on `trade`; with `event`, carrying a feed event that names it."""
+    note = EventNote(EventType.TRADE_APPROVED, {"tradeId": trade.trade_id, "action": action})
+    return AuditEntry(
+        T0,
+        trade.client_id,
+        action,
+        new_id(),
+        "ok",
+        trade.user_id,
+        trade.trade_id,
+        event=note if event else None,
+    )
 
 
 def _executing(trade: Trade) -> Trade:
@@ -135,6 +147,14 @@ async def _stored(storage: SqlStorage, trade: Trade) -> Trade | None:
 async def _entries_for(storage: SqlStorage, trade_id: str) -> list[str]:
     async with storage.read() as unit:
         return [e.action for e in await unit.audit.newest(limit=500) if e.target == trade_id]
+
+
+async def _events_for(storage: SqlStorage, trade_id: str) -> list[str]:
+    """The actions named by the events stored for `trade_id`, by row (a plain SELECT: the
+    feed's horizon plays no part in what is stored)."""
+    async with storage.database.transaction(write=False) as conn:
+        found = await conn.execute(text("SELECT data FROM events ORDER BY seq"))
+        return [d["action"] for (d,) in found if d["tradeId"] == trade_id]
 
 
 async def _answers(*calls: Awaitable[Any]) -> list[Any]:
@@ -307,8 +327,9 @@ async def test_moves_in_one_batch_each_decide_against_the_row_as_it_was(
     storage: SqlStorage,
 ) -> None:
     """A batch of compare-and-sets: each that still finds its expected status moves its
-    trade with its entry; one that does not writes nothing and answers False; two moves
-    of one trade never share a batch, so exactly one of them wins."""
+    trade with its entry and the entry's event; one that does not writes nothing (no
+    entry, no event) and answers False; two moves of one trade never share a batch, so
+    exactly one of them wins."""
     client_id = await _client(storage)
     uid = await _user(storage, client_id)
     held, won, lost, raced = (_quote(client_id, uid) for _ in range(4))
@@ -321,19 +342,25 @@ async def test_moves_in_one_batch_each_decide_against_the_row_as_it_was(
         busy = [
             asyncio.create_task(
                 storage.swap_trade(
-                    TradeStatus.OPEN, _executing(held), _entry("trade.approve", held)
+                    TradeStatus.OPEN, _executing(held), _entry("trade.approve", held, event=True)
                 )
             )
             for _ in range(direct.GROUP_LANES)
         ]
         await _waiting_on_locks(storage, blocker, direct.GROUP_LANES)
         moves = [
-            storage.swap_trade(TradeStatus.OPEN, _executing(won), _entry("trade.approve", won)),
-            storage.swap_trade(  # expects a status the trade does not have
-                TradeStatus.EXECUTING, _completed(lost), _entry("trade.settle", lost)
+            storage.swap_trade(
+                TradeStatus.OPEN, _executing(won), _entry("trade.approve", won, event=True)
             ),
-            storage.swap_trade(TradeStatus.OPEN, _executing(raced), _entry("trade.approve", raced)),
-            storage.swap_trade(TradeStatus.OPEN, _executing(raced), _entry("trade.approve", raced)),
+            storage.swap_trade(  # expects a status the trade does not have
+                TradeStatus.EXECUTING, _completed(lost), _entry("trade.settle", lost, event=True)
+            ),
+            storage.swap_trade(
+                TradeStatus.OPEN, _executing(raced), _entry("trade.approve", raced, event=True)
+            ),
+            storage.swap_trade(
+                TradeStatus.OPEN, _executing(raced), _entry("trade.approve", raced, event=True)
+            ),
         ]
         queued = [asyncio.create_task(move) for move in moves]  # type: ignore[arg-type]
         await _queued(group, len(queued))
@@ -348,13 +375,19 @@ async def test_moves_in_one_batch_each_decide_against_the_row_as_it_was(
     assert await _entries_for(storage, won.trade_id) == ["trade.approve", "trade.sell"]
     assert await _entries_for(storage, lost.trade_id) == ["trade.sell"]
     assert await _entries_for(storage, raced.trade_id) == ["trade.approve", "trade.sell"]
+    # the event of each move that won, and of none that lost
+    assert await _events_for(storage, held.trade_id) == ["trade.approve"]
+    assert await _events_for(storage, won.trade_id) == ["trade.approve"]
+    assert await _events_for(storage, lost.trade_id) == []
+    assert await _events_for(storage, raced.trade_id) == ["trade.approve"]
 
 
 async def test_a_busy_process_stores_every_quote_and_move_exactly_once(
     storage: SqlStorage,
 ) -> None:
     """Many quote + approve + settle in flight at once (what the write path bench does):
-    every trade ends completed, with exactly its three entries, whatever went in batches."""
+    every trade ends completed, with exactly its three entries and the two events its
+    moves carry, whatever went in batches."""
     client_id = await _client(storage)
     users = [await _user(storage, client_id) for _ in range(8)]
 
@@ -362,12 +395,13 @@ async def test_a_busy_process_stores_every_quote_and_move_exactly_once(
         quote = _quote(client_id, users[n % len(users)])
         await storage.add_trade(quote, _entry("trade.sell", quote))
         executing = _executing(quote)
-        assert await storage.swap_trade(TradeStatus.OPEN, executing, _entry("trade.approve", quote))
+        approve = _entry("trade.approve", quote, event=True)
+        assert await storage.swap_trade(TradeStatus.OPEN, executing, approve)
         assert await storage.swap_trade(
-            TradeStatus.EXECUTING, _completed(quote), _entry("trade.settle", quote)
+            TradeStatus.EXECUTING, _completed(quote), _entry("trade.settle", quote, event=True)
         )
         assert not await storage.swap_trade(  # a replay of the approval: nothing moves
-            TradeStatus.OPEN, executing, _entry("trade.approve", quote)
+            TradeStatus.OPEN, executing, _entry("trade.approve", quote, event=True)
         )
         assert await _stored(storage, quote) == _completed(quote)
 
@@ -386,9 +420,18 @@ async def test_a_busy_process_stores_every_quote_and_move_exactly_once(
                 text("SELECT action, count(*) FROM audit_log GROUP BY action ORDER BY action")
             )
         ).all()
+        published = (
+            await conn.execute(
+                text(
+                    "SELECT count(*), count(DISTINCT data->>'tradeId'),"
+                    " count(*) FILTER (WHERE data->>'action' = 'trade.settle') FROM events"
+                )
+            )
+        ).one()
     assert tuple(counts) == (120, 120)
     assert [tuple(e) for e in entries] == [
         ("trade.approve", 120),
         ("trade.sell", 120),
         ("trade.settle", 120),
     ]
+    assert tuple(published) == (240, 120, 120)

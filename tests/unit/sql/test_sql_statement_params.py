@@ -1,6 +1,6 @@
 """The parameters of the write path's PostgreSQL statements, built in one step each
-(`walletcore_sql.stores`): the audited compare-and-set (`audited_swap`,
-`TRADE_SWAP_AUDITED`), the quote with its entry as one statement (`TRADE_ADD_AUDITED`,
+(`walletcore_sql.stores`): the audited compare-and-set with the entry's event
+(`audited_swap`, `TRADE_SWAP_AUDITED`), the quote with its entry as one statement (`TRADE_ADD_AUDITED`,
 and `statements.combined` in a unit). Each must bind exactly what its statement names, with
 the values the stores' own row dicts hold: a name missing would be filled in as NULL, not refused.
 A statement sent positionally (`direct.Positional`) sends each value to its own bind."""
@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 
 from walletcore.domain.audit import AuditEntry
+from walletcore.domain.events import EventNote, EventType
 from walletcore.domain.trade import TradeStatus
 from walletcore_sql import direct, rows, stores
 from walletcore_sql.direct import plans
 from walletcore_sql.direct.plans import plan_of
 from walletcore_sql.stores import statements
 from walletcore_sql.stores import trades as trade_store
-from walletcore_sql.tables import audit_log, trades
+from walletcore_sql.tables import audit_log, events, trades
 
 from .test_trade_rows import row
 
@@ -32,7 +33,10 @@ NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 DIALECT = asyncpg_dialect()
 
 
-def entry(detail: str | None = "open -> executing") -> AuditEntry:
+NOTE = EventNote(EventType.TRADE_APPROVED, {"tradeId": "a" * 24, "price": "60120"})
+
+
+def entry(detail: str | None = "open -> executing", event: EventNote | None = None) -> AuditEntry:
     return AuditEntry(
         at=NOW,
         client_id="c" * 24,
@@ -42,6 +46,7 @@ def entry(detail: str | None = "open -> executing") -> AuditEntry:
         user_id="u" * 24,
         target="a" * 24,
         detail=detail,
+        event=event,
     )
 
 
@@ -57,20 +62,42 @@ def renamed(values: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("status", [s.value for s in TradeStatus])
 @pytest.mark.parametrize("detail", ["open -> executing", None])
-def test_the_audited_swap_binds_the_move_the_row_and_the_entry(
-    status: str, detail: str | None
+@pytest.mark.parametrize("event", [NOTE, None], ids=["event", "no-event"])
+def test_the_audited_swap_binds_the_move_the_row_the_entry_and_its_event(
+    status: str, detail: str | None, event: EventNote | None
 ) -> None:
     trade = rows.trade_from(row(status=status, failure_reason="no" if status == "failed" else None))
-    statement, params = stores.audited_swap(TradeStatus.OPEN, trade, entry(detail))
-    # the same values as the move's and the entry's own row dicts, renamed
+    note = entry(detail, event)
+    statement, params = stores.audited_swap(TradeStatus.OPEN, trade, note)
+    # the same values as the move's, the entry's and the event's own row dicts, renamed
+    published = rows.entry_event_values(note)
     assert params == {
         **renamed(rows.trade_move_values(trade), "s_"),
         "b_trade_id": trade.trade_id,
         "b_expected": "open",
-        **renamed(rows.audit_values(entry(detail)), "a_"),
+        **renamed(rows.audit_values(note), "a_"),
+        "e_type": None if published is None else published["type"],
+        "e_data": None if published is None else published["data"],
     }
+    if published is not None:  # the event's client, user and time are the entry's
+        assert {k: published[k] for k in ("client_id", "user_id", "at")} == {
+            k: params[f"a_{k}"] for k in ("client_id", "user_id", "at")
+        }
+        assert (params["e_type"], params["e_data"]) == ("trade.approved", dict(NOTE.data))
     assert statement is trade_store._TRADE_SWAP_AUDITED
     assert set(params) == bind_names(statement, params)
+
+
+def test_the_audited_swap_inserts_the_event_only_from_a_matched_row_that_carries_one() -> None:
+    """The event's INSERT is a CTE that selects from the UPDATE's returned row, and only
+    when `e_type` is bound (an entry without an event binds it null)."""
+    plan = stores.TRADE_SWAP_AUDITED.plan(DIALECT)[0]
+    published = plan.sql[plan.sql.index("published AS") : plan.sql.index(" INSERT INTO audit_log")]
+    assert "INSERT INTO events (client_id, user_id, type, at, data)" in published
+    assert "FROM swapped" in published and "IS NOT NULL" in published
+    assert rows.entry_event_row(entry()) == rows.NO_EVENT == (None, None)
+    with pytest.raises(TypeError, match="client"):
+        rows.entry_event_row(AuditEntry(NOW, None, "x", "r", "ok", event=NOTE))
 
 
 def test_the_audited_swap_binds_every_column_a_move_changes() -> None:
@@ -183,8 +210,8 @@ def sent_by_bind(statement: direct.Positional, values: tuple[Any, ...]) -> dict[
 @pytest.mark.parametrize("status", [s.value for s in TradeStatus])
 def test_the_positional_swap_sends_what_the_unit_s_swap_binds(status: str) -> None:
     trade = rows.trade_from(row(status=status, failure_reason="no" if status == "failed" else None))
-    values = stores.audited_swap_values(TradeStatus.OPEN, trade, entry())
-    _, params = stores.audited_swap(TradeStatus.OPEN, trade, entry())
+    values = stores.audited_swap_values(TradeStatus.OPEN, trade, entry(event=NOTE))
+    _, params = stores.audited_swap(TradeStatus.OPEN, trade, entry(event=NOTE))
     plan = plan_of(trade_store._TRADE_SWAP_AUDITED, DIALECT, params)
     assert plan is not None
     assert stores.TRADE_SWAP_AUDITED.plan(DIALECT)[0].sql == plan.sql
@@ -201,6 +228,23 @@ def test_the_quote_alone_sends_the_trade_s_row_and_the_entry() -> None:
     }
     assert set(rows.TRADE_COLUMNS) == {c.name for c in trades.columns}
     assert set(rows.AUDIT_COLUMNS) == {c.name for c in audit_log.columns} - {"entry_id"}
+    assert set(rows.EVENT_COLUMNS) == {c.name for c in events.columns} - {"seq", "tx"}
+
+
+def test_a_quote_whose_entry_carries_an_event_is_not_sent_by_the_quote_alone() -> None:
+    """`TRADE_ADD_AUDITED` writes no event: such a quote goes through a write unit
+    (`SqlStorage.add_trade`), whose combined statement writes the event too."""
+    trade = rows.trade_from(row(status="open"))
+    with pytest.raises(ValueError, match="no event"):
+        stores.audited_add_values(trade, entry(event=NOTE))
+    quote, note = rows.trade_values(trade), rows.audit_values(entry())
+    published = rows.entry_event_values(entry(event=NOTE))
+    assert published is not None
+    statement, params = statements.combined(
+        [(trades, quote), (audit_log, note), (events, published)]
+    )
+    assert params == {**renamed(quote, "p0_"), **renamed(note, "p1_"), **renamed(published, "p2_")}
+    assert set(params) == bind_names(statement, params)
 
 
 def test_a_positional_statement_refuses_what_it_cannot_send() -> None:
@@ -211,8 +255,8 @@ def test_a_positional_statement_refuses_what_it_cannot_send() -> None:
     )
     with pytest.raises(RuntimeError, match="no value"):
         missing.plan(DIALECT)
-    assert stores.TRADE_SWAP_AUDITED.parameters(range(21)) == dict(
-        zip(stores.TRADE_SWAP_AUDITED.names, range(21), strict=True)
+    assert stores.TRADE_SWAP_AUDITED.parameters(range(23)) == dict(
+        zip(stores.TRADE_SWAP_AUDITED.names, range(23), strict=True)
     )
     with pytest.raises(ValueError):
         stores.TRADE_SWAP_AUDITED.parameters((1, 2))
@@ -235,14 +279,16 @@ def test_a_batched_swap_sends_what_the_swap_alone_sends_and_returns_its_trade() 
     batch = stores.TRADE_SWAP_AUDITED.batch
     assert batch is not None and batch.statement.names == stores.TRADE_SWAP_AUDITED.names
     trade = rows.trade_from(row(status="executing"))
-    values = stores.audited_swap_values(TradeStatus.OPEN, trade, entry())
+    values = stores.audited_swap_values(TradeStatus.OPEN, trade, entry(event=NOTE))
     assert sent_by_bind(batch.statement, values) == sent_by_bind(stores.TRADE_SWAP_AUDITED, values)
     alone = stores.TRADE_SWAP_AUDITED.plan(DIALECT)[0]
     batched = batch.statement.plan(DIALECT)[0]
     numbered = re.compile(r"\$\d+")  # the same binds, numbered in another order
     head, returning = batched.sql.rsplit(" RETURNING ", 1)
     assert numbered.sub("$", head) == numbered.sub("$", alone.sql)
-    assert returning == "$1::VARCHAR AS trade_id" and batched.binds[0][0] == "b_trade_id"
+    # the RETURNING sends back the trade id bound, `b_trade_id`'s own number
+    number = [name for name, _ in batched.binds].index("b_trade_id") + 1
+    assert returning == f"${number}::VARCHAR AS trade_id"
     assert values[batch.key] == trade.trade_id
     assert batch.matched is not None and batch.matched([(trade.trade_id,)]) == {trade.trade_id}
 

@@ -16,7 +16,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.dialects.postgresql import asyncpg
 from sqlalchemy.types import TypeDecorator
 
-from walletcore_sql.types import Money, UTCDateTime
+from walletcore_sql.types import Money, Units, UTCDateTime
 
 DIALECTS = (asyncpg.dialect(), sqlite.dialect())
 DECIMALS = st.decimals(allow_nan=False, allow_infinity=False, places=None).filter(
@@ -153,3 +153,28 @@ def test_postgresql_cuts_toward_zero_and_keeps_an_aware_instant() -> None:
     assert instant(at) == at and instant(at).tzinfo is UTC
     utc_at = datetime(2026, 11, 28, tzinfo=UTC)
     assert instant(utc_at) is utc_at
+
+
+# -- exact amounts in base units (`Units`: deposits) ----------------------------------------
+@given(st.integers(min_value=0, max_value=2**256 - 1))
+@example(2**63)
+@example(2**256 - 1)
+def test_units_keep_any_256_bit_amount_exactly(value: int) -> None:
+    """NUMERIC(78, 0) on PostgreSQL (bound as the exact Decimal), the decimal text on
+    SQLite; read back as the same int on both (a float would round past 2^53)."""
+    pg, lite = DIALECTS
+    sent_pg = Units().dialect_impl(pg).bind_processor(pg)(value)
+    sent_lite = Units().dialect_impl(lite).bind_processor(lite)(value)
+    assert sent_pg == Decimal(value) and isinstance(sent_pg, Decimal)
+    assert sent_lite == str(value)
+    assert Units().process_result_value(sent_pg, pg) == value
+    assert Units().process_result_value(sent_lite, lite) == value
+
+
+@pytest.mark.parametrize("bad", [1.0, True, Decimal("1.5"), "12"])
+def test_units_refuse_anything_but_an_int(bad: Any) -> None:
+    for dialect in DIALECTS:
+        with pytest.raises(TypeError):
+            Units().process_bind_param(bad, dialect)
+    with pytest.raises(TypeError):
+        Units().process_result_value(1.0, DIALECTS[1])

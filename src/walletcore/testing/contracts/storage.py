@@ -40,6 +40,7 @@ from walletcore.domain.trade import Figures, Fill, FixedLeg, Quote, Side, Trade,
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.storage import Storage
 from walletcore.testing.contracts.auth_failures import AuthFailureStorageContract
+from walletcore.testing.contracts.deposits import DepositEventStorageContract
 from walletcore.testing.contracts.jobs import JobStorageContract
 from walletcore.testing.contracts.webhooks import WebhookStorageContract
 from walletcore.testing.storage import autocommit
@@ -100,7 +101,12 @@ def entry(action: str, request_id: str = "req-a", **changes: Any) -> AuditEntry:
     return dataclasses.replace(AuditEntry(T0, None, action, request_id, "ok"), **changes)
 
 
-class StorageContract(JobStorageContract, AuthFailureStorageContract, WebhookStorageContract):
+class StorageContract(
+    JobStorageContract,
+    AuthFailureStorageContract,
+    DepositEventStorageContract,
+    WebhookStorageContract,
+):
     """The contract; a subclass brings the `storage` fixture: an empty, ready Storage."""
 
     pytestmark = pytest.mark.asyncio
