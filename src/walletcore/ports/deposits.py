@@ -6,7 +6,7 @@ range for every watched address of the chain at once, never one request per addr
 block. The plugin implements it in its own package; the core keeps the cursor, the
 deposits and their moves (walletcore.domain.deposits).
 
-Rules every scanner keeps (`walletcore.testing.contracts.DepositScannerContract`):
+Rules every scanner keeps (each chain package proves them on its real engine):
 - `scan(first, last, addresses)` reports every credit to one of `addresses` in the blocks
   `first..last` (both included) of the chain as it is now, native and token, each once,
   with a `position` stable across scans; it asks the node for the range in as few calls as

@@ -145,6 +145,12 @@ class DepositWatch:
             watch = await unit.deposits.watchlist(chain)
         report.watched = len(watch)
         expected, previous = await self._start(chain, scanner, cursor, head, report)
+        if expected is None:  # the chain's first run: its cursor starts here
+            async with self._storage.write() as unit:
+                start = ScanCursor(chain, previous, self._clock.now())
+                if not await unit.deposits.advance(chain, None, start):
+                    raise _Lost()
+            expected = previous
         request_id = f"job-scan-{new_id()}"
         while previous.height < head.height:
             first = previous.height + 1

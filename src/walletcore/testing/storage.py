@@ -6,12 +6,19 @@
   await in between, when the block ends cleanly. Readers never see a unit's changes before
   it commits, and an exception discards them all.
 - A read unit reads the committed tables without the lock, and cannot write.
+- The event feed: an entry that carries an event (and `events.publish`) writes it with
+  the unit, at `EventPosition(0, seq)`, `seq` counting up per storage: write units never
+  overlap, so the feed's order is the commit order. Its data is kept as JSON keeps it.
+- The watch list is a table of its own, as the SQL one is: `wallets.add`, `add_user` and
+  `update` add each address of the wallet not watched yet (an address never changes
+  owner, and stays watched when a wallet's record changes).
 - Lost on restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import ChainMap
 from collections.abc import (
     AsyncIterator,
@@ -27,10 +34,12 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from walletcore.domain.assets import Fiat
+from walletcore.domain.assets import Chain, Fiat
 from walletcore.domain.audit import AuditEntry, storable
 from walletcore.domain.clients import ApiClient, AuthFailures, User
+from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCursor, Watched
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition, StorageError
+from walletcore.domain.events import Event, EventNote, EventPage, EventPosition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus, moved
 from walletcore.domain.wallet import WalletOwner, WalletRecord
@@ -38,6 +47,8 @@ from walletcore.ports.prices import PriceRecords, StoredPrices
 from walletcore.ports.storage import (
     AuditStore,
     ClientStore,
+    DepositStore,
+    EventStore,
     SendStore,
     Storage,
     TradeStore,
@@ -61,6 +72,12 @@ class _Tables:
     creations: MutableMapping[tuple[str, str], str] = field(default_factory=dict)
     #: (symbol, fiat) -> (price, when recorded): the shared price table
     prices: MutableMapping[tuple[str, Fiat], tuple[Decimal, datetime]] = field(default_factory=dict)
+    #: (chain, address) -> whose it is: every address a wallet was stored with
+    watched: MutableMapping[tuple[str, str], Watched] = field(default_factory=dict)
+    #: (chain, tx hash, position) -> the deposit
+    deposits: MutableMapping[tuple[str, str, str], Deposit] = field(default_factory=dict)
+    #: chain -> how far it was scanned
+    cursors: MutableMapping[str, ScanCursor] = field(default_factory=dict)
 
 
 _TABLES = (
@@ -72,30 +89,79 @@ _TABLES = (
     "send_hashes",
     "creations",
     "prices",
+    "watched",
+    "deposits",
+    "cursors",
 )
+
+
+class _Feed:
+    """The events one storage committed, in feed order, and the next `seq`."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.seq = 0
+
+    def next_position(self) -> EventPosition:
+        self.seq += 1
+        return EventPosition(0, self.seq)
 
 
 class _Unit(UnitOfWork):
     """One unit over `tables` (the committed ones for a read, a staged layer for a write)."""
 
     def __init__(
-        self, tables: _Tables, committed_audit: list[AuditEntry], *, writable: bool
+        self,
+        tables: _Tables,
+        committed_audit: list[AuditEntry],
+        feed: _Feed,
+        *,
+        writable: bool,
     ) -> None:
         self.tables = tables
         self.writable = writable
         self.pending_audit: list[AuditEntry] = []
         self.committed_audit = committed_audit
+        self.feed = feed
+        #: events this unit wrote, and the positions of those it pruned (applied at commit)
+        self.pending_events: list[Event] = []
+        self.pruned: set[EventPosition] = set()
         self.clients: ClientStore = _Clients(self)
         self.wallets: WalletStore = _Wallets(self)
         self.trades: TradeStore = _Trades(self)
         self.sends: SendStore = _Sends(self)
         self.audit: AuditStore = _Audit(self)
+        self.deposits: DepositStore = _Deposits(self)
+        self.events: EventStore = _Events(self)
         self.prices: PriceRecords = _Prices(self)
 
     def check_writable(self) -> _Tables:
         if not self.writable:
             raise RuntimeError("a read unit cannot write; use storage.write()")
         return self.tables
+
+    def publish(self, client_id: str, user_id: str | None, note: EventNote, at: datetime) -> None:
+        """Stage the event of a change of this unit (written when the unit commits)."""
+        self.check_writable()
+        if not isinstance(note, EventNote) or not isinstance(at, datetime):
+            raise TypeError("an event needs its EventNote and its time")
+        # stored as a database stores it: JSON (a value JSON cannot hold fails the unit)
+        data = json.loads(json.dumps(dict(note.data)))
+        event = Event(self.feed.next_position(), client_id, user_id, str(note.type), at, data)
+        self.pending_events.append(event)
+
+    def watch(self, wallet: WalletRecord) -> None:
+        """Each address of `wallet` not watched yet, as its (module rules)."""
+        watched = self.check_writable().watched
+        whose = Watched(wallet.client_id, wallet.owner, wallet.user_id)
+        for chain, address in wallet.addresses.items():
+            if (str(chain), address) not in watched:
+                watched[(str(chain), address)] = whose
+
+    def kept_events(self) -> list[Event]:
+        """The events as this unit sees them: committed (less those it pruned), then its own."""
+        kept = [e for e in self.feed.events if e.position not in self.pruned]
+        return kept + self.pending_events
 
 
 class _Clients(ClientStore):
@@ -159,6 +225,7 @@ class _Wallets(WalletStore):
             tables.creations[(user.client_id, request_id)] = user.user_id
         tables.users[(user.client_id, user.user_id)] = user
         tables.wallets[_wallet_key(wallet)] = wallet
+        self._unit.watch(wallet)
         return True
 
     async def created_by_request(self, client_id: str, request_id: str) -> str | None:
@@ -173,6 +240,7 @@ class _Wallets(WalletStore):
         if key in tables.wallets:
             return False
         tables.wallets[key] = wallet
+        self._unit.watch(wallet)
         return True
 
     async def get(
@@ -182,6 +250,7 @@ class _Wallets(WalletStore):
 
     async def update(self, wallet: WalletRecord) -> None:
         self._unit.check_writable().wallets[_wallet_key(wallet)] = wallet
+        self._unit.watch(wallet)
 
 
 class _Trades(TradeStore):
@@ -347,11 +416,141 @@ class _Audit(AuditStore):
 
     async def append(self, entry: AuditEntry) -> None:
         self._unit.check_writable()
-        self._unit.pending_audit.extend(storable((entry,)))
+        [checked] = storable((entry,))
+        if checked.event is not None:
+            assert checked.client_id is not None  # `storable` checked it
+            self._unit.publish(checked.client_id, checked.user_id, checked.event, checked.at)
+        self._unit.pending_audit.append(checked)
 
     async def newest(self, limit: int = 100) -> list[AuditEntry]:
         entries = [*self._unit.committed_audit, *self._unit.pending_audit]
         return list(reversed(entries[-limit:])) if limit > 0 else []
+
+
+class _Deposits(DepositStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def watchlist(self, chain: Chain) -> dict[str, Watched]:
+        name = str(chain)
+        return {
+            address: whose
+            for (on, address), whose in self._unit.tables.watched.items()
+            if on == name
+        }
+
+    async def cursor(self, chain: Chain) -> ScanCursor | None:
+        return self._unit.tables.cursors.get(str(chain))
+
+    async def advance(self, chain: Chain, expected: BlockRef | None, cursor: ScanCursor) -> bool:
+        cursors = self._unit.check_writable().cursors
+        stored = cursors.get(str(chain))
+        if (None if stored is None else stored.block) != expected:
+            return False
+        cursors[str(chain)] = cursor
+        return True
+
+    async def add(self, deposit: Deposit, *, entry: AuditEntry | None = None) -> bool:
+        deposits = self._unit.check_writable().deposits
+        if deposit.key in deposits:
+            return False
+        if entry is not None:
+            await self._unit.audit.append(entry)  # refuses an entry no store could keep
+        deposits[deposit.key] = deposit
+        return True
+
+    async def get(self, chain: Chain, tx_hash: str, position: str) -> Deposit | None:
+        return self._unit.tables.deposits.get((str(chain), tx_hash, position))
+
+    async def move(
+        self, current: Deposit, new: Deposit, *, entry: AuditEntry | None = None
+    ) -> bool:
+        deposits = self._unit.check_writable().deposits
+        stored = deposits.get(current.key)
+        if stored is None or (stored.status, stored.block) != (current.status, current.block):
+            return False
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        deposits[current.key] = replace(
+            stored,
+            status=new.status,
+            block=new.block,
+            seen_at=new.seen_at,
+            confirmed_at=new.confirmed_at,
+            reversed_at=new.reversed_at,
+        )
+        return True
+
+    async def unsettled(self, chain: Chain, limit: int) -> list[Deposit]:
+        found = [
+            d
+            for d in self._unit.tables.deposits.values()
+            if d.chain == chain and d.status is DepositStatus.SEEN
+        ]
+        found.sort(key=lambda d: (d.seen_at, d.tx_hash, d.position))
+        return found[: max(limit, 0)]
+
+    async def page(self, client_id: str, user_id: str | None, *, limit: int) -> list[Deposit]:
+        found = [
+            d
+            for d in self._unit.tables.deposits.values()
+            if d.client_id == client_id and (user_id is None or d.user_id == user_id)
+        ]
+        found.sort(key=lambda d: (d.seen_at, d.deposit_id), reverse=True)
+        return found[: max(limit, 0)]
+
+
+class _Events(EventStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def after(
+        self,
+        client_id: str,
+        position: EventPosition | None,
+        *,
+        limit: int,
+        user_id: str | None = None,
+    ) -> EventPage:
+        # A write unit reads the committed feed only: its own events are not placed yet
+        # for a reader (as on PostgreSQL, where they are behind its open transaction).
+        found = [
+            e
+            for e in self._unit.feed.events
+            if e.client_id == client_id
+            and (position is None or e.position > position)
+            and (user_id is None or e.user_id == user_id)
+            and e.position not in self._unit.pruned
+        ]
+        count = max(limit, 0)
+        return EventPage(found[:count], more=len(found) > count)
+
+    async def publish(
+        self, client_id: str, user_id: str | None, note: EventNote, at: datetime
+    ) -> None:
+        self._unit.publish(client_id, user_id, note, at)
+
+    async def has(self, client_id: str, position: EventPosition) -> bool:
+        return any(
+            e.position == position and e.client_id == client_id for e in self._unit.kept_events()
+        )
+
+    async def oldest(self, client_id: str) -> EventPosition | None:
+        return min(
+            (e.position for e in self._unit.kept_events() if e.client_id == client_id),
+            default=None,
+        )
+
+    async def prune(self, before: datetime, limit: int) -> int:
+        self._unit.check_writable()
+        old = [e for e in self._unit.kept_events() if e.at < before]
+        old.sort(key=lambda e: (e.at, e.position))
+        gone = old[: max(limit, 0)]
+        self._unit.pruned.update(e.position for e in gone)
+        self._unit.pending_events = [
+            e for e in self._unit.pending_events if e.position not in self._unit.pruned
+        ]
+        return len(gone)
 
 
 class _Prices(PriceRecords):
@@ -375,6 +574,7 @@ class InMemoryStorage(Storage):
     def __init__(self) -> None:
         self._tables = _Tables()
         self._audit: list[AuditEntry] = []
+        self._feed = _Feed()
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     def __repr__(self) -> str:
@@ -389,17 +589,21 @@ class InMemoryStorage(Storage):
             staged = _Tables(
                 **{name: ChainMap({}, getattr(self._tables, name)) for name in _TABLES}
             )
-            unit = _Unit(staged, self._audit, writable=True)
+            unit = _Unit(staged, self._audit, self._feed, writable=True)
             yield unit
             # Committed: every staged change at once, with no await in between.
             for name in _TABLES:
                 layer: ChainMap[Any, Any] = getattr(staged, name)
                 getattr(self._tables, name).update(layer.maps[0])
             self._audit.extend(unit.pending_audit)
+            feed = self._feed
+            if unit.pruned:
+                feed.events = [e for e in feed.events if e.position not in unit.pruned]
+            feed.events.extend(unit.pending_events)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[UnitOfWork]:
-        yield _Unit(self._tables, self._audit, writable=False)
+        yield _Unit(self._tables, self._audit, self._feed, writable=False)
 
     async def swap_trade(self, expected: TradeStatus, trade: Trade, entry: AuditEntry) -> bool:
         async with self.write() as unit:
@@ -428,6 +632,12 @@ READS = frozenset(
         "newest",
         "in_flight",
         "load",
+        "watchlist",
+        "cursor",
+        "unsettled",
+        "after",
+        "has",
+        "oldest",
     }
 )
 
@@ -464,6 +674,14 @@ class autocommit:
     @property
     def audit(self) -> Any:
         return _Calls(self._storage, "audit")
+
+    @property
+    def deposits(self) -> Any:
+        return _Calls(self._storage, "deposits")
+
+    @property
+    def events(self) -> Any:
+        return _Calls(self._storage, "events")
 
     @property
     def prices(self) -> Any:

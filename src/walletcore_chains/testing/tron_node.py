@@ -17,17 +17,27 @@ is java-tron's: the signed size + 64, from staked, else free bandwidth, else bur
 `getCreateAccountFee` (or staked bandwidth) plus `getCreateNewAccountFeeInSystemContract`.
 A contract call may use min(staked energy left + balance / price, fee_limit / price) energy;
 beyond it the call dies `OUT_OF_ENERGY` (all of it charged), a revert is `REVERT`; staked
-energy is used first, the rest burned at `getEnergyFee`.
+energy is used first, the rest burned at `getEnergyFee`. A call may carry TRX (`call_value`,
+paid to the contract when it succeeds); the calls a contract makes while running are its
+receipt's `internal_transactions` (java-tron's shape with `vm.saveInternalTx` on: caller,
+`transferTo_address`, `callValueInfo`, note `call`/`create`, `rejected` when it, a call
+above it or the transaction failed), and the TRX they move is moved. `deploy_payer()`
+deploys `PAYER_SOURCE`, a contract paying TRX or a token to several recipients in one call.
 
 Each accepted transaction is a block of its own at once; blocks are solidified at once, or
 only by `solidify()` when built with `auto_solidify=False`. The daily bandwidth window
-never elapses (`reset_usage()` starts a new day).
+never elapses (`reset_usage()` starts a new day). Blocks are read as java-tron gives them
+(`getnowblock`, `getblockbynum`, `getblockbylimitnext`: at most `block_limit` = 100 blocks,
+else `{}`; each with its `transactions`), and their receipts by `gettransactioninfobyblocknum`
+(a JSON array, in the block's order). Not modelled: forks (a block once made stays),
+SELFDESTRUCT's transfer, TRC10.
 
 The transfer lifecycle (docs/tron.md, "Following a transfer"): with `auto_pack=False` an
 accepted broadcast waits in the pending pool (`wallet/gettransactionfrompending` shows it,
 `gettransactionbyid` does not, as on java-tron) until `pack()` puts each held transaction
-in a block of its own, validating it again against the new head as a block producer does
-(one that no longer validates, e.g. expired meanwhile, is dropped). `drop_pending()` loses
+in a block of its own (`together=True`: all in one new block), validating it again against
+the new head as a block producer does (one that no longer validates, e.g. expired
+meanwhile, is dropped). `drop_pending()` loses
 held transactions as a node that evicted them (`remember=True`: the node still answers
 `DUP_TRANSACTION_ERROR` to the same bytes, as java-tron's `transactionIdCache` does, without
 taking them back). `advance(seconds)` produces an empty block that many seconds after the
@@ -41,8 +51,10 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.message import Message
+from functools import cache
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -63,8 +75,62 @@ PARAMETERS = {
 }
 RESULT_RESERVE = 64
 MAX_FEE_LIMIT = 15_000_000_000
+#: java-tron's `GetBlockByLimitNextServlet.BLOCK_LIMIT_NUM`
+BLOCK_LIMIT = 100
 _MINT = keccak(b"mint(address,uint256)")[:4]
 _RICH = 10**30
+
+
+#: A contract for the tests (`TronTestNode.deploy_payer`): `pay` sends its call's TRX to
+#: several recipients (internal transfers), `pay_token` moves a token from the caller to
+#: several recipients (`transferFrom`: one Transfer log each, after its own `Paid` log),
+#: `try_pay` calls its own `pay` and goes on when that fails (the calls it made rejected).
+PAYER_SOURCE = """
+# pragma version ~=0.4.0
+from ethereum.ercs import IERC20
+
+event Paid:
+    payer: indexed(address)
+    count: uint256
+
+
+@external
+@payable
+def pay(recipients: DynArray[address, 8], amounts: DynArray[uint256, 8]):
+    log Paid(payer=msg.sender, count=len(recipients))
+    for i: uint256 in range(len(recipients), bound=8):
+        send(recipients[i], amounts[i])
+
+
+@external
+def pay_token(token: IERC20, recipients: DynArray[address, 8], amounts: DynArray[uint256, 8]):
+    log Paid(payer=msg.sender, count=len(recipients))
+    for i: uint256 in range(len(recipients), bound=8):
+        assert extcall token.transferFrom(msg.sender, recipients[i], amounts[i])
+
+
+@external
+@payable
+def try_pay(recipients: DynArray[address, 8], amounts: DynArray[uint256, 8]) -> bool:
+    return raw_call(
+        self,
+        abi_encode(recipients, amounts, method_id=method_id("pay(address[],uint256[])")),
+        value=msg.value,
+        revert_on_failure=False,
+    )
+"""
+PAY = "pay(address[],uint256[])"
+TRY_PAY = "try_pay(address[],uint256[])"
+PAY_TOKEN = "pay_token(address,address[],uint256[])"
+
+
+@cache
+def payer_artifact() -> bytes:
+    """`PAYER_SOURCE`'s deployment bytecode, compiled once per process."""
+    import vyper  # type: ignore[import-untyped]
+
+    out = vyper.compile_code(PAYER_SOURCE, output_formats=["bytecode"])
+    return bytes.fromhex(str(out["bytecode"]).removeprefix("0x"))
 
 
 def b58(raw21: bytes) -> str:
@@ -117,11 +183,68 @@ class Held:
     size: int
 
 
+@dataclass(frozen=True)
+class Call:
+    """A call a contract made while running (java-tron's internal transaction): from
+    `caller` to `to` (21 bytes), `value` sun; `rejected` when it, a call above it or the
+    transaction failed (nothing moved)."""
+
+    caller: bytes
+    to: bytes
+    value: int
+    note: str
+    rejected: bool
+
+
+def _internal_json(tx_id: str, n: int, call: Call) -> dict[str, Any]:
+    """java-tron's `InternalTransaction` (`visible: false`): hex addresses, the note's
+    bytes in hex, `callValueInfo` with the TRX value (empty at 0), `rejected` when true."""
+    out: dict[str, Any] = {
+        "hash": hashlib.sha256(bytes.fromhex(tx_id) + n.to_bytes(4)).hexdigest(),
+        "caller_address": call.caller.hex(),
+        "transferTo_address": call.to.hex(),
+        "callValueInfo": [{"callValue": call.value} if call.value else {}],
+        "note": call.note.encode().hex(),
+    }
+    if call.rejected:
+        out["rejected"] = True
+    return out
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A contract call run on the EVM."""
+
+    result: str
+    used: int
+    output: bytes
+    logs: list[dict[str, Any]]
+    calls: list[Call]
+
+
+def _internal_calls(computation: Any, *, rejected: bool) -> Iterator[Call]:
+    """The calls `computation` made, depth first in the order they were made."""
+    for child in computation.children:
+        failed = rejected or child.is_error
+        note = "create" if child.msg.is_create else "call"
+        to = child.msg.storage_address if child.msg.is_create else child.msg.to
+        yield Call(
+            b"\x41" + bytes(child.msg.sender),
+            b"\x41" + bytes(to),
+            int(child.msg.value),
+            note,
+            failed,
+        )
+        yield from _internal_calls(child, rejected=failed)
+
+
 class TronTestNode(LoopbackHttpServer):
     def __init__(
         self, *, auto_solidify: bool = True, estimate_energy: bool = True, auto_pack: bool = True
     ) -> None:
         self.params = dict(PARAMETERS)
+        #: most blocks `wallet/getblockbylimitnext` answers at once (java-tron: 100)
+        self.block_limit = BLOCK_LIMIT
         self.auto_solidify = auto_solidify
         self.estimate_energy = estimate_energy
         #: False: accepted broadcasts wait in `pending` until `pack()`
@@ -140,6 +263,8 @@ class TronTestNode(LoopbackHttpServer):
         #: headers of the last request (the API key is checked by the tests)
         self.last_headers: dict[str, str] = {}
         self.blocks: list[tuple[int, bytes, int]] = []
+        #: block number -> the txIDs it holds, in order
+        self.block_txs: dict[int, list[str]] = {}
         self.solid = 0
         self._lock = threading.RLock()
         self._evm_setup()
@@ -167,9 +292,16 @@ class TronTestNode(LoopbackHttpServer):
             self.tokens[asset_id] = b58(b"\x41" + bytes.fromhex(contract[2:]))
 
     def _evm_run(
-        self, owner: bytes, contract: bytes, data: bytes, energy_limit: int, *, commit: bool
-    ) -> tuple[str, int, bytes, list[dict[str, Any]]]:
-        """(result, energy used, output, logs) of a call of `contract` by `owner`."""
+        self,
+        owner: bytes,
+        contract: bytes,
+        data: bytes,
+        energy_limit: int,
+        *,
+        commit: bool,
+        value: int = 0,
+    ) -> Ran:
+        """What a call of `contract` by `owner` (sending `value` sun) does on the EVM."""
         from eth.exceptions import OutOfGas, Revert
         from eth.vm.spoof import SpoofTransaction
 
@@ -179,7 +311,7 @@ class TronTestNode(LoopbackHttpServer):
         state = vm.state
         if not state.get_code(target):
             raise Refused("CONTRACT_VALIDATE_ERROR", "No contract or not a valid smart contract")
-        state.set_balance(sender, _RICH)
+        state.set_balance(sender, _RICH + value)
         intrinsic = 21_000 + sum(4 if b == 0 else 16 for b in data)
         price = int(state.base_fee) + 1
         tx = vm.create_unsigned_transaction(
@@ -187,11 +319,12 @@ class TronTestNode(LoopbackHttpServer):
             gas_price=price,
             gas=intrinsic + energy_limit,
             to=target,
-            value=0,
+            value=value,
             data=data,
         )
         computation = state.apply_transaction(SpoofTransaction(tx, from_=sender))
-        used = (_RICH - state.get_balance(sender)) // price - intrinsic
+        paid = value if computation.is_success else 0
+        used = (_RICH + value - paid - state.get_balance(sender)) // price - intrinsic
         if computation.is_success:
             result = "SUCCESS"
         elif isinstance(computation.error, Revert):
@@ -213,7 +346,8 @@ class TronTestNode(LoopbackHttpServer):
             state.persist()
             chain.header = chain.header.copy(state_root=state.state_root)
             chain.mine_block()
-        return result, used, bytes(computation.output), logs
+        calls = list(_internal_calls(computation, rejected=not computation.is_success))
+        return Ran(result, used, bytes(computation.output), logs, calls)
 
     # -- test helpers ---------------------------------------------------------------------
     def fund(self, address: str, sun: int) -> None:
@@ -230,15 +364,27 @@ class TronTestNode(LoopbackHttpServer):
                 {"from": self._funder, "to": contract, "data": "0x" + data.hex(), "gas": 200_000}
             )
 
+    def deploy_payer(self) -> str:
+        """Deploy `PAYER_SOURCE`: a contract paying TRX (its call's value) or a
+        token to several recipients in one call. Returns its `T...` address."""
+        with self._lock:
+            tx_hash = self._tester.send_transaction(
+                {"from": self._funder, "data": "0x" + payer_artifact().hex(), "gas": 3_000_000}
+            )
+            contract = self._tester.get_transaction_receipt(tx_hash)["contract_address"]
+            raw = b"\x41" + bytes.fromhex(contract[2:])
+            self.accounts.setdefault(raw, Account())
+            return b58(raw)
+
     def token_balance(self, address: str, asset_id: int) -> int:
         data = keccak(b"balanceOf(address)")[:4] + abi_encode(
             ["address"], ["0x" + raw21(address)[1:].hex()]
         )
         with self._lock:
-            _, _, out, _ = self._evm_run(
+            ran = self._evm_run(
                 raw21(address), raw21(self.tokens[asset_id]), data, 10**7, commit=False
             )
-        return int.from_bytes(out or b"\0")
+        return int.from_bytes(ran.output or b"\0")
 
     def stake(self, address: str, *, bandwidth: int = 0, energy: int = 0) -> None:
         """Staked (Stake 2.0) bandwidth and energy of the account, as limits."""
@@ -272,16 +418,23 @@ class TronTestNode(LoopbackHttpServer):
         with self._lock:
             return self._new_block(at=self.blocks[-1][2] + int(seconds * 1000))
 
-    def pack(self) -> list[str]:
-        """Put each held transaction in a block of its own, in the order they came, each
-        validated again against the head then (a producer drops one that no longer
-        validates: expired, or its TRX spent meanwhile). Returns the txIDs that landed."""
+    def pack(self, *, together: bool = False) -> list[str]:
+        """Put each held transaction in a block of its own (`together`: all in one new
+        block), in the order they came, each validated again against the head then (a
+        producer drops one that no longer validates: expired, or its TRX spent meanwhile).
+        Returns the txIDs that landed."""
         with self._lock:
             held, self.pending = self.pending, {}
-            landed = []
+            landed: list[str] = []
+            block: int | None = None
             for tx_id, tx in held.items():
                 try:
-                    self._accept(tx.raw, tx.raw_bytes, tx.signatures, tx.size, tx_id)
+                    if together and block is None:
+                        self._accept(
+                            tx.raw, tx.raw_bytes, tx.signatures, tx.size, tx_id, check_only=True
+                        )
+                        block = self._new_block()
+                    self._accept(tx.raw, tx.raw_bytes, tx.signatures, tx.size, tx_id, block=block)
                 except Refused:
                     continue
                 landed.append(tx_id)
@@ -315,14 +468,14 @@ class TronTestNode(LoopbackHttpServer):
         return number
 
     # -- the API --------------------------------------------------------------------------
-    def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, path: str, body: dict[str, Any]) -> Any:
         handler = getattr(self, "_" + path.strip("/").replace("/", "_"), None)
         if handler is None:
             raise KeyError(path)
         if path in self.broken:
             raise RuntimeError("the node failed")
         with self._lock:
-            return handler(body)  # type: ignore[no-any-return]
+            return handler(body)
 
     def _wallet_getaccount(self, body: dict[str, Any]) -> dict[str, Any]:
         address = raw21(body["address"])
@@ -359,29 +512,77 @@ class TronTestNode(LoopbackHttpServer):
         }
 
     def _wallet_getnowblock(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self._block_json(self.blocks[-1])
+        return self._block_json(self.blocks[-1], visible=bool(body.get("visible")))
 
     def _walletsolidity_getnowblock(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self._block_json(self.blocks[self.solid])
+        return self._block_json(self.blocks[self.solid], visible=bool(body.get("visible")))
 
-    def _block_json(self, block: tuple[int, bytes, int]) -> dict[str, Any]:
+    def _block_json(
+        self, block: tuple[int, bytes, int], *, visible: bool = False
+    ) -> dict[str, Any]:
+        """java-tron's block: `blockID`, the header (`number` left out at 0, as protobuf's
+        JSON does), and `transactions` when it holds any."""
         number, block_id, stamp = block
+        witness = b"\x41" + hashlib.sha256(b"witness").digest()[:20]
         header = {
             "number": number,
-            "timestamp": stamp,
+            "txTrieRoot": hashlib.sha256(
+                "".join(self.block_txs.get(number, [])).encode()
+            ).hexdigest(),
+            "witness_address": b58(witness) if visible else witness.hex(),
             "parentHash": self.blocks[max(0, number - 1)][1].hex(),
+            "version": 31,
+            "timestamp": stamp,
         }
         if not number:
             header.pop("number")
-        return {"blockID": block_id.hex(), "block_header": {"raw_data": header}}
+        out: dict[str, Any] = {
+            "blockID": block_id.hex(),
+            "block_header": {
+                "raw_data": header,
+                "witness_signature": hashlib.sha256(block_id).hexdigest() * 2 + "00",
+            },
+        }
+        txs = self.block_txs.get(number)
+        if txs:
+            out["transactions"] = [self._tx_json(self.landed[t], visible=visible) for t in txs]
+        return out
+
+    def _wallet_getblockbynum(self, body: dict[str, Any]) -> dict[str, Any]:
+        number = int(body.get("num", 0))
+        if not 0 <= number < len(self.blocks):
+            return {}
+        return self._block_json(self.blocks[number], visible=bool(body.get("visible")))
+
+    def _wallet_getblockbylimitnext(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Blocks `startNum` to `endNum` - 1, at most `BLOCK_LIMIT` of them (java-tron's
+        `GetBlockByLimitNextServlet`: a larger range answers `{}`); those above the head
+        are left out."""
+        start, end = int(body.get("startNum", 0)), int(body.get("endNum", 0))
+        if not (end > 0 and end > start and end - start <= self.block_limit):
+            return {}
+        visible = bool(body.get("visible"))
+        return {
+            "block": [
+                self._block_json(b, visible=visible) for b in self.blocks[max(0, start) : end]
+            ]
+        }
+
+    def _wallet_gettransactioninfobyblocknum(self, body: dict[str, Any]) -> Any:
+        """Every transaction's receipt in the block, in the block's order: a JSON array (an
+        empty one above the head), `{}` for block 0 (java-tron's servlet)."""
+        number = int(body.get("num", 0))
+        if number <= 0:
+            return {}
+        return [self.landed[t].info for t in self.block_txs.get(number, [])]
 
     def _call(self, body: dict[str, Any]) -> tuple[str, int, bytes]:
         owner, contract = raw21(body["owner_address"]), raw21(body["contract_address"])
         data = keccak(text=str(body["function_selector"]))[:4] + bytes.fromhex(
             str(body.get("parameter", ""))
         )
-        result, used, output, _ = self._evm_run(owner, contract, data, 10**8, commit=False)
-        return result, used, output
+        ran = self._evm_run(owner, contract, data, 10**8, commit=False)
+        return ran.result, ran.used, ran.output
 
     def _wallet_triggerconstantcontract(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -453,6 +654,8 @@ class TronTestNode(LoopbackHttpServer):
                 "owner_address": show(contract.owner),
                 "contract_address": show(contract.to),
             }
+            if contract.amount:
+                value["call_value"] = contract.amount
         raw_data: dict[str, Any] = {
             "contract": [
                 {
@@ -601,9 +804,11 @@ class TronTestNode(LoopbackHttpServer):
         tx_id: str,
         *,
         check_only: bool = False,
-    ) -> None:
-        """Validate the transaction against the head and land it in a block of its own;
-        `check_only`: validate only (a transaction taken into the pending pool)."""
+        block: int | None = None,
+    ) -> int:
+        """Validate the transaction against the head and land it in a block of its own
+        (`block`: in that block, the head); `check_only`: validate only (a transaction taken
+        into the pending pool). Returns the block's number."""
         if tx_id in self.landed:
             raise Refused("DUP_TRANSACTION_ERROR", "Dup transaction.")
         if not any(
@@ -665,8 +870,14 @@ class TronTestNode(LoopbackHttpServer):
                 "CONTRACT_VALIDATE_ERROR",
                 "Contract validate error : feeLimit must be >= 0 and <= 15000000000",
             )
+        elif owner.balance - burn < contract.amount:  # the call value
+            raise Refused(
+                "CONTRACT_VALIDATE_ERROR",
+                "Contract validate error : Validate InternalTransfer error, balance is not "
+                "sufficient.",
+            )
         if check_only:
-            return
+            return -1
         # accepted: charge bandwidth, run the contract
         if use_staked:
             owner.net_used += bandwidth
@@ -686,15 +897,31 @@ class TronTestNode(LoopbackHttpServer):
         else:
             price = self.params["getEnergyFee"]
             staked_energy = max(0, owner.energy_limit - owner.energy_used)
-            limit = min(staked_energy + owner.balance // price, raw.fee_limit // price)
+            spendable = max(0, owner.balance - contract.amount)
+            limit = min(staked_energy + spendable // price, raw.fee_limit // price)
             try:
-                result, used, output, logs = self._evm_run(
-                    contract.owner, contract.to, contract.data, limit, commit=True
+                ran = self._evm_run(
+                    contract.owner,
+                    contract.to,
+                    contract.data,
+                    limit,
+                    commit=True,
+                    value=contract.amount,
                 )
             except Refused as refused:
                 raise Refused(
                     refused.code, "Contract validate error : " + refused.message
                 ) from None
+            result, used, output, logs = ran.result, ran.used, ran.output, ran.logs
+            if result == "SUCCESS":
+                self._move(contract.owner, contract.to, contract.amount)
+                for call in ran.calls:
+                    if not call.rejected:
+                        self._move(call.caller, call.to, call.value)
+            if ran.calls:
+                info["internal_transactions"] = [
+                    _internal_json(tx_id, n, call) for n, call in enumerate(ran.calls)
+                ]
             from_stake = min(used, staked_energy)
             owner.energy_used += from_stake
             energy_fee = (used - from_stake) * price
@@ -715,12 +942,20 @@ class TronTestNode(LoopbackHttpServer):
             if not ok:
                 info["result"] = "FAILED"
                 info["resMessage"] = result.encode().hex()
-        number = self._new_block()
+        number = self._new_block() if block is None else block
         info.update(blockNumber=number, blockTimeStamp=self.blocks[number][2], receipt=receipt)
         if fee:
             info["fee"] = fee
         self.landed[tx_id] = Landed({}, raw, raw_bytes.hex(), signatures[0].hex(), info, number, ok)
         self.order.append(tx_id)
+        self.block_txs.setdefault(number, []).append(tx_id)
+        return number
+
+    def _move(self, sender: bytes, to: bytes, sun: int) -> None:
+        """`sun` TRX from `sender` to `to` (a call's value, or an internal transfer)."""
+        if sun:
+            self.accounts.setdefault(sender, Account()).balance -= sun
+            self.accounts.setdefault(to, Account()).balance += sun
 
     @staticmethod
     def _signed_by(tx_id: str, signature: bytes, owner: bytes) -> bool:
@@ -762,4 +997,14 @@ class TronTestNode(LoopbackHttpServer):
             return reply(400, {"success": False, "error": str(exc), "statusCode": 400})
 
 
-__all__ = ["PARAMETERS", "TronTestNode", "b58", "raw21"]
+__all__ = [
+    "BLOCK_LIMIT",
+    "PARAMETERS",
+    "PAY",
+    "PAYER_SOURCE",
+    "PAY_TOKEN",
+    "TRY_PAY",
+    "TronTestNode",
+    "b58",
+    "raw21",
+]

@@ -164,6 +164,38 @@ class TronClient:
         answer = _checked(await self.post(f"{path}/gettransactioninfobyid", {"value": tx_id}))
         return answer if answer.get("id") else None
 
+    async def block(self, number: int) -> dict[str, Any] | None:
+        """`wallet/getblockbynum`: the block with its transactions (addresses in hex), or
+        None above the head (java-tron answers `{}`)."""
+        answer = _checked(await self.post("wallet/getblockbynum", {"num": number}))
+        return answer if answer.get("blockID") else None
+
+    async def blocks(self, first: int, last: int) -> list[dict[str, Any]] | None:
+        """`wallet/getblockbylimitnext`: blocks `first..last` (both included; those above
+        the head left out), or None when the node refuses the range (java-tron answers
+        `{}` to more than 100 blocks)."""
+        answer = _checked(
+            await self.post("wallet/getblockbylimitnext", {"startNum": first, "endNum": last + 1})
+        )
+        found = answer.get("block")
+        if found is None:
+            return None
+        if not isinstance(found, list) or not all(isinstance(b, dict) for b in found):
+            raise TypeError("the node's blocks are not a list of objects")
+        return found
+
+    async def block_infos(self, number: int) -> list[dict[str, Any]]:
+        """`wallet/gettransactioninfobyblocknum`: the receipt of every transaction of the
+        block (logs, internal transactions), a JSON array; empty above the head."""
+        answer = await self.tron.provider.make_request(
+            "wallet/gettransactioninfobyblocknum", {"num": number}
+        )
+        if isinstance(answer, dict):
+            _checked(answer)
+        if not isinstance(answer, list) or not all(isinstance(i, dict) for i in answer):
+            raise TypeError("the node's receipts are not a list of objects")
+        return answer
+
     async def pending(self, tx_id: str) -> bool:
         """Whether the node holds the transaction in its pending pool, not yet in a block
         (`wallet/gettransactionfrompending`); False from a provider without that API (404)."""

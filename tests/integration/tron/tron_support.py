@@ -106,3 +106,46 @@ def tronweb_check(directory: Path, items: list[dict[str, Any]]) -> list[dict[str
         check=True,
     )
     return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+_TRANSFERS = r"""
+const { TronWeb, utils } = require('tronweb');
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const TRANSFER = input.topic;
+const out = [];
+for (const info of input.infos) {
+  (info.log || []).forEach((log, index) => {
+    const topics = log.topics || [];
+    if (topics.length !== 3 || topics[0] !== TRANSFER) return;
+    const read = utils.abi.decodeParams(
+      ['from', 'to', 'value'], ['address', 'address', 'uint256'],
+      '0x' + topics[1] + topics[2] + log.data, true);
+    out.push({
+      txID: info.id, index,
+      token: TronWeb.address.fromHex('41' + log.address),
+      from: TronWeb.address.fromHex(read.from),
+      to: TronWeb.address.fromHex(read.to),
+      value: read.value.toString(),
+    });
+  });
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def tronweb_transfers(
+    directory: Path, infos: list[dict[str, Any]], topic: str
+) -> list[dict[str, Any]]:
+    """tronweb's reading of every `Transfer` log (`topic`) of the receipts as the node
+    reports them (`gettransactioninfobyblocknum`): the token contract, `from`, `to` (its
+    ABI decoder, its hex-to-base58) and the value, with the log's index in its receipt."""
+    done = subprocess.run(
+        ["node", "-e", _TRANSFERS],
+        input=json.dumps({"infos": infos, "topic": topic}).encode(),
+        capture_output=True,
+        cwd=directory,
+        env={**os.environ, "NODE_PATH": str(directory / "node_modules")},
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)  # type: ignore[no-any-return]

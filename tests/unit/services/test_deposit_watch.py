@@ -204,7 +204,7 @@ async def test_scans_ask_for_ranges_with_every_address_at_once(chain_desk) -> No
     chain.mine(7)
     chain.scans.clear()
     await watch(desk).scan(ETHEREUM)
-    assert [(f, l) for f, l, _ in chain.scans] == [(4, 8), (9, 10)]
+    assert [(f, l) for f, l, _ in chain.scans] == [(1, 5), (6, 7)]
     assert {n for _, _, n in chain.scans} == {len(users)}  # one call for all, no platform yet
 
 

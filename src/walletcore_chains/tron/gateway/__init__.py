@@ -20,23 +20,28 @@ HTTP API (docs/tron.md).
   chain, in the pending pool, or past its expiration. TRON has no fee replacement: a
   transaction that can no longer land (EXPIRED) is re-signed (`resigns`: `prepare` again
   with a fresh quote: a new reference block, expiration and txID).
+- Deposits (`walletcore.ports.DepositScanner`): blocks read by range, each block's
+  receipts once, every watched address matched at once (TRX transfers, TRC20 `Transfer`
+  logs of the served tokens, TRX moved inside contract calls); `confirmations` is the
+  depth java-tron solidifies a block at (19).
 
 The parts, one reason to change each: `base` (options, state, addresses, the transaction's
 shape), `reads`, `fees`, `building` (prepare, assemble), `sending` (broadcast), `following`
-(the transfer lifecycle).
+(the transfer lifecycle), `scanning` (deposits).
 """
 
 from __future__ import annotations
 
 from tronpy.keys import to_base58check_address  # type: ignore[import-untyped]
 
-from walletcore.ports import ChainGateway, TransferFollower
+from walletcore.ports import ChainGateway, DepositScanner, TransferFollower
 from walletcore_chains.tron.gateway.base import TronOptions
 from walletcore_chains.tron.gateway.fees import FALLBACK_ENERGY, RESULT_RESERVE, Cost
 from walletcore_chains.tron.gateway.following import Following
+from walletcore_chains.tron.gateway.scanning import Scanning
 
 
-class TronGateway(Following, ChainGateway, TransferFollower):
+class TronGateway(Following, Scanning, ChainGateway, TransferFollower, DepositScanner):
     """The `ChainGateway` of TRON (or a chain of its rules, told in `chain`)."""
 
     #: TRON has no fee replacement: an EXPIRED transfer is signed again (`prepare`)

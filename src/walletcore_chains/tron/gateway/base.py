@@ -19,6 +19,8 @@ from walletcore_chains.tron import proto, rows
 from walletcore_chains.tron.client import TronClient
 
 SIGNATURE = 65
+#: TRX's asset id (`walletcore.domain.assets`)
+TRX_ID = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,18 @@ class TronOptions:
     #: a transaction not on chain reads EXPIRED only once the solidified head is this many
     #: seconds past its expiration (`sighting`; docs/tron.md, "Following a transfer")
     expiry_margin_seconds: float = 30.0
+    #: blocks deep (its own included) a deposit's block must be to be `confirmed`: the
+    #: depth at which java-tron solidifies a block on mainnet (70% of the 27 super
+    #: representatives built on it: the solidified head is 18 blocks below the head), the
+    #: point the transfer lifecycle calls final (`DepositScanner`; docs/tron.md, "Deposits")
+    confirmations: int = 19
+    #: most blocks one deposit scan covers (`DepositScanner.scan_span`)
+    scan_span: int = 100
+    #: most blocks asked for in one `wallet/getblockbylimitnext` (java-tron answers at most
+    #: 100; a node refusing fewer is asked for half as many, and so on)
+    blocks_per_call: int = 100
+    #: receipt reads (`wallet/gettransactioninfobyblocknum`) of one scan at once
+    scan_concurrency: int = 4
 
 
 class GatewayBase:
@@ -51,13 +65,19 @@ class GatewayBase:
         tokens: Mapping[int, str],
         options: TronOptions | None = None,
         chain: Chain = Chain.TRON,
+        native_asset_id: int = TRX_ID,
     ) -> None:
+        """`tokens`: the TRC20 contracts (asset id -> `T...`); `native_asset_id`: the
+        chain's coin (TRX, asset 4), as deposits name it."""
         self.chain = chain
+        self.native_asset_id = native_asset_id
         self.client = client
         self._validator = validator
         self._tokens = dict(tokens)
         self.options = options or TronOptions()
         self.stuck_after_seconds = self.options.stuck_after_seconds
+        self.confirmations = self.options.confirmations
+        self.scan_span = self.options.scan_span
 
     def __repr__(self) -> str:
         return f"TronGateway({self.options.network})"
@@ -126,4 +146,4 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-__all__ = ["SIGNATURE", "GatewayBase", "TronOptions", "evm_address", "now_ms", "raw21"]
+__all__ = ["SIGNATURE", "TRX_ID", "GatewayBase", "TronOptions", "evm_address", "now_ms", "raw21"]
