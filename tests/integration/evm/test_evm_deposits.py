@@ -5,12 +5,14 @@ call tracer, reverted calls and failed transactions that move nothing, 1,500 wat
 addresses in two log queries, a node that refuses wide log ranges (`RpcProxy` in front of
 anvil) and one without a tracer or block receipts, a reorg (`anvil_snapshot` /
 `anvil_revert`), the pool, a node that fails mid-scan; then BASECHAIN, a chain the family
-builds, and the in-process devnet (eth-tester: no tracer, no pool)."""
+builds, the in-process devnet (eth-tester: no tracer, no pool), and the core's deposit
+watch on the gateway (seen, confirmed at depth, reversed by a reorg)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -274,7 +276,10 @@ async def test_value_moved_inside_contract_calls_is_found_at_its_place_in_the_ca
     proxy.refuse("trace_block", -32601, "the method trace_block does not exist/is not available")
     assert await proxied.scan(first, last, watch) == found
     assert proxied.scanner.tracers == ["debug_traceBlockByHash"]
-    assert proxy.calls["trace_block"] == 1 and proxy.calls["debug_traceBlockByHash"] == last - first + 1
+    assert (
+        proxy.calls["trace_block"] == 1
+        and proxy.calls["debug_traceBlockByHash"] == last - first + 1
+    )
 
 
 async def test_reverted_calls_and_failed_transactions_move_nothing(
@@ -652,3 +657,80 @@ async def test_the_in_process_devnet_scans_tokens_and_transactions_own_value() -
     assert devnet.scanner.traces is False  # eth-tester traces nothing
     assert await devnet.locate(found[0].tx_hash, None) == found[0].block
     assert await devnet.mempool([watched]) == []
+
+
+# -- the core's deposit watch on this gateway ---------------------------------------------
+async def test_the_deposit_watch_sees_confirms_and_reverses_evm_deposits(
+    node: AnvilNode, gateway: EvmGateway, tmp_path: Path
+) -> None:
+    """The core's deposit watch (walletcore.services.deposits, in-memory storage) on this
+    gateway: a user's native, token and in-call deposits `seen` at their block and
+    `confirmed` 12 blocks deep (ETHEREUM's depth); one a reorg took away `reversed`."""
+    from dependency_injector import providers
+
+    from walletcore import Settings, create_container
+    from walletcore.domain.assets import CONTRACT_CHAINS
+    from walletcore.domain.clients import User
+    from walletcore.domain.deposits import DepositStatus
+    from walletcore.domain.ids import new_id
+    from walletcore.domain.wallet import WalletOwner, WalletRecord
+    from walletcore.testing.chains import FollowedFakeGateway
+    from walletcore.testing.storage import InMemoryStorage
+
+    gateways: dict[Chain, Any] = {c: FollowedFakeGateway(c) for c in CONTRACT_CHAINS}
+    gateways[Chain.ETHEREUM] = gateway
+    storage = InMemoryStorage()
+    container = create_container(Settings(home=tmp_path, repo="memory"), storage=storage)
+    container.gateways.override(providers.Object(gateways))
+    client = (await container.auth().create_client("Acme Pay")).client
+    user, (wallet,) = new_id(), addresses(1)
+    now = datetime.now(UTC)
+    async with storage.write() as unit:
+        await unit.wallets.add_user(
+            User(user_id=user, client_id=client.client_id, created_at=now),
+            WalletRecord(
+                client_id=client.client_id,
+                owner=WalletOwner.USER,
+                user_id=user,
+                sealed=b"",
+                addresses={Chain.ETHEREUM: wallet},
+                created_at=now,
+            ),
+        )
+
+    async def stored() -> dict[tuple[str, str], tuple[int, DepositStatus, BlockRef | None]]:
+        async with storage.read() as unit:
+            page = await unit.deposits.page(client.client_id, None, limit=10)
+        return {(d.tx_hash, d.position): (d.amount_units, d.status, d.block) for d in page}
+
+    watch = container.deposit_watch()
+    forwarder = deploy_forwarder(node)
+    assert (await watch.scan(Chain.ETHEREUM)).error is None  # places the cursor
+    native = send(node, wallet, 10**16)
+    node.fund(wallet, USDT, 25)
+    token = node.call("eth_getBlockByNumber", "latest", False)["transactions"][0]
+    forwarded = send(node, forwarder, 700, calldata("forward(address)", wallet))
+    report = await watch.scan(Chain.ETHEREUM)
+    assert (report.error, report.found, report.confirmed) == (None, 3, 0)
+    seen = {
+        (native, "tx"): (10**16, DepositStatus.SEEN, mined(node, native)),
+        (token, "log:0"): (25, DepositStatus.SEEN, mined(node, token)),
+        (forwarded, "call:0"): (700, DepositStatus.SEEN, mined(node, forwarded)),
+    }
+    assert await stored() == seen
+
+    node.mine(12 - 3)  # the native deposit's block is 12 deep (its own included)
+    report = await watch.scan(Chain.ETHEREUM)
+    assert (report.error, report.confirmed) == (None, 1)
+    node.mine(2)
+    assert (await watch.scan(Chain.ETHEREUM)).confirmed == 2
+    assert {s for _, s, _ in (await stored()).values()} == {DepositStatus.CONFIRMED}
+
+    snapshot = node.call("anvil_snapshot")
+    lost = send(node, wallet, 5)
+    assert (await watch.scan(Chain.ETHEREUM)).found == 1
+    node.call("anvil_revert", snapshot)
+    node.mine(2)  # a longer branch without it
+    report = await watch.scan(Chain.ETHEREUM)
+    assert (report.error, report.rewound, report.reversed) == (None, True, 1)
+    assert (await stored())[(lost, "tx")] == (5, DepositStatus.REVERSED, None)
