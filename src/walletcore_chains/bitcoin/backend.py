@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from walletcore_chains.bitcoin.blocks import BlockSource
+
 
 class BackendFailure(Exception):
     """Base of the backends' errors (never carries a URL or a credential)."""
@@ -129,6 +131,8 @@ class Backend(Protocol):
     """What the gateway reads from and sends to the Bitcoin network."""
 
     name: str
+    #: the blocks and mempool the deposit scan reads (`blocks.py`)
+    blocks: BlockSource
 
     async def tip_height(self) -> int: ...
 

@@ -12,6 +12,7 @@
   minimum fee (`getmempoolinfo`).
 - Spends (`outspend`): `gettxout`, `gettxspendingprevout` (the mempool), the funding
   transaction (a spend in a block, unnamed: Core has no spend index).
+- Blocks and the mempool for the deposit scan: `blocks` (`core_blocks.CoreBlocks`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from walletcore_chains.bitcoin.backend import (
     TxView,
     Utxo,
 )
+from walletcore_chains.bitcoin.blocks import BlockSource
+from walletcore_chains.bitcoin.core_blocks import CoreBlocks
 from walletcore_chains.bitcoin.jsonrpc import JsonRpc, RpcError, sats
 
 _NOT_FOUND = -5  # RPC_INVALID_ADDRESS_OR_KEY: no such transaction
@@ -68,6 +71,7 @@ class CoreBackend:
         self._lock = asyncio.Lock()
         #: confirmed transactions never change: decoded once
         self._confirmed = ConfirmedViews()
+        self.blocks: BlockSource = CoreBlocks(self._rpc)
 
     def __repr__(self) -> str:
         return f"CoreBackend(wallet={self._wallet})"

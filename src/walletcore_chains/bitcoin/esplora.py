@@ -5,7 +5,8 @@ Endpoints: `GET /blocks/tip/height`, `/address/:a` (stats: whether it is known),
 `/address/:a/utxo`, `/address/:a/txs` (the mempool's, then the newest confirmed), `/tx/:id`
 (404: unknown), `/tx/:id/outspend/:vout`, `/fee-estimates`, `POST /tx`. Esplora follows every address (no import)
 and tells no minimum relay fee: `min_fee_rate` is the configured floor
-(`WALLETCORE_BITCOIN_MIN_FEE_RATE`).
+(`WALLETCORE_BITCOIN_MIN_FEE_RATE`). Blocks for the deposit scan: `blocks`
+(`esplora_blocks.EsploraBlocks`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from walletcore_chains.bitcoin.backend import (
     TxView,
     Utxo,
 )
+from walletcore_chains.bitcoin.blocks import BlockSource
+from walletcore_chains.bitcoin.esplora_blocks import EsploraBlocks
 from walletcore_chains.bitcoin.jsonrpc import http_failure, split_credentials
 
 
@@ -39,6 +42,7 @@ class EsploraBackend:
         )
         self._floor = min_fee_rate
         self._confirmed = ConfirmedViews()
+        self.blocks: BlockSource = EsploraBlocks(self._client)
 
     def __repr__(self) -> str:
         return "EsploraBackend(<url hidden>)"

@@ -1,10 +1,12 @@
-"""A small async JSON-RPC client for Bitcoin Core (httpx), and HTTP failures read into the
-backends' errors. Credentials come from the URL's user info and are sent as HTTP basic
-auth; the URL never reaches a log, a repr or an error message."""
+"""A small async JSON-RPC client for Bitcoin Core (httpx: one call, or a batch of calls in
+one request), and HTTP failures read into the backends' errors. Credentials come from the
+URL's user info and are sent as HTTP basic auth; the URL never reaches a log, a repr or an
+error message."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -91,6 +93,47 @@ class JsonRpc:
             message = str(error.get("message", "")) if isinstance(error, dict) else str(error)
             raise RpcError(code, message)
         return answer.get("result")
+
+    async def batch(
+        self, calls: Sequence[tuple[str, Sequence[Any]]], *, path: str = ""
+    ) -> list[Any]:
+        """Several calls in one HTTP request (a JSON-RPC batch): each call's result, or the
+        `RpcError` the node answered it with, in the order of `calls`. A failure of the
+        request itself raises, as `call`'s does."""
+        if not calls:
+            return []
+        first = self._ids + 1
+        self._ids += len(calls)
+        body = [
+            {"jsonrpc": "1.0", "id": first + i, "method": method, "params": list(params)}
+            for i, (method, params) in enumerate(calls)
+        ]
+        try:
+            response = await self._client.post(path or "/", content=json.dumps(body))
+        except httpx.HTTPError as exc:
+            raise http_failure(exc) from None
+        if response.status_code in (401, 403):
+            raise BackendError("the node refused the RPC credentials")
+        try:
+            answers = json.loads(response.content, parse_float=Decimal)
+        except ValueError:
+            raise BackendError(f"the node answered HTTP {response.status_code}") from None
+        if not isinstance(answers, list) or len(answers) != len(calls):
+            raise BackendError("the node answered nonsense")
+        results: dict[int, Any] = {}
+        for answer in answers:
+            if not isinstance(answer, dict) or not isinstance(answer.get("id"), int):
+                raise BackendError("the node answered nonsense")
+            error = answer.get("error")
+            if error:
+                code = int(error.get("code", 0)) if isinstance(error, dict) else 0
+                message = str(error.get("message", "")) if isinstance(error, dict) else str(error)
+                results[answer["id"]] = RpcError(code, message)
+            else:
+                results[answer["id"]] = answer.get("result")
+        if set(results) != set(range(first, first + len(calls))):
+            raise BackendError("the node answered nonsense")
+        return [results[first + i] for i in range(len(calls))]
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -10,7 +10,10 @@ answers have Esplora's shapes: `/blocks/tip/height`, `/address/:a`, `/address/:a
 (the spender from the mempool, `gettxspendingprevout`, or from the blocks since the
 funding one, scanned; `{"spent": false}` for an unknown output, as electrs answers),
 `/fee-estimates`, `POST /tx`
-(400 `sendrawtransaction RPC error: {"code":..,"message":..}`, as electrs words it).
+(400 `sendrawtransaction RPC error: {"code":..,"message":..}`, as electrs words it), and the
+blocks the deposit scan reads: `/blocks/tip/hash`, `/block-height/:h` (404 `Block not
+found` above the tip), `/block/:hash`, `/block/:hash/raw` (the block's bytes),
+`/tx/:txid/status`.
 """
 
 from __future__ import annotations
@@ -220,6 +223,51 @@ class EsploraTestServer(LoopbackHttpServer):
             "mempool_stats": {"tx_count": len(txs) - confirmed},
         }
 
+    def _status(self, txid: str) -> dict[str, Any]:
+        """Unconfirmed for any transaction not in a main-chain block, known or not (as
+        electrs answers)."""
+        try:
+            raw = self._call("getrawtransaction", txid, 1)
+        except _RpcError:
+            return {"confirmed": False}
+        if int(raw.get("confirmations", 0)) <= 0:
+            return {"confirmed": False}
+        header = self._call("getblockheader", raw["blockhash"], True)
+        return {
+            "confirmed": True,
+            "block_height": header["height"],
+            "block_hash": raw["blockhash"],
+            "block_time": header["time"],
+        }
+
+    def _block(self, block_hash: str) -> dict[str, Any]:
+        header = self._call("getblockheader", block_hash, True)
+        return {
+            "id": header["hash"],
+            "height": header["height"],
+            "version": header["version"],
+            "timestamp": header["time"],
+            "tx_count": header["nTx"],
+            "merkle_root": header["merkleroot"],
+            "previousblockhash": header.get("previousblockhash"),
+        }
+
+    def _blocks(self, parts: list[str]) -> tuple[int, str, str | bytes]:
+        """The block endpoints: `(status, content type, content)`."""
+        try:
+            if parts == ["blocks", "tip", "hash"]:
+                return 200, "text/plain", str(self._call("getbestblockhash"))
+            if len(parts) == 2 and parts[0] == "block-height":
+                return 200, "text/plain", str(self._call("getblockhash", int(parts[1])))
+            if len(parts) == 2 and parts[0] == "block":
+                return 200, "application/json", json.dumps(self._block(parts[1]))
+            if len(parts) == 3 and parts[0] == "block" and parts[2] == "raw":
+                raw = bytes.fromhex(self._call("getblock", parts[1], 0))
+                return 200, "application/octet-stream", raw
+        except _RpcError:
+            return 404, "text/plain", "Block not found"
+        return 404, "text/plain", "Not found"
+
     def _fees(self) -> dict[str, float]:
         out = {}
         for target in (1, 2, 3, 6, 12, 25):
@@ -236,6 +284,13 @@ class EsploraTestServer(LoopbackHttpServer):
         status, content, kind = 200, "", "application/json"
         try:
             parts = path.strip("/").split("/")
+            if (
+                method == "GET"
+                and parts[0] in ("blocks", "block", "block-height")
+                and (parts != ["blocks", "tip", "height"])
+            ):
+                status, kind, body_out = self._blocks(parts)
+                return status, kind, body_out if isinstance(body_out, bytes) else body_out.encode()
             if method == "POST" and parts == ["tx"]:
                 try:
                     content, kind = (
@@ -249,6 +304,8 @@ class EsploraTestServer(LoopbackHttpServer):
                 content, kind = str(self._call("getblockcount")), "text/plain"
             elif parts == ["fee-estimates"]:
                 content = json.dumps(self._fees())
+            elif len(parts) == 3 and parts[0] == "tx" and parts[2] == "status":
+                content = json.dumps(self._status(parts[1]))
             elif len(parts) == 4 and parts[0] == "tx" and parts[2] == "outspend":
                 content = json.dumps(self._outspend(parts[1], int(parts[3])))
             elif len(parts) == 2 and parts[0] == "tx":

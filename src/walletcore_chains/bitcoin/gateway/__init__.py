@@ -14,26 +14,32 @@
 - lifecycle (`TransferFollower`, `follow.py`): `sighting` of one transaction,
   `replacements` (the replace-by-fee ladder, offline), `prepare_cpfp` (child pays for a
   received parent).
+- deposits (`DepositScanner`): every output paying a watched address, block by block and
+  in the mempool, and where a transaction is now.
 
 The parts, one reason to change each: `base` (options, state, addresses), `reads` (coins,
 balance, history, lookup), `fees`, `building` (prepare, assemble, release), `sending`
-(broadcast), `following` (the transfer lifecycle).
+(broadcast), `following` (the transfer lifecycle), `scanning` (the deposit scan).
 """
 
 from __future__ import annotations
 
-from walletcore.ports import ChainGateway, MinimumSends, TransferFollower
+from walletcore.ports import ChainGateway, DepositScanner, MinimumSends, TransferFollower
 from walletcore_chains.bitcoin.gateway.base import (
     COINBASE_MATURITY,
     REGTEST_STUCK_AFTER_SECONDS,
     RESERVE_SECONDS,
+    SCAN_SPAN,
     STUCK_AFTER_SECONDS,
     GatewayOptions,
 )
 from walletcore_chains.bitcoin.gateway.following import Following
+from walletcore_chains.bitcoin.gateway.scanning import Scanning
 
 
-class BitcoinGateway(Following, ChainGateway, TransferFollower, MinimumSends):
+class BitcoinGateway(
+    Following, Scanning, ChainGateway, TransferFollower, MinimumSends, DepositScanner
+):
     """The `ChainGateway` of a Bitcoin-rules chain (BITCOIN unless told another)."""
 
     #: a Bitcoin transaction never expires: a stuck send is replaced from its ladder
@@ -44,6 +50,7 @@ __all__ = [
     "COINBASE_MATURITY",
     "REGTEST_STUCK_AFTER_SECONDS",
     "RESERVE_SECONDS",
+    "SCAN_SPAN",
     "STUCK_AFTER_SECONDS",
     "BitcoinGateway",
     "GatewayOptions",

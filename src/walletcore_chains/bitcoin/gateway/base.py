@@ -24,6 +24,9 @@ RESERVE_SECONDS = 600.0
 #: ten minutes on average, an hour is six of them; regtest mines on demand
 STUCK_AFTER_SECONDS = 3600.0
 REGTEST_STUCK_AFTER_SECONDS = 30.0
+#: blocks one deposit scan reads (`DepositScanner.scan_span`): some 75 MB of raw blocks
+#: on mainnet, one block in memory at a time
+SCAN_SPAN = 50
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,12 @@ class GatewayBase:
         self._reserved: dict[tuple[str, int], float] = {}
         #: txid -> the leases' turns its broadcast gives back
         self._held: dict[str, dict[str, int]] = {}
+        #: the deposit scan (`scanning.py`, `DepositScanner`): the depth a deposit is
+        #: confirmed at (the lifecycle's), the most blocks one scan covers, and each
+        #: watched address's locking script (None: not an address of this network)
+        self.confirmations: int = self.options.confirmations
+        self.scan_span: int = SCAN_SPAN
+        self._scripts: dict[str, bytes | None] = {}
 
     def __repr__(self) -> str:
         return f"BitcoinGateway({self.network.name}, {self.backend.name})"
@@ -135,6 +144,7 @@ __all__ = [
     "COINBASE_MATURITY",
     "REGTEST_STUCK_AFTER_SECONDS",
     "RESERVE_SECONDS",
+    "SCAN_SPAN",
     "STUCK_AFTER_SECONDS",
     "GatewayBase",
     "GatewayOptions",
