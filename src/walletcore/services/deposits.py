@@ -155,10 +155,10 @@ class DepositWatch:
         while previous.height < head.height:
             first = previous.height + 1
             last = min(previous.height + scanner.scan_span, head.height)
-            found = await scanner.scan(first, last, watch.keys()) if watch else []
-            reached = await scanner.block(last)
-            if reached is None:  # the node went back meanwhile: the next run sees it
+            ranged = await self._scan_range(scanner, previous, first, last, watch, report)
+            if ranged is None:  # the chain moved under the scan: the next run sees it
                 break
+            reached, found = ranged
             now = self._clock.now()
             async with self._storage.write() as unit:
                 if not await unit.deposits.advance(
@@ -179,6 +179,37 @@ class DepositWatch:
                     for incoming in pending:
                         await self._record(unit, incoming, watch, request_id, report)
         await self._settle(chain, scanner, head, request_id, report)
+
+    async def _scan_range(
+        self,
+        scanner: DepositScanner,
+        previous: BlockRef,
+        first: int,
+        last: int,
+        watch: Mapping[str, Watched],
+        report: ScanReport,
+    ) -> tuple[BlockRef, list[Incoming]] | None:
+        """The credits in `first..last`, and the block at `last` they were found under;
+        None when the chain changed while they were read (a reorg mid-scan): the block at
+        `last` is read before and after the scan and must not change, and `previous` must
+        still be its ancestor after it, so what is stored is one branch, linked to the
+        cursor. A hash names all its ancestors, so the two reads prove the range."""
+        before = await scanner.block(last)
+        if before is None:
+            return None
+        found = await scanner.scan(first, last, watch.keys()) if watch else []
+        after = await scanner.block(last)
+        linked = await scanner.block(previous.height)
+        if after != before or linked != previous:
+            log.warning(
+                "deposits on %s: the chain changed while blocks %d to %d were read; "
+                "the next run reads them again",
+                report.chain,
+                first,
+                last,
+            )
+            return None
+        return before, found
 
     async def _start(
         self,

@@ -227,3 +227,28 @@ async def test_the_feed_pages_by_cursor_and_refuses_a_bad_one(chain_desk) -> Non
         await events.read(desk.caller(), after="nope")
     with pytest.raises(Exception, match="limit must be"):
         await events.read(desk.caller(), limit=0)
+
+
+async def test_a_reorg_while_a_range_is_read_stores_nothing_of_it(chain_desk) -> None:
+    desk, chain = chain_desk
+    scan = watch(desk)
+    await scan.scan(ETHEREUM)
+    user = await desk.user()
+    chain.pay(desk.address(user, ETH), ETH, 10**18)
+    chain.mine(2)
+    original = chain.scan
+
+    async def reorg_during(first, last, addresses):  # type: ignore[no-untyped-def]
+        found = await original(first, last, addresses)
+        chain.reorg(2, drop=True)  # the blocks just read leave the chain
+        chain.mine(2)
+        return found
+
+    chain.scan = reorg_during  # type: ignore[method-assign]
+    report = await scan.scan(ETHEREUM)
+    chain.scan = original  # type: ignore[method-assign]
+    assert report.blocks == 0 and await deposits(desk) == []
+    async with desk.storage.read() as unit:
+        assert (await unit.deposits.cursor(ETHEREUM)).block.height == 0
+    await scan.scan(ETHEREUM)
+    assert await deposits(desk) == []  # the new branch has no such credit
