@@ -46,6 +46,8 @@ class EvmConfig:
     history_blocks: int = 2_000
     #: seconds a broadcast may stay unmined before it counts as stuck (and is replaced)
     stuck_after_seconds: float = 180.0
+    #: most blocks one deposit scan covers (`walletcore_chains.evm.deposits`)
+    scan_span: int = 500
 
 
 #: per chain: seconds before an unmined broadcast counts as stuck (about 15 block times)

@@ -4,6 +4,8 @@ the `vyper` package) and a faucet paying from the chain's prefunded account.
 
 Real execution (gas, nonces, reverts, logs), no network; the chain lives as long as the
 process (docs/chains.md: `walletcore sandbox fund` cannot reach it from another process).
+Its deposits are scanned as on a node without a call tracer, block receipts or a readable
+pool (eth-tester serves none of them): token transfers and transactions' own value.
 """
 
 from __future__ import annotations
@@ -46,15 +48,22 @@ class DevnetEvmGateway(EvmGateway):
     ) -> None:
         """`assets`: the chain's assets (its factory passes its description's), whose
         tokens are deployed; by default the contract's of `chain`."""
+        chosen = tuple(CONTRACT_ASSETS if assets is None else assets)
         provider = AsyncEthereumTesterProvider()
         self.tester = provider.ethereum_tester
         self.funder = self.tester.get_accounts()[0]
         tokens = {
             asset.id: self._deploy(asset)
-            for asset in (CONTRACT_ASSETS if assets is None else assets)
+            for asset in chosen
             if asset.chain == chain and not asset.is_native
         }
-        super().__init__(evm_config(chain, "devnet"), AsyncWeb3(provider), validator, tokens=tokens)
+        super().__init__(
+            evm_config(chain, "devnet"),
+            AsyncWeb3(provider),
+            validator,
+            tokens=tokens,
+            assets=chosen,
+        )
 
     def __repr__(self) -> str:
         return f"DevnetEvmGateway({self.chain.value})"

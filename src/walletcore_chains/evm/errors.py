@@ -22,6 +22,22 @@ The words are geth's (and bsc's and bor's, which are geth forks): `already known
 node, the tests' engine): `transaction already imported`, `nonce too low`,
 `max fee per gas less than block base fee`, `intrinsic gas too high -- tx.gas_limit >
 env.block.gas_limit`, `Insufficient funds for gas * price + value`.
+
+The deposit scan (`walletcore_chains.evm.deposits`) reads three more kinds of answers, each
+only from a node that answered (a JSON-RPC error object; a transport failure is always
+`NodeUnavailable`):
+
+- `read_scan_refusal`: a log query refused as too large (`RangeTooLarge`: the scan halves
+  the range and asks again): `query returned more than 10000 results` (Infura, Polygon),
+  `block range is too wide` (Ankr), `exceed maximum block range: 5000` (BSC), `Log
+  response size exceeded` (Alchemy), `eth_getLogs is limited to a 10,000 range`, code
+  -32005 without words of a rate limit; a rate limit (`rate limit`, `request rate`,
+  `too many requests`, `daily request count exceeded`) is never read as a range, since
+  halving would only ask more. `MethodMissing`: the node does not serve the method at all
+  (code -32601, `the method ... does not exist/is not available`, `not supported`), so
+  the scan reads without it. `StateGone`: the node cannot trace a block whose state it no
+  longer keeps (`required historical state unavailable`, `missing trie node`: a full
+  node more than about 128 blocks behind).
 """
 
 from __future__ import annotations
@@ -143,6 +159,112 @@ REFUSALS = Refusals(
 )
 
 
+class RangeTooLarge(Exception):
+    """The node refused a log query over too many blocks or with too many results."""
+
+
+class MethodMissing(Exception):
+    """The node does not serve this method (a tracer, block receipts, the pool)."""
+
+
+class StateGone(Exception):
+    """The node no longer keeps the state a trace of the block needs."""
+
+
+class OtherError(Exception):
+    """Any other refusal: the node could not answer now."""
+
+
+#: what a node's refusal of a scan's read means, first match first
+SCAN_REFUSALS = Refusals(
+    (
+        Says(
+            OtherError,
+            (
+                "rate limit",
+                "rate-limit",
+                "request rate",
+                "too many requests",
+                "request count",
+                "requests per",
+                "capacity",
+                "credits",
+                "throughput",
+            ),
+        ),
+        Says(
+            RangeTooLarge,
+            (
+                "query returned more than",
+                "more than 10000 results",
+                "block range",
+                "range is too",
+                "range too",
+                "too many blocks",
+                "too many results",
+                "too many logs",
+                "response size",
+                "max results",
+                "exceeds max results",
+                "maximum block range",
+                "is limited to",
+                "range exceeds",
+                "range limit",
+                "results limit",
+            ),
+        ),
+        Says(RangeTooLarge, codes=("-32005",)),
+        Says(
+            StateGone,
+            (
+                "historical state",
+                "missing trie node",
+                "state unavailable",
+                "state not available",
+                "state is not available",
+                "state histories",
+                "reexec",
+            ),
+        ),
+        Says(MethodMissing, codes=("-32601",)),
+        Says(
+            MethodMissing,
+            (
+                "method not found",
+                "does not exist",
+                "is not available",
+                "not available on",
+                "not supported",
+                "unsupported method",
+                "method not allowed",
+                "not whitelisted",
+                "not enabled",
+                "has not been implemented",
+                "unknown rpc endpoint",
+            ),
+        ),
+    ),
+    otherwise=OtherError,
+)
+
+
+def read_scan_refusal(exc: BaseException) -> BaseException:
+    """What a failed read of the deposit scan means: `RangeTooLarge`, `MethodMissing`,
+    `StateGone`, or `OtherError` (the node could not answer now, or never got the request):
+    see the module's docstring."""
+    from web3.exceptions import MethodUnavailable, Web3RPCError
+
+    if isinstance(exc, MethodUnavailable):
+        return MethodMissing()
+    if not isinstance(exc, Web3RPCError) or is_unreachable(exc):
+        return OtherError()
+    code = ""
+    response = exc.rpc_response
+    if isinstance(response, dict) and isinstance(response.get("error"), dict):
+        code = str(response["error"].get("code", ""))
+    return SCAN_REFUSALS.read(str(exc.message), code)
+
+
 def is_unreachable(exc: BaseException) -> bool:
     """A connection that was never made: the request cannot have reached the node."""
     return TRANSPORT.unreachable(exc)
@@ -175,10 +297,16 @@ def read_error(exc: BaseException) -> DomainError:
 
 __all__ = [
     "REFUSALS",
+    "SCAN_REFUSALS",
     "TRANSPORT",
     "AlreadyKnown",
+    "MethodMissing",
     "NonceUsed",
+    "OtherError",
+    "RangeTooLarge",
+    "StateGone",
     "is_unreachable",
     "read_error",
+    "read_scan_refusal",
     "read_send_error",
 ]

@@ -9,13 +9,14 @@ package (docs/chains.md, "EVM: a chain of your own", has a worked example).
 
 The plugin defines its chains (EVM addresses and keys: `m/44'/60'/0'/0/0`, the same
 address as on ETHEREUM), describes them (`EvmChain.description`), and serves them with
-`EvmGateway` in the mode `rpc`. Its settings (`evm_settings_model`) are per chain:
+`EvmGateway` in the mode `rpc`, which also scans the chain for deposits
+(`walletcore_chains.evm.deposits`). Its settings (`evm_settings_model`) are per chain:
 `WALLETCORE_<CHAIN>_RPC_URL` (required), `_NETWORK` (a key of `networks`; the first by
 default), `_TOKENS` (asset id -> checksummed contract, JSON, over the network's table),
 `_RPC_TIMEOUT_SECONDS`, `_RECEIPT_TIMEOUT_SECONDS`, `_HISTORY_BLOCKS`,
-`_STUCK_AFTER_SECONDS`. Nonces are reserved on the deployment's nonce leases under
-`eip155:<chain id>`. A deployment serves the chain only when it names it:
-`WALLETCORE_CHAIN_<CHAIN>=<plugin>:rpc`.
+`_STUCK_AFTER_SECONDS`, `_SCAN_SPAN` (most blocks one deposit scan covers, 500). Nonces
+are reserved on the deployment's nonce leases under `eip155:<chain id>`. A deployment
+serves the chain only when it names it: `WALLETCORE_CHAIN_<CHAIN>=<plugin>:rpc`.
 
 Chain libraries are imported when a gateway is built, not with this module.
 """
@@ -150,6 +151,7 @@ class EvmKnobs(Protocol):
     def receipt_timeout_of(self, chain: Chain) -> float: ...
     def history_blocks_of(self, chain: Chain) -> int: ...
     def stuck_after_of(self, chain: Chain) -> float | None: ...
+    def scan_span_of(self, chain: Chain) -> int: ...
     #: The variable of a setting (`rpc_url`, `network`, `tokens`) of `chain`, for messages.
     def variable_of(self, chain: Chain, setting: str) -> str: ...
 
@@ -184,6 +186,9 @@ class EvmChainSettings(BaseSettings):
     def stuck_after_of(self, chain: Chain) -> float | None:
         return cast(float | None, self._of(chain, "stuck_after_seconds"))
 
+    def scan_span_of(self, chain: Chain) -> int:
+        return int(self._of(chain, "scan_span"))
+
     def variable_of(self, chain: Chain, setting: str) -> str:
         return env_name(type(self), _field(chain, setting))
 
@@ -209,6 +214,7 @@ def evm_settings_model(
             float | None,
             Field(default=None, gt=0, le=86_400),
         )
+        fields[_field(f, "scan_span")] = (int, Field(default=500, ge=1, le=100_000))
     model = create_model(name, __base__=EvmChainSettings, **fields)
     return model
 
@@ -255,7 +261,11 @@ class _Family:
             raise ConfigurationError(f"{settings.variable_of(chain, 'rpc_url')} is required")
         w3 = rpc_web3(url.get_secret_value(), settings.rpc_timeout_of(chain), chain, poa=spec.poa)
         config = spec.config(settings.network_of(chain), settings.tokens_of(chain), self.assets)
-        config = replace(config, history_blocks=settings.history_blocks_of(chain))
+        config = replace(
+            config,
+            history_blocks=settings.history_blocks_of(chain),
+            scan_span=settings.scan_span_of(chain),
+        )
         stuck = settings.stuck_after_of(chain)
         if stuck is not None:
             config = replace(config, stuck_after_seconds=stuck)
@@ -266,6 +276,7 @@ class _Family:
             context.validate_address,
             nonces=nonces,
             receipt_timeout=settings.receipt_timeout_of(chain),
+            assets=context.catalog.assets_of(chain),
         )
 
 

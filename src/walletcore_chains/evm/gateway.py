@@ -19,12 +19,16 @@
   that does not confirm is replaced from a ladder signed with it (`replacements`: bumps of
   the same nonce, then a cancel to self), never re-signed (`resigns` False). A rung goes out
   through `broadcast` like any transfer, and never touches the `NonceBook`.
+- deposits (`DepositScanner`, `walletcore_chains.evm.deposits.EvmScanner`): token Transfer
+  logs over a range for every watched address at once, and each block's transactions
+  (with their call traces when the node has a call tracer); `confirmations` is the chain's
+  depth, `scan_span` its setting (500 blocks by default).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -36,7 +40,8 @@ from web3 import AsyncWeb3
 from web3.exceptions import TimeExhausted
 from web3.exceptions import TransactionNotFound as Web3NotFound
 
-from walletcore.domain.assets import Asset
+from walletcore.domain.assets import CONTRACT_ASSETS, Asset
+from walletcore.domain.deposits import BlockRef, Incoming
 from walletcore.domain.errors import (
     AssetUnavailableOnEndpoint,
     BroadcastTimeout,
@@ -51,16 +56,19 @@ from walletcore.ports import (
     AddressValidator,
     ChainGateway,
     CheckFailed,
+    DepositScanner,
     FeeQuote,
     Replacement,
     Sighting,
     SignedTransfer,
     Transfer,
     TransferFollower,
+    Unmined,
     UnsignedTransfer,
 )
 from walletcore_chains.evm import codec, errors, fees, follow
 from walletcore_chains.evm.config import EvmConfig
+from walletcore_chains.evm.deposits import EvmScanner
 from walletcore_chains.evm.fees import NATIVE_GAS
 from walletcore_chains.evm.history import History
 from walletcore_chains.evm.nonces import NonceBook
@@ -69,7 +77,7 @@ from walletcore_chains.evm.rows import BALANCE_OF_SELECTOR
 log = logging.getLogger(__name__)
 
 
-class EvmGateway(ChainGateway, TransferFollower):
+class EvmGateway(ChainGateway, TransferFollower, DepositScanner):
     #: a transfer that cannot land is replaced from its pre-signed ladder, never re-signed
     #: (an EVM transaction does not expire: only another one with its nonce ends it)
     resigns = False
@@ -83,7 +91,10 @@ class EvmGateway(ChainGateway, TransferFollower):
         tokens: Mapping[int, str] | None = None,
         nonces: NonceBook | None = None,
         receipt_timeout: float = 120.0,
+        assets: Iterable[Asset] | None = None,
     ) -> None:
+        """`assets`: the chain's served assets (its coin, and the tokens whose deposits are
+        scanned); by default the contract's assets of the chain."""
         self.chain = config.chain
         self.config = config
         self.w3 = w3
@@ -98,6 +109,22 @@ class EvmGateway(ChainGateway, TransferFollower):
         #: seconds a broadcast may stay unmined before it counts as stuck (the chain's own,
         #: or `WALLETCORE_EVM_STUCK_AFTER_SECONDS`)
         self.stuck_after_seconds = float(config.stuck_after_seconds)
+        served = [
+            a for a in (CONTRACT_ASSETS if assets is None else assets) if a.chain == self.chain
+        ]
+        native = next((a for a in served if a.is_native), None)
+        if native is None:
+            raise ValueError(f"no native asset of {self.chain} among the assets given")
+        scanned = {a.id for a in served if not a.is_native}
+        #: the deposit scan (`DepositScanner`)
+        self.scanner = EvmScanner(
+            w3,
+            self.chain,
+            native.id,
+            {i: c for i, c in self._tokens.items() if i in scanned or assets is None},
+        )
+        self.confirmations = config.confirmations
+        self.scan_span = config.scan_span
 
     def __repr__(self) -> str:
         return f"EvmGateway({self.chain.value}, {self.config.network})"
@@ -428,6 +455,22 @@ class EvmGateway(ChainGateway, TransferFollower):
         except Exception:  # noqa: BLE001 - cannot tell
             raise BroadcastTimeout() from None
         return True
+
+    # -- deposits (`DepositScanner`, walletcore_chains.evm.deposits) ----------------------
+    async def head(self) -> BlockRef:
+        return await self.scanner.head()
+
+    async def block(self, height: int) -> BlockRef | None:
+        return await self.scanner.block(height)
+
+    async def scan(self, first: int, last: int, addresses: Collection[str]) -> list[Incoming]:
+        return await self.scanner.scan(first, last, addresses)
+
+    async def mempool(self, addresses: Collection[str]) -> list[Incoming]:
+        return await self.scanner.mempool(addresses)
+
+    async def locate(self, tx_hash: str, last: BlockRef | None) -> BlockRef | Unmined | None:
+        return await self.scanner.locate(tx_hash, last)
 
     # -- the lifecycle (`TransferFollower`, walletcore_chains.evm.follow) ----------------
     async def sighting(self, sender: str, asset: Asset, signed: SignedTransfer) -> Sighting:

@@ -65,6 +65,8 @@ class EvmSettings(ChainSettings):
     #: rung of its replacement ladder goes out; unset: the chain's own (ETHEREUM 180, BSC 45,
     #: POLYGON 60, `walletcore_chains.evm.config.STUCK_AFTER_SECONDS`).
     evm_stuck_after_seconds: float | None = stuck_after(None, most=86_400)
+    #: Most blocks one deposit scan covers (`walletcore_chains.evm.deposits`).
+    evm_scan_span: int = Field(default=500, ge=1, le=100_000)
 
     @field_validator("evm_tokens")
     @classmethod
@@ -103,6 +105,9 @@ class EvmSettings(ChainSettings):
 
     def stuck_after_of(self, chain: Chain) -> float | None:
         return self.evm_stuck_after_seconds
+
+    def scan_span_of(self, chain: Chain) -> int:
+        return self.evm_scan_span
 
     def variable_of(self, chain: Chain, setting: str) -> str:
         field = {"rpc_url": _url_field(chain), "network": "evm_network", "tokens": "evm_tokens"}

@@ -51,7 +51,7 @@ _FEED = {
         "none twice. `userId` (or `X-USER-ID`) keeps one user's. `hasMore`: read again at "
         "once; else poll with backoff, or take the same events as signed webhooks."
     ),
-    responses=errors(404, 410, table=_FEED),
+    responses=errors(401, 404, 410, table=_FEED),
     tags=["events"],
 )
 async def read_events(
@@ -76,7 +76,7 @@ async def read_events(
         "else every user's and the platform wallet's): `seen` (mempool, or a block not yet "
         "deep enough), `confirmed` at the chain's depth, or `reversed` by a reorg."
     ),
-    responses=errors(404, table=_FEED),
+    responses=errors(401, 404, table=_FEED),
     tags=["events"],
 )
 async def list_deposits(

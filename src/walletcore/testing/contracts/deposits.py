@@ -401,7 +401,9 @@ class DepositEventStorageContract:
         assert [d.tx_hash for d in await autocommit(storage).deposits.page(
             client_id, None, limit=10
         )] == ["0xfound1"]  # fmt: skip
-        assert await _all_events(storage, client_id) == [1]
+        await _publish(storage, client_id, None, 3)
+        await _settled(storage, client_id, 2)
+        assert await _all_events(storage, client_id) == [1, 3]
 
     # -- the event feed ---------------------------------------------------------------------
     async def test_an_event_is_written_only_when_its_change_commits(self, storage: Storage) -> None:
