@@ -54,7 +54,28 @@ class BusinessRule:
 
 _SENDS = ("/send", "/platform/send")
 _RECIPIENTS = ("/fee", "/platform/fee", *_SENDS)
+_PAGED = ("/events", "/deposits", "/webhooks/deliveries")
 BUSINESS_RULES = (
+    BusinessRule(
+        400,
+        _PAGED,
+        "Invalid request: numbers must be integers",
+        "JSON Schema's `integer` admits `151.0`; the service refuses any number written with "
+        "a fraction or an exponent in a body (walletcore_litestar.bodies), so that an amount "
+        "can never arrive as a float",
+    ),
+    BusinessRule(
+        400,
+        ("/events",),
+        "Unknown cursor: ",
+        "a well-formed event id that this client's feed never gave: which ids exist is data",
+    ),
+    BusinessRule(
+        410,
+        ("/events",),
+        "Cursor expired: ",
+        "a well-formed event id older than the events the feed still keeps",
+    ),
     BusinessRule(
         400,
         USER_SCOPED_PATHS,

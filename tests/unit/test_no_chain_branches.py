@@ -15,8 +15,9 @@ Allowed elsewhere, and only there:
   play the contract's chains as fixtures: `testing/chains.py` (the fake gateways' fees per
   chain and `RESIGNING_CHAINS`, checked against the descriptions in
   tests/unit/chains/test_chain_descriptions.py), `testing/keys.py` (the fake keystore's ed25519
-  signature length on SOLANA) and `testing/contracts/storage.py` (wallet addresses stored
-  and read back).
+  signature length on SOLANA), `testing/contracts/storage.py` (wallet addresses stored
+  and read back) and `testing/contracts/deposits.py` (deposits, cursors and watched
+  addresses of several chains stored and read back).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ ALLOWED = frozenset(
         "walletcore/testing/chains.py",
         "walletcore/testing/keys.py",
         "walletcore/testing/contracts/storage.py",
+        "walletcore/testing/contracts/deposits.py",
     }
 )
 
