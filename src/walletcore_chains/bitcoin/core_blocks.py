@@ -20,7 +20,6 @@ over its JSON-RPC; no transaction index needed (docs/bitcoin.md, "Deposits").
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +28,7 @@ from walletcore.ports.deposits import MEMPOOL, Unmined
 from walletcore_chains.bitcoin.backend import BackendError
 from walletcore_chains.bitcoin.blocks import UNMINED_SEARCH, Block, TxOutputs
 from walletcore_chains.bitcoin.jsonrpc import JsonRpc, RpcError
-from walletcore_chains.bitcoin.rawblocks import parse_block, parse_transaction
+from walletcore_chains.bitcoin.rawblocks import checked_block, parse_transaction
 
 _NOT_FOUND = -5  # RPC_INVALID_ADDRESS_OR_KEY: no such block, transaction, mempool entry
 _OUT_OF_RANGE = -8  # RPC_INVALID_PARAMETER: `getblockhash` above the tip
@@ -43,8 +42,6 @@ MEMPOOL_REMEMBERED = 50_000
 #: Blocks searched in one batch by `locate`, and the most it walks back to a fork point.
 _SEARCH_BATCH = 50
 _FORK_WALK = 100
-#: A raw block larger than this is parsed in a worker thread (the event loop goes on).
-_THREAD_PARSE_BYTES = 200_000
 
 
 class CoreBlocks:
@@ -85,16 +82,9 @@ class CoreBlocks:
             raise  # e.g. pruned: "Block not available"
         try:
             raw = bytes.fromhex(str(hex_block))
-            if len(raw) > _THREAD_PARSE_BYTES:
-                parsed = await asyncio.to_thread(parse_block, raw)
-            else:
-                parsed = parse_block(raw)
         except ValueError:
             raise BackendError("the node answered a block that does not parse") from None
-        found, previous, txs = parsed
-        if found != ref.hash:
-            raise BackendError("the node answered another block than the one asked for")
-        return Block(ref, previous, txs)
+        return await checked_block(raw, ref, "node")
 
     async def mempool(self) -> Sequence[TxOutputs]:
         txids = [str(t) for t in await self._rpc.call("getrawmempool")]

@@ -27,12 +27,10 @@ from walletcore.ports.deposits import MEMPOOL, Unmined
 from walletcore_chains.bitcoin.backend import BackendError
 from walletcore_chains.bitcoin.blocks import Block, TxOutputs
 from walletcore_chains.bitcoin.jsonrpc import http_failure
-from walletcore_chains.bitcoin.rawblocks import parse_block
+from walletcore_chains.bitcoin.rawblocks import checked_block
 
 #: `/block-height` requests in flight at once.
 _AT_ONCE = 8
-#: A raw block larger than this is parsed in a worker thread (the event loop goes on).
-_THREAD_PARSE_BYTES = 200_000
 
 
 class EsploraBlocks:
@@ -88,18 +86,7 @@ class EsploraBlocks:
         response = await self._get(f"/block/{ref.hash}/raw")
         if response.status_code != 200:
             raise BackendError(f"the indexer answered HTTP {response.status_code}")
-        raw = response.content
-        try:
-            if len(raw) > _THREAD_PARSE_BYTES:
-                parsed = await asyncio.to_thread(parse_block, raw)
-            else:
-                parsed = parse_block(raw)
-        except ValueError:
-            raise BackendError("the indexer answered a block that does not parse") from None
-        found, previous, txs = parsed
-        if found != ref.hash:
-            raise BackendError("the indexer answered another block than the one asked for")
-        return Block(ref, previous, txs)
+        return await checked_block(response.content, ref, "indexer")
 
     async def mempool(self) -> Sequence[TxOutputs]:
         return ()

@@ -16,9 +16,12 @@ produce and to decode.
 
 from __future__ import annotations
 
+import asyncio
 from hashlib import sha256
 
-from walletcore_chains.bitcoin.blocks import TxOutputs
+from walletcore.domain.deposits import BlockRef
+from walletcore_chains.bitcoin.backend import BackendError
+from walletcore_chains.bitcoin.blocks import Block, TxOutputs
 
 _HEADER = 80
 
@@ -126,3 +129,24 @@ def merkle_root(leaves: list[bytes]) -> bytes:
 
 
 __all__ = ["block_hash", "merkle_root", "parse_block", "parse_transaction"]
+
+
+#: A raw block larger than this is parsed in a worker thread (the event loop goes on).
+THREAD_PARSE_BYTES = 200_000
+
+
+async def checked_block(raw: bytes, ref: BlockRef, source: str) -> Block:
+    """The block `ref` from its raw bytes as `source` (the node, the indexer) answered them:
+    parsed (in a worker thread when large), its header hashing to `ref.hash`; else a
+    `BackendError` naming the source."""
+    try:
+        if len(raw) > THREAD_PARSE_BYTES:
+            parsed = await asyncio.to_thread(parse_block, raw)
+        else:
+            parsed = parse_block(raw)
+    except ValueError:
+        raise BackendError(f"the {source} answered a block that does not parse") from None
+    found, previous, txs = parsed
+    if found != ref.hash:
+        raise BackendError(f"the {source} answered another block than the one asked for")
+    return Block(ref, previous, txs)

@@ -10,19 +10,19 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 
 import pytest
 
-from walletcore.domain.assets import Chain, FeePayer, Fiat
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, User
 from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCursor, Watched
 from walletcore.domain.events import EventNote, EventPosition, EventType
 from walletcore.domain.ids import new_id
-from walletcore.domain.trade import FixedLeg, Quote, Side, Trade, TradeStatus
+from walletcore.domain.trade import TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.storage import Storage
+from walletcore.testing.contracts.jobs import _trade
 from walletcore.testing.storage import autocommit
 
 T0 = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
@@ -106,23 +106,6 @@ async def _publish(storage: Storage, client_id: str, user_id: str | None, n: int
     note = _note(EventType.SEND_PENDING, n=n)
     await autocommit(storage).audit.append(
         _entry(client_id, user_id, "send", event=note, at=_at(n))
-    )
-
-
-def _quote(client_id: str, user_id: str) -> Trade:
-    price = Decimal(3000)
-    return Trade(
-        trade_id=new_id(),
-        client_id=client_id,
-        user_id=user_id,
-        side=Side.SELL,
-        asset_id=2,
-        symbol="ETH",
-        fiat=Fiat.EUR,
-        fixed_leg=FixedLeg.CRYPTO,
-        quote=Quote(Decimal(1), price, price, T0 + timedelta(minutes=1)),
-        status=TradeStatus.OPEN,
-        created_at=T0,
     )
 
 
@@ -462,7 +445,7 @@ class DepositEventStorageContract:
         client_id = await _client(storage)
         user_id = await _user(storage, client_id)
         db = autocommit(storage)
-        quote = _quote(client_id, user_id)
+        quote = _trade(client_id, user_id, TradeStatus.OPEN, T0)
         # a quote whose entry carries an event: stored together
         await storage.add_trade(
             quote, _entry(client_id, user_id, "sell", event=_note(EventType.SEND_PENDING, n=0))
@@ -495,7 +478,7 @@ class DepositEventStorageContract:
         page = await db.events.after(client_id, None, limit=10)
         assert [e.data["n"] for e in page.events] == [0, winner, 12]
         assert page.events[-1].at == _at(12) and page.events[-1].user_id == user_id
-        plain = _quote(client_id, user_id)
+        plain = _trade(client_id, user_id, TradeStatus.OPEN, T0)
         await storage.add_trade(plain, _entry(client_id, user_id, "sell"))
         assert await storage.swap_trade(
             TradeStatus.OPEN, plain.cancel(T0), _entry(client_id, user_id, "cancel")
