@@ -88,14 +88,19 @@ def addresses(count: int) -> list[str]:
 def send(
     node: AnvilNode, to: str, value: int = 0, data: bytes = b"", gas: int | None = None
 ) -> str:
-    """A transaction from anvil's first account (unlocked); its hash (mined at once unless
-    automine is off). With `gas`, nothing is estimated: a reverting call is mined failed."""
+    """A transaction from anvil's first account (unlocked); its hash, once mined unless
+    automine is off (anvil answers before its automine has mined the block, so a scan
+    right after could miss it). With `gas`, nothing is estimated: a reverting call is
+    mined failed."""
     tx: dict[str, Any] = {"from": node.funder, "to": to, "value": hex(value)}
     if data:
         tx["data"] = "0x" + data.hex()
     if gas is not None:
         tx["gas"] = hex(gas)
-    return str(node.call("eth_sendTransaction", tx))
+    tx_hash = str(node.call("eth_sendTransaction", tx))
+    if node.call("anvil_getAutomine"):
+        node.wait_receipt(tx_hash)
+    return tx_hash
 
 
 def mined(node: AnvilNode, tx_hash: str) -> BlockRef:
@@ -627,6 +632,7 @@ async def test_a_chain_the_family_builds_scans_its_own_assets(tmp_path: Path) ->
             paid = str(
                 l2.call("eth_sendTransaction", {"from": l2.funder, "to": watched, "value": "0x9"})
             )
+            l2.wait_receipt(paid)
             last = (await gateway.head()).height
             found = await gateway.scan(first, last, [watched])
             assert {(c.chain, c.asset_id, c.amount_units, c.position) for c in found} == {
