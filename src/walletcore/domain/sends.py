@@ -88,6 +88,16 @@ _NEXT: dict[SendState, frozenset[SendState]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class Spend:
+    """What a user's send takes out of the wallet: `units` of `asset_id` (the amount; a
+    USER native send's fee is inside it)."""
+
+    user_id: str
+    asset_id: int
+    units: int
+
+
+@dataclass(frozen=True, slots=True)
 class SendRecord:
     client_id: str
     request_id: str
@@ -116,6 +126,9 @@ class SendRecord:
     chain_checked_at: datetime | None = None
     #: When it reached `success` or `failed`.
     chain_final_at: datetime | None = None
+    #: What a user's send takes out of the wallet (set when signed): counted against a
+    #: sell's approval while the transfer is in flight (walletcore.domain.settlement)
+    spend: Spend | None = None
 
     @classmethod
     def start(
@@ -169,7 +182,13 @@ class SendRecord:
 
     # -- recovery points ---------------------------------------------------------------
     def signed(
-        self, raw_tx: bytes, tx_hash: str, now: datetime, lease: timedelta = SEND_LEASE
+        self,
+        raw_tx: bytes,
+        tx_hash: str,
+        now: datetime,
+        lease: timedelta = SEND_LEASE,
+        *,
+        spend: Spend | None = None,
     ) -> SendRecord:
         """started -> signed: commit this before broadcasting."""
         self._require(SendState.SIGNED)
@@ -180,6 +199,7 @@ class SendRecord:
             tx_hash=tx_hash,
             updated_at=now,
             locked_until=now + lease,
+            spend=spend,
         )
 
     def broadcast(self, now: datetime, lease: timedelta = SEND_LEASE) -> SendRecord:

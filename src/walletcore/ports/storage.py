@@ -42,6 +42,7 @@ from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.deposits import BlockRef, Deposit, ScanCursor, Watched
 from walletcore.domain.events import EventNote, EventPage, EventPosition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.settlement import Settlement, SettlementStatus
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.prices import PriceRecords
@@ -240,6 +241,64 @@ class SendStore(Protocol):
         before a replacement included), or None."""
         ...
 
+    async def spending(self, client_id: str, user_id: str, asset_id: int) -> int:
+        """What the user's own sends of `asset_id` still in flight take out of the wallet:
+        the sum of `spend.units` of the records with that spend that are `signed` or
+        `broadcast`, or finished and not final on chain (`pending`, `stuck`, `dropped`).
+        The service's own transfers (request ids under `RESERVED_REQUEST_PREFIX`) are not
+        counted: what they take is held by their settlement."""
+        ...
+
+
+class SettlementStore(Protocol):
+    """A trade's crypto leg on chain (walletcore.domain.settlement): one per trade."""
+
+    async def add(self, settlement: Settlement, *, entry: AuditEntry | None = None) -> bool:
+        """Store a new settlement, then (only then) `entry`; False (nothing written) when
+        the trade has one already."""
+        ...
+
+    async def get(self, client_id: str, trade_id: str) -> Settlement | None: ...
+
+    async def of_trades(self, client_id: str, trade_ids: Sequence[str]) -> dict[str, Settlement]:
+        """The settlements of those trades of the client that have one, by trade id."""
+        ...
+
+    async def move(
+        self, current: Settlement, new: Settlement, *, entry: AuditEntry | None = None
+    ) -> bool:
+        """Store `new` if the stored settlement still has `current`'s status and attempt
+        (compare and set: one of two racing movers wins), then (only then) `entry`."""
+        ...
+
+    async def lock_wallet(self, client_id: str, user_id: str) -> None:
+        """Make the rest of this write unit the only decision about spending the user's
+        wallet until it ends (a sell's hold, a send's signature): PostgreSQL locks the
+        user's row; where write units are serial already (SQLite, memory) nothing."""
+        ...
+
+    async def held(self, client_id: str, user_id: str, asset_id: int) -> int:
+        """What the user's sells hold of `asset_id` (smallest units): `units` of those of
+        that asset and `fee_units` of those whose fee is in it, in a holding status."""
+        ...
+
+    async def due(self, now: datetime, limit: int) -> list[Settlement]:
+        """Settlements of every client in a status the jobs work on (`DUE_STATUSES`) and
+        `due_at` at or before `now`, at most `limit`, the earliest due first (then trade id)."""
+        ...
+
+    async def listing(
+        self,
+        client_id: str,
+        *,
+        asset_id: int | None = None,
+        statuses: frozenset[SettlementStatus] | None = None,
+        limit: int = 100,
+    ) -> list[Settlement]:
+        """The client's settlements (of one asset, in some statuses), newest first (by
+        creation, then trade id), at most `limit`: the desk's accounting."""
+        ...
+
 
 class AuditStore(Protocol):
     """The append-only audit log (walletcore.domain.audit), and the event feed's outbox:
@@ -348,6 +407,8 @@ class UnitOfWork(Protocol):
     audit: AuditStore
     deposits: DepositStore
     events: EventStore
+    #: trades' crypto legs on chain: holds, deliveries, collections
+    settlements: SettlementStore
     #: the api clients' webhook endpoints and delivery log (walletcore.ports.webhooks)
     webhooks: WebhookStore
     #: the deployment's shared price table (walletcore.ports.prices)
@@ -398,6 +459,7 @@ __all__ = [
     "DepositStore",
     "EventStore",
     "SendStore",
+    "SettlementStore",
     "Storage",
     "TradeStore",
     "UnitOfWork",

@@ -43,7 +43,13 @@ from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCursor, Watched
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition, StorageError
 from walletcore.domain.events import Event, EventNote, EventPage, EventPosition
-from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.sends import SEND_LEASE, SendRecord, SendState
+from walletcore.domain.settlement import (
+    DUE_STATUSES,
+    RESERVED_REQUEST_PREFIX,
+    Settlement,
+    SettlementStatus,
+)
 from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus, moved
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.domain.webhooks import DeliveryAttempt, WebhookEndpoint
@@ -54,6 +60,7 @@ from walletcore.ports.storage import (
     DepositStore,
     EventStore,
     SendStore,
+    SettlementStore,
     Storage,
     TradeStore,
     UnitOfWork,
@@ -87,6 +94,8 @@ class _Tables:
     webhooks: MutableMapping[str, WebhookEndpoint] = field(default_factory=dict)
     #: serial -> an attempt of the delivery log (None: pruned by this unit, dropped at commit)
     webhook_attempts: MutableMapping[int, DeliveryAttempt | None] = field(default_factory=dict)
+    #: (client id, trade id) -> the trade's settlement
+    settlements: MutableMapping[tuple[str, str], Settlement] = field(default_factory=dict)
 
     def drop_tombstones(self) -> None:
         """The attempts a committed unit pruned, gone."""
@@ -112,6 +121,7 @@ _TABLES = (
     "cursors",
     "webhooks",
     "webhook_attempts",
+    "settlements",
 )
 
 
@@ -155,6 +165,7 @@ class _Unit(UnitOfWork):
         self.events: EventStore = _Events(self)
         self.webhooks: WebhookStore = _Webhooks(self)
         self.prices: PriceRecords = _Prices(self)
+        self.settlements: SettlementStore = _Settlements(self)
 
     def check_writable(self) -> _Tables:
         if not self.writable:
@@ -429,6 +440,107 @@ class _Sends(SendStore):
             if record.client_id == client_id and record.tx_hash == tx_hash:
                 return record
         return None
+
+
+    async def spending(self, client_id: str, user_id: str, asset_id: int) -> int:
+        total = 0
+        for (client, request_id), record in self._unit.tables.sends.items():
+            spend = record.spend
+            if (
+                client != client_id
+                or spend is None
+                or (spend.user_id, spend.asset_id) != (user_id, asset_id)
+                or request_id.startswith(RESERVED_REQUEST_PREFIX)
+            ):
+                continue
+            if record.state in _SIGNED_STATES or record.is_followed:
+                total += spend.units
+        return total
+
+
+#: A send record's states in which its transaction may reach the network (not finished).
+_SIGNED_STATES = frozenset({SendState.SIGNED, SendState.BROADCAST})
+
+
+class _Settlements(SettlementStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def add(self, settlement: Settlement, *, entry: AuditEntry | None = None) -> bool:
+        tables = self._unit.check_writable()
+        key = (settlement.client_id, settlement.trade_id)
+        if key in tables.settlements:
+            return False
+        tables.settlements[key] = settlement
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def get(self, client_id: str, trade_id: str) -> Settlement | None:
+        return self._unit.tables.settlements.get((client_id, trade_id))
+
+    async def of_trades(self, client_id: str, trade_ids: Sequence[str]) -> dict[str, Settlement]:
+        found = (self._unit.tables.settlements.get((client_id, t)) for t in trade_ids)
+        return {s.trade_id: s for s in found if s is not None}
+
+    async def move(
+        self, current: Settlement, new: Settlement, *, entry: AuditEntry | None = None
+    ) -> bool:
+        tables = self._unit.check_writable()
+        key = (current.client_id, current.trade_id)
+        stored = tables.settlements.get(key)
+        if new.trade_id != current.trade_id or new.client_id != current.client_id:
+            raise ValueError("a settlement moves within its own trade")
+        if stored is None or (stored.status, stored.attempt) != (current.status, current.attempt):
+            return False
+        tables.settlements[key] = new
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def lock_wallet(self, client_id: str, user_id: str) -> None:
+        self._unit.check_writable()  # write units are one at a time here
+
+    async def held(self, client_id: str, user_id: str, asset_id: int) -> int:
+        total = 0
+        for settlement in self._unit.tables.settlements.values():
+            if (
+                (settlement.client_id, settlement.user_id) != (client_id, user_id)
+                or not settlement.status.holds
+            ):
+                continue
+            if settlement.asset_id == asset_id:
+                total += settlement.units
+            if settlement.fee_asset_id == asset_id:
+                total += settlement.fee_units
+        return total
+
+    async def due(self, now: datetime, limit: int) -> list[Settlement]:
+        found = [
+            s
+            for s in self._unit.tables.settlements.values()
+            if s.status in DUE_STATUSES and s.due_at is not None and s.due_at <= now
+        ]
+        found.sort(key=lambda s: (s.due_at or now, s.trade_id))
+        return found[: max(limit, 0)]
+
+    async def listing(
+        self,
+        client_id: str,
+        *,
+        asset_id: int | None = None,
+        statuses: frozenset[SettlementStatus] | None = None,
+        limit: int = 100,
+    ) -> list[Settlement]:
+        found = [
+            s
+            for s in self._unit.tables.settlements.values()
+            if s.client_id == client_id
+            and (asset_id is None or s.asset_id == asset_id)
+            and (statuses is None or s.status in statuses)
+        ]
+        found.sort(key=lambda s: (s.created_at, s.trade_id), reverse=True)
+        return found[: max(limit, 0)]
 
 
 class _Audit(AuditStore):
@@ -764,6 +876,11 @@ READS = frozenset(
         "has",
         "oldest",
         "attempts",
+        "spending",
+        "of_trades",
+        "held",
+        "due",
+        "listing",
     }
 )
 
