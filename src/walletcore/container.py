@@ -48,6 +48,7 @@ from walletcore.services.health import HealthService
 from walletcore.services.holdings import WalletHoldings
 from walletcore.services.market import MarketService
 from walletcore.services.sends import SendService
+from walletcore.services.settlements import Settlements, SettlementSettings
 from walletcore.services.tokens import TokenSigner
 from walletcore.services.trading import TradingService
 from walletcore.services.transfers import Transfers, TransferSettings
@@ -239,6 +240,18 @@ def _inline_refresh(mode: JobsMode, runner: Any) -> Any:
     return runner().refresh_prices_if_due if mode is JobsMode.INPROCESS else None
 
 
+def _settlements(settings: SettlementSettings, *parts: Any) -> Settlements | None:
+    """The settlement of trades' crypto legs, unless `WALLETCORE_SETTLEMENT_ENABLED=false`."""
+    if not settings.enabled:
+        return None
+    return Settlements(
+        *parts,
+        retry_seconds=settings.retry_seconds,
+        follow_seconds=settings.follow_seconds,
+        max_attempts=settings.max_attempts,
+    )
+
+
 class Container(containers.DeclarativeContainer):
     __self__ = providers.Self()
     settings = providers.Singleton(Settings)
@@ -288,6 +301,8 @@ class Container(containers.DeclarativeContainer):
         prune_seconds=job_settings.provided.jobs_prune_seconds,
         webhooks=providers.Callable(lambda c: c.webhooks, __self__),  # defined below
         webhook_seconds=job_settings.provided.jobs_webhook_seconds,
+        settlements=providers.Callable(lambda c: c.settlements, __self__),  # defined below
+        settlement_seconds=job_settings.provided.jobs_settlement_seconds,
     )
     in_process_jobs = providers.Singleton(InProcessJobs, jobs)
     # with jobs running, every process serves the table the refresh job stored
@@ -442,6 +457,20 @@ class Container(containers.DeclarativeContainer):
         max_price_age_seconds=settings.provided.price_max_age_seconds,
         jobs_monitor=jobs_monitor,
     )
+    # trades that move coins: the desk delivers buys and collects sells (docs/settlement.md)
+    settlement_settings = providers.Singleton(SettlementSettings)
+    settlements = providers.Singleton(
+        _settlements,
+        settlement_settings,
+        storage,
+        clock,
+        keystore,
+        gateways.provider,
+        asset_policy,
+        auditor,
+        transfers.provider,
+        sends.provider,
+    )
     # what a user's wallet holds on chain: sells are backed by it (services/holdings.py)
     holdings = providers.Singleton(WalletHoldings, storage, gateways)
     # the bounds of a quote's amounts per asset (`WALLETCORE_TRADE_MINIMUMS`, `_MAXIMUMS`)
@@ -458,6 +487,7 @@ class Container(containers.DeclarativeContainer):
         page_size=settings.provided.trades_page_size,
         holdings=holdings,
         limits=trade_limits,
+        settlements=settlements,
     )
 
 

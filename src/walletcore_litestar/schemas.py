@@ -23,7 +23,13 @@ import msgspec
 
 from walletcore.domain.assets import FIAT_DECIMALS, AssetKind, Chain, FeePayer, Fiat
 from walletcore.domain.catalog import chain_order
-from walletcore.domain.money import MAX_AMOUNT_CHARS, format_amount, format_optional
+from walletcore.domain.money import (
+    MAX_AMOUNT_CHARS,
+    format_amount,
+    format_balance,
+    format_optional,
+)
+from walletcore.domain.settlement import Settlement, SettlementStatus
 from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.domain.trade import Quote, Side, Trade, TradeStatus
 from walletcore.services import market, wallets
@@ -99,6 +105,26 @@ class TradeRequest(Body):
 
     tradeId: TradeIdIn
     userId: UserIdIn | None = None
+
+
+class ApproveRequest(Body):
+    """`/trade/approve`: `password` only on a sell, to collect its coins at once."""
+
+    tradeId: TradeIdIn
+    userId: UserIdIn | None = None
+    password: PasswordIn | None = None
+
+    __repr__ = hiding("password")
+
+
+class CollectRequest(Body):
+    """`/trade/collect`: a completed sell's coins moved to the desk."""
+
+    tradeId: TradeIdIn
+    password: PasswordIn
+    userId: UserIdIn | None = None
+
+    __repr__ = hiding("password")
 
 
 class TradesRequest(Body):
@@ -214,6 +240,27 @@ class TradeQuote(Result):
         )
 
 
+class SettlementView(Result):
+    """A trade's crypto leg on chain (docs/settlement.md): a buy's delivery from the desk
+    or a sell's collection to it. Absent on a trade that moves no coins (not approved)."""
+
+    status: SettlementStatus
+    amount: DecimalString  # what moves, in the asset's units
+    updatedAt: DateTime
+    txHash: str | msgspec.UnsetType = msgspec.UNSET  # once a transfer was signed
+    reason: str | msgspec.UnsetType = msgspec.UNSET  # why it waits or failed
+
+    @classmethod
+    def of(cls, settlement: Settlement, decimals: int) -> SettlementView:
+        return cls(
+            settlement.status,
+            format_balance(settlement.units, decimals),
+            format_datetime(settlement.updated_at),
+            msgspec.UNSET if settlement.tx_hash is None else settlement.tx_hash,
+            msgspec.UNSET if settlement.reason is None else settlement.reason,
+        )
+
+
 class TradeView(Result):
     """A trade: top-level figures are the best known (executed, else approved, else quoted);
     `quote` is the original quote. Amounts and prices are cut to 6 places."""
@@ -233,6 +280,7 @@ class TradeView(Result):
     completedAt: DateTime | None
     reference: str | msgspec.UnsetType = msgspec.UNSET  # when the fill carried one
     failureReason: str | msgspec.UnsetType = msgspec.UNSET  # on a failed trade
+    settlement: SettlementView | msgspec.UnsetType = msgspec.UNSET  # when coins move
 
     @classmethod
     def of(cls, trade: Trade) -> TradeView:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import msgspec
+
 from walletcore.container import Container
 from walletcore.domain.assets import Chain
 from walletcore.domain.catalog import Catalog
@@ -28,7 +30,13 @@ from walletcore.services.wallets import WalletService
 from walletcore.services.webhooks import Webhooks
 from walletcore_litestar.metrics import PrometheusObserver
 from walletcore_litestar.operations import OperationsSettings
-from walletcore_litestar.schemas import ClientConfig, FiatPrices, TradeView, price_map
+from walletcore_litestar.schemas import (
+    ClientConfig,
+    FiatPrices,
+    SettlementView,
+    TradeView,
+    price_map,
+)
 
 log = logging.getLogger("walletcore.http")
 
@@ -98,7 +106,7 @@ class Services:
         time.
         """
         if not trade.status.is_terminal:
-            return TradeView.of(trade)
+            return self._with_settlement(TradeView.of(trade), trade)
         key = (trade.trade_id, trade.client_id, trade.user_id)
         views = self._terminal_views
         view = views.get(key)
@@ -106,7 +114,16 @@ class Services:
             view = views[key] = TradeView.of(trade)
             if len(views) > TERMINAL_VIEWS_SIZE:
                 views.popitem(last=False)
-        return view
+        return self._with_settlement(view, trade)
+
+    def _with_settlement(self, view: TradeView, trade: Trade) -> TradeView:
+        """The view with the trade's settlement, which moves after the trade stopped
+        moving: never part of a cached view."""
+        settlement = trade.settlement
+        if settlement is None:
+            return view
+        decimals = self.container.catalog().asset_by_id(settlement.asset_id).decimals
+        return msgspec.structs.replace(view, settlement=SettlementView.of(settlement, decimals))
 
     @cached_property
     def auth(self) -> AuthService:

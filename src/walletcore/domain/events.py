@@ -38,6 +38,13 @@ class EventType(StrEnum):
     TRADE_FAILED = "trade.failed"
     TRADE_EXPIRED = "trade.expired"
     TRADE_CANCELLED = "trade.cancelled"
+    SETTLEMENT_RESERVED = "settlement.reserved"
+    SETTLEMENT_AWAITING_PASSWORD = "settlement.awaiting_password"
+    SETTLEMENT_SHORT = "settlement.short"
+    SETTLEMENT_SENT = "settlement.sent"
+    SETTLEMENT_SETTLED = "settlement.settled"
+    SETTLEMENT_FAILED = "settlement.failed"
+    SETTLEMENT_RELEASED = "settlement.released"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,14 +5,18 @@ that moves coins has one `Settlement` (keyed by the trade), stored beside the tr
 moved by compare-and-set on (status, attempt), each move with its audit entry and its
 event in the same write unit:
 
-    sell:  approve --> reserved --(trade completed)--> awaiting_password --(/trade/collect)--> sent --> settled
+    both:  approve --> reserved (written before the venue is called)
+    sell:  reserved --(trade completed)--> awaiting_password --(/trade/collect)--> sent --> settled
                           |                  \\--(password given at approve)---------------/     \\--> failed --(/trade/collect)--> sent
                           \\--(trade failed, expired, reopened)--> released
 
-    buy:   completed --> queued --(job)--> sent --> settled
+    buy:   reserved --(trade completed)--> queued --(job)--> sent --> settled
                            \\--> short --(job, inventory topped up)--> sent
                                                   sent --> failed --(job: next attempt)--> queued
 
+- The settlement is written at approval, before the venue is called: a process killed
+  between the fill and the transfer leaves it `reserved`, and the jobs (which look at
+  every `reserved` settlement whose trade has ended) carry it on after a restart.
 - A sell's coins are held (`holds`) from its approval until its collection is final on
   chain or the trade ends without a fill: `/sell`, its approval and `/send` see the
   wallet's balance less what its settlements hold (docs/settlement.md).
@@ -37,7 +41,8 @@ RESERVED_REQUEST_PREFIX = "walletcore:"
 
 
 class SettlementStatus(StrEnum):
-    #: a sell approved: its coins are held in the user's wallet until they are collected
+    #: approved: a sell's coins are held in the user's wallet until collected; a buy is
+    #: owed by the desk once it completes (the jobs watch the trade in this status)
     RESERVED = "reserved"
     #: a sell completed: the collection waits for the wallet password (`/trade/collect`)
     AWAITING_PASSWORD = "awaiting_password"
@@ -74,6 +79,7 @@ HOLDING_STATUSES = frozenset(
 #: The statuses the settlement job works on: deliveries to send or retry, transfers to follow.
 DUE_STATUSES = frozenset(
     {
+        SettlementStatus.RESERVED,
         SettlementStatus.QUEUED,
         SettlementStatus.SHORT,
         SettlementStatus.SENT,

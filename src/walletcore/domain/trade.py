@@ -6,11 +6,11 @@ compare-and-set on the status it started from, so concurrent approvals cannot bo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import ROUND_DOWN, Context, Decimal
 from enum import Enum, StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from walletcore.domain.assets import Fiat
 from walletcore.domain.errors import (
@@ -22,6 +22,9 @@ from walletcore.domain.errors import (
 )
 from walletcore.domain.money import keep_places
 from walletcore.domain.wire import JsonValue
+
+if TYPE_CHECKING:
+    from walletcore.domain.settlement import Settlement
 
 
 class Side(StrEnum):
@@ -224,6 +227,9 @@ class Trade:
     executed: Figures | None = None
     reference: str | None = None
     failure_reason: str | None = None
+    #: the crypto leg on chain, when the service read it with the trade (never stored
+    #: with the trade: walletcore.domain.settlement)
+    settlement: Settlement | None = field(default=None, compare=False)
 
     # -- reading ---------------------------------------------------------------------
     @property
@@ -370,6 +376,7 @@ class Trade:
             self.executed if executed is _SAME else executed,
             self.reference if reference is _SAME else reference,
             self.failure_reason if failure_reason is _SAME else failure_reason,
+            self.settlement,
         )
 
     def _require(self, *allowed: TradeStatus) -> None:

@@ -16,6 +16,12 @@
   send moves once however many runs ask. Unchanged, or a node error: put behind the
   others for the next run (`sends.checked_chain`).
 
+- `settle_coins`: every settlement due (walletcore.services.settlements) carried on: a
+  buy's delivery made, or tried again when the desk was short; a sent transfer looked up
+  (`settled` / `failed` once the follow job has its outcome); a `reserved` one whose trade
+  ended moved on (the recovery of a process killed between a fill and its transfer).
+  Every move is a compare-and-set with its entry and event.
+
 - `deliver_webhooks`: every due webhook endpoint leased to the run and its events posted
   in feed order (walletcore.services.webhooks): a 2xx moves its cursor, a failure
   schedules the next attempt, each by compare-and-set, so two runs never post to one
@@ -40,6 +46,7 @@ from walletcore.ports import Clock, Observer, Storage
 from walletcore.pricing import PriceTable, usable_prices
 from walletcore.services.deposits import DepositWatch
 from walletcore.services.events import EventFeed
+from walletcore.services.settlements import Settlements
 from walletcore.services.trading import TradingService
 from walletcore.services.transfers import Followed, Transfers
 from walletcore.services.webhooks import Webhooks
@@ -90,6 +97,8 @@ class Jobs:
         prune_seconds: float = 3600.0,
         webhooks: Callable[[], Webhooks] | None = None,
         webhook_seconds: float = 2.0,
+        settlements: Callable[[], Settlements | None] | None = None,
+        settlement_seconds: float = 5.0,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -110,6 +119,8 @@ class Jobs:
         self._webhooks = webhooks
         self._built_webhooks: Webhooks | None = None
         self.webhook_seconds = webhook_seconds
+        self._settlements = settlements
+        self.settlement_seconds = settlement_seconds
 
     async def aclose(self) -> None:
         """Close the upstream feed if a refresh built it (its HTTP client, say), and the
@@ -129,6 +140,11 @@ class Jobs:
             *(
                 [PeriodicJob("follow_sends", self.follow_seconds, self.follow_sends)]
                 if self._transfers is not None
+                else []
+            ),
+            *(
+                [PeriodicJob("settle_coins", self.settlement_seconds, self.settle_coins)]
+                if self._settlements is not None
                 else []
             ),
             *(
@@ -239,6 +255,25 @@ class Jobs:
         self.observer.sends_pending(pending)
         log.info("follow: %d of %d sends pending on chain became final", settled, len(followed))
         return settled
+
+    async def settle_coins(self) -> int:
+        """Carry trades' settlements on (walletcore.services.settlements): deliveries made
+        or retried, sent transfers looked up, reserved ones whose trade ended moved; how
+        many moved. Nothing when trades move no coins."""
+        if self._settlements is None:
+            raise RuntimeError("settle_coins needs the settlements (Jobs(settlements=))")
+        settlements = self._settlements()
+        if settlements is None:  # WALLETCORE_SETTLEMENT_ENABLED=false
+            return 0
+        report = await settlements.run(f"job-settlement-{new_id()}", self._settle_batch)
+        if report.looked_at:
+            log.info(
+                "settlement: %d of %d due settlements moved (%d errors)",
+                report.moved,
+                report.looked_at,
+                report.errors,
+            )
+        return report.moved
 
     async def scan_deposits(self) -> int:
         """Scan every scanning chain for deposits (walletcore.services.deposits); how many

@@ -53,6 +53,9 @@ class JobSettings(BaseSettings):
     #: 410), and seconds between two runs of the job that deletes older ones.
     events_retention_days: float = Field(default=30.0, ge=1)
     jobs_prune_seconds: float = Field(default=3600.0, gt=0)
+    #: Seconds between two runs of the settlement job (trades' deliveries and collections
+    #: carried on; docs/settlement.md).
+    jobs_settlement_seconds: float = Field(default=5.0, gt=0)
     #: Seconds between two runs of the webhook delivery (every due endpoint: its events
     #: after its cursor posted in order; docs/events.md, "Webhooks").
     jobs_webhook_seconds: float = Field(default=2.0, gt=0)

@@ -279,7 +279,8 @@ class SettlementStore(Protocol):
 
     async def held(self, client_id: str, user_id: str, asset_id: int) -> int:
         """What the user's sells hold of `asset_id` (smallest units): `units` of those of
-        that asset and `fee_units` of those whose fee is in it, in a holding status."""
+        that asset and `fee_units` of those whose fee is in it, in a holding status
+        (`HOLDING_STATUSES`). Buys hold nothing in the user's wallet."""
         ...
 
     async def due(self, now: datetime, limit: int) -> list[Settlement]:

@@ -8,8 +8,9 @@ Rules:
   `/extend`);
 - no user (or another client's) is a `404`, as everywhere.
 
-Coins a completed sell took are the embedder's to move (the venue settles the fiat leg): the
-check is of what the wallet holds on chain, not of a ledger of trades.
+Where trades move coins (walletcore.services.settlements), what the wallet's sells hold
+until collected and what its sends in flight spend is not free to sell: the check is of
+the balance on chain less those (`check_backed`'s `taken`).
 
 The balance is read from the chain every time (a cached balance would let a sell through on
 coins already sent away). The wallet's address is remembered per process: a chain's address
@@ -82,10 +83,18 @@ class WalletHoldings(Holdings):
         return address
 
 
-def check_backed(held: int, asset: Asset, amount: Decimal) -> None:
-    """`400` unless `held` (smallest units) covers `amount` (whole coins) of `asset`."""
-    if Decimal(held).scaleb(-asset.decimals) < amount:
-        raise InvalidRequest(
-            f"The wallet holds {format_balance(held, asset.decimals)} {asset.symbol}, less "
-            f"than the {amount.normalize():f} {asset.symbol} to sell"
+def check_backed(held: int, asset: Asset, amount: Decimal, taken: int = 0) -> None:
+    """`400` unless `held` (smallest units) less `taken` (held for the wallet's sells being
+    settled and spent by its sends in flight) covers `amount` (whole coins) of `asset`."""
+    if Decimal(held - taken).scaleb(-asset.decimals) >= amount:
+        return
+    holds = f"{format_balance(held, asset.decimals)} {asset.symbol}"
+    if taken:
+        free = format_balance(max(held - taken, 0), asset.decimals)
+        holds = (
+            f"{holds}, of which {free} {asset.symbol} are free (the rest is reserved for sells "
+            "being settled or spent by sends in flight)"
         )
+    raise InvalidRequest(
+        f"The wallet holds {holds}, less than the {amount.normalize():f} {asset.symbol} to sell"
+    )

@@ -137,6 +137,9 @@ class Plan:
     sender_wallet: WalletRecord = field(repr=False)
     #: The platform wallet when it pays the fee of a user's send.
     sponsor_wallet: WalletRecord | None = field(default=None, repr=False)
+    #: What the sending wallet held of the asset when planned (a user's send): checked
+    #: again, less what its sells hold, when the signed send is stored
+    balance_units: int | None = None
 
     @property
     def asset(self) -> Asset:
@@ -187,7 +190,9 @@ async def plan_user_send(
         quote = await sponsored_fee(gateway, asset, native, sender, recipient, units, sponsor)
         if quote is not None and sponsor is not None:
             transfer = Transfer(asset, sender, recipient, units, fee_payer=sponsor)
-            return Plan(gateway, transfer, quote, FeePayer.PLATFORM, wallet, platform_wallet)
+            return Plan(
+                gateway, transfer, quote, FeePayer.PLATFORM, wallet, platform_wallet, holding
+            )
     # USER, or PLATFORM falling back to USER: the sending wallet pays.
     quote = await gateway.fee(sender, recipient, asset, units)
     if asset.is_native:
@@ -206,7 +211,7 @@ async def plan_user_send(
                 f"{show(quote.native_units, native)} in the wallet, which holds {show(coin, native)}"
             )
     transfer = Transfer(asset, sender, recipient, units, fee_payer=sender)
-    return Plan(gateway, transfer, quote, FeePayer.USER, wallet)
+    return Plan(gateway, transfer, quote, FeePayer.USER, wallet, balance_units=holding)
 
 
 async def plan_platform_send(

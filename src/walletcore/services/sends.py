@@ -18,6 +18,14 @@ Rules:
   broadcast the network refused (nothing sent) finishes the record with that error.
 - A wrong wallet password: EVM and TRON `401 Invalid credentials`, SOLANA `401 Invalid
   password`, BITCOIN `400 Invalid password`.
+- A user's send may not spend coins its sells hold (walletcore.domain.settlement): when
+  the signed send is stored, in the same write unit and under the wallet's lock
+  (`settlements.lock_wallet`), the balance it was planned on less what the wallet's sells
+  hold must still cover the amount, else `400` and nothing is sent. The stored record
+  carries what it spends (`SendRecord.spend`), which a sell's approval counts while the
+  send is in flight: the two are one decision, whichever comes first.
+- X-Request-Ids under `RESERVED_REQUEST_PREFIX` are the service's own transfers (a trade's
+  delivery or collection): a client's send with one is a `400`.
 - Every send is audited (action, request id, outcome, user, tx hash); never a password,
   a mnemonic or a key. The entries ride on the record's transitions (same write unit):
   - started -> signed carries `ok` with target = the tx hash, detail `signed`: committed
@@ -42,12 +50,14 @@ from walletcore.domain.errors import (
     BroadcastTimeout,
     DomainError,
     IdempotencyConflict,
+    InsufficientFunds,
     InvalidRequest,
     TransferRejected,
     WrongWalletPassword,
 )
 from walletcore.domain.events import EventNote, EventType
-from walletcore.domain.sends import ChainStatus, SendRecord, SendState
+from walletcore.domain.sends import ChainStatus, SendRecord, SendState, Spend
+from walletcore.domain.settlement import RESERVED_REQUEST_PREFIX
 from walletcore.domain.wire import JsonValue
 from walletcore.ports import (
     ChainGateway,
@@ -55,6 +65,7 @@ from walletcore.ports import (
     KeyStore,
     SignedTransfer,
     Storage,
+    UnitOfWork,
     UnsignedTransfer,
 )
 from walletcore.services.assets import AssetPolicy
@@ -69,6 +80,7 @@ from walletcore.services.send_plan import (
     read_amount,
     read_asset,
     read_user_id,
+    show,
 )
 from walletcore.services.send_record import (
     Attempt,
@@ -183,6 +195,21 @@ class SendService:
 
             return await self._run(caller, key, request, plan, note)
 
+    async def transfer(
+        self,
+        caller: Caller,
+        request_id: str,
+        request: SendRequest,
+        plan: Callable[[], Awaitable[Plan]],
+        note: AuditNote,
+    ) -> SendReceipt:
+        """A transfer the service makes itself (a trade's delivery or collection) through
+        the same idempotent flow as a send, under its own `request_id` (a reserved one):
+        signed once, replayed when asked again, followed on chain like any send."""
+        if not request_id.startswith(RESERVED_REQUEST_PREFIX):
+            raise ValueError("the service's own transfers use reserved request ids")
+        return await self._run(caller, request_id, request, plan, note)
+
     # -- the idempotent flow ------------------------------------------------------------
     async def _run(
         self,
@@ -240,9 +267,11 @@ class SendService:
         try:
             transfer, ladder = await self._sign(ready, unsigned, request.password)
             signed = SignedSend.of(ready, transfer, at=self._clock.now(), ladder=ladder)
-            new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now())
+            spend = _spend_of(request, ready)
+            new = record.signed(signed.to_bytes(), transfer.tx_hash, self._clock.now(), spend=spend)
             entry = note.entry(target=transfer.tx_hash, detail="signed")
-            stored = await self._advance(record, new, entry)
+            guard = None if spend is None else _HeldCoins(ready, request, record.client_id)
+            stored = await self._advance(record, new, entry, guard=guard)
         except BaseException:
             await ready.gateway.release(unsigned)  # never broadcast: give its nonce back
             await self._release(record)
@@ -327,10 +356,14 @@ class SendService:
         new: SendRecord,
         *audit: AuditEntry,
         event: tuple[str | None, EventNote] | None = None,
+        guard: _HeldCoins | None = None,
     ) -> bool:
         """The record's compare-and-set, with the entries it carries and the event it
-        publishes (for the user id given), in one write unit."""
+        publishes (for the user id given), in one write unit; after `guard`'s check of
+        the wallet's held coins, in that unit, when given."""
         async with self._storage.write() as unit:
+            if guard is not None:
+                await guard.check(unit)
             if not await unit.sends.advance(current, new):
                 return False
             for entry in audit:
@@ -358,7 +391,44 @@ _SEND_EVENTS = {
 def _required(request_id: str | None) -> str:
     if not request_id:
         raise InvalidRequest("X-Request-Id is required on a send: it is the idempotency key")
+    if request_id.startswith(RESERVED_REQUEST_PREFIX):
+        raise InvalidRequest(
+            f"X-Request-Id may not start with {RESERVED_REQUEST_PREFIX} (the service's own "
+            "transfers use those)"
+        )
     return request_id
+
+
+def _spend_of(request: SendRequest, plan: Plan) -> Spend | None:
+    """What a user's own send (`/send`) takes out of the wallet; None for the others."""
+    if request.endpoint != "send" or request.user_id is None or plan.balance_units is None:
+        return None
+    return Spend(request.user_id, request.asset.id, request.amount_units)
+
+
+class _HeldCoins:
+    """The check, in the unit that stores a user's signed send, that the coins it spends
+    are not held by the wallet's sells (module rules)."""
+
+    def __init__(self, plan: Plan, request: SendRequest, client_id: str) -> None:
+        assert plan.balance_units is not None and request.user_id is not None
+        self._balance = plan.balance_units
+        self._asset = request.asset
+        self._units = request.amount_units
+        self._client_id = client_id
+        self._user_id = request.user_id
+
+    async def check(self, unit: UnitOfWork) -> None:
+        await unit.settlements.lock_wallet(self._client_id, self._user_id)
+        held = await unit.settlements.held(self._client_id, self._user_id, self._asset.id)
+        if held and self._balance - held < self._units:
+            free = max(self._balance - held, 0)
+            raise InsufficientFunds(
+                f"Insufficient {self._asset.symbol} balance: the wallet holds "
+                f"{show(self._balance, self._asset)}, of which {show(held, self._asset)} "
+                f"are reserved for sells being settled; {show(free, self._asset)} can be "
+                f"sent, the send needs {show(self._units, self._asset)}"
+            )
 
 
 __all__ = ["SendReceipt", "SendService"]

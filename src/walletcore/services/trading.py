@@ -42,6 +42,7 @@ statement each on PostgreSQL); never a unit open across a price, venue or networ
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Coroutine
 from dataclasses import replace
@@ -90,6 +91,8 @@ from walletcore.services.event_notes import trade_note
 from walletcore.services.expiries import SharedExpiries
 from walletcore.services.holdings import Holdings, check_backed
 from walletcore.services.remembered_quotes import RememberedQuotes
+from walletcore.services.settlements import Settlements
+from walletcore.services.wallets import given_password
 
 log = logging.getLogger("walletcore.trading")
 
@@ -124,6 +127,7 @@ class TradingService:
         *,
         holdings: Holdings,
         limits: TradeLimits | None = None,
+        settlements: Settlements | None = None,
     ) -> None:
         #: the storage, remembering this service's open quotes (module docstring)
         self._storage = (
@@ -135,6 +139,9 @@ class TradingService:
         self._policy = policy
         self._auditor = auditor
         self._holdings = holdings
+        #: the crypto leg on chain (walletcore.services.settlements); None: trades are
+        #: records of venue orders only (an embedder that settles them itself)
+        self._settlements = settlements
         self._limits = limits if limits is not None else TradeLimits(policy.catalog)
         self._quote_ttl = timedelta(seconds=quote_ttl_seconds)
         self._page_size = page_size
@@ -184,7 +191,8 @@ class TradingService:
             figures = derive_figures(fixed_leg, fixed_amount, price, asset.decimals).kept()
             self._limits.check(asset, fixed_leg, figures, trade_fiat)  # both legs, derived
             if held is not None and figures.crypto_amount is not None:
-                check_backed(held, asset, figures.crypto_amount)
+                taken = await self._taken(caller, uid, asset)
+                check_backed(held, asset, figures.crypto_amount, taken)
             now = self._clock.now()
             trade = Trade(
                 trade_id=new_id(),
@@ -208,8 +216,17 @@ class TradingService:
             return trade
 
     # -- approve ------------------------------------------------------------------------
-    async def approve(self, caller: Caller, *, user_id: JsonValue, trade_id: JsonValue) -> Trade:
-        """`/trade/approve`: price again holding the fixed leg, and execute."""
+    async def approve(
+        self,
+        caller: Caller,
+        *,
+        user_id: JsonValue,
+        trade_id: JsonValue,
+        password: JsonValue = None,
+    ) -> Trade:
+        """`/trade/approve`: price again holding the fixed leg, and execute. With
+        settlements, a sell's coins are held first and collected when it completes and
+        `password` was given (walletcore.services.settlements); a buy is delivered."""
         uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
         async with self._auditor.record(
             "trade.approve", caller.request_id, caller.client_id, user_id=uid, target=tid
@@ -223,7 +240,7 @@ class TradingService:
                 now = self._clock.now()
                 step = trade.approve_step(now)  # raises the 409 rows
                 if step is ApproveStep.REPLAY:
-                    return trade  # audited as `replay`: nothing changed
+                    return await self._settled(caller, trade)  # `replay`: nothing changed
                 if step is ApproveStep.EXPIRE:
                     if trade.status is TradeStatus.APPROVED:
                         # The row is "approved, never settled": stop the order the venue is
@@ -241,12 +258,28 @@ class TradingService:
                         raise QuoteLapsed()
                     continue
                 asset = self._policy.resolve(caller.client, trade.asset_id, "trade/approve")
+                held = None
                 if trade.side is Side.SELL and trade.quote.crypto_amount is not None:
                     held = await self._holdings.units(caller.client_id, uid, asset)
-                    check_backed(held, asset, trade.quote.crypto_amount)
+                    taken = await self._taken(caller, uid, asset)
+                    check_backed(held, asset, trade.quote.crypto_amount, taken)
+                secret = None
+                if self._settlements is not None:
+                    secret = await self._settlements.check_password(caller, trade, password)
+                    await self._settlements.reserve(caller, trade, held)
                 executing = trade.start_approval(now)
                 if await self._approve(note, executing):
-                    return await self._execute(caller, executing)
+                    if self._settlements is None:
+                        return await self._execute(caller, executing)
+                    try:
+                        done = await self._execute(caller, executing)
+                    except (OrderRejected, PriceUnavailable) as exc:
+                        # nothing traded: the hold goes at once, not on the jobs' next run
+                        stored = await self._load(caller, uid, tid, expire=False)
+                        reopened = isinstance(exc, PriceUnavailable)
+                        await self._settlements.follow(caller, stored, reopened=reopened)
+                        raise
+                    return await self._settlements.follow(caller, done, secret)
             raise TradeNotApprovable("The trade changed while it was being approved; poll /trade")
 
     async def _approve(self, note: AuditNote, executing: Trade) -> bool:
@@ -364,9 +397,44 @@ class TradingService:
         """`/trade`: the trade; an `approved` or `executing` one is first asked of the venue."""
         uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
         trade = await self._load(caller, uid, tid)
-        if trade.status not in IN_FLIGHT_STATUSES:
+        if trade.status in IN_FLIGHT_STATUSES:
+            trade = await self._poll(caller, trade)
+        return await self._settled(caller, trade)
+
+    async def collect(
+        self, caller: Caller, *, user_id: JsonValue, trade_id: JsonValue, password: JsonValue
+    ) -> Trade:
+        """`/trade/collect`: a completed sell's coins moved to the desk with the wallet
+        password (walletcore.services.settlements)."""
+        uid, tid = parse_id(user_id, "userId"), parse_id(trade_id, "tradeId")
+        async with self._auditor.record(
+            "trade.collect", caller.request_id, caller.client_id, user_id=uid, target=tid
+        ) as note:
+            secret = given_password(password)
+            trade = await self._load(caller, uid, tid)
+            if self._settlements is None:
+                raise InvalidRequest("This service does not move the coins of trades")
+            if trade.status in IN_FLIGHT_STATUSES:
+                trade = await self._poll(caller, trade)
+            checked = await self._settlements.check_password(caller, trade, secret)
+            assert checked is not None
+            collected = await self._settlements.collect(caller, trade, checked)
+            note.target = tid
+            return collected
+
+    async def _taken(self, caller: Caller, user_id: str, asset: Asset) -> int:
+        """What of the wallet's `asset` its sells hold and its sends in flight spend (0
+        when trades move no coins)."""
+        if self._settlements is None:
+            return 0
+        return await self._settlements.taken(caller.client_id, user_id, asset.id)
+
+    async def _settled(self, caller: Caller, trade: Trade) -> Trade:
+        """The trade with its settlement carried on as far as it goes now (a job's work
+        done on the request that sees it first), when trades move coins."""
+        if self._settlements is None:
             return trade
-        return await self._poll(caller, trade)
+        return await self._settlements.follow(caller, trade)
 
     async def settle(self, trade: Trade, *, request_id: str) -> Trade:
         """What `/trade` does for an in-flight trade, with no client polling: ask the venue
@@ -379,7 +447,8 @@ class TradingService:
             client = await unit.clients.get(trade.client_id)
         if client is None:  # pragma: no cover - trades outlive no client
             return trade
-        return await self._poll(Caller(client, request_id), trade)
+        caller = Caller(client, request_id)
+        return await self._settled(caller, await self._poll(caller, trade))
 
     async def _poll(self, caller: Caller, trade: Trade) -> Trade:
         """Ask the venue about an in-flight trade and record what it says."""
@@ -423,6 +492,19 @@ class TradingService:
         page must). Only an empty page checks that the user exists (a trade is always
         some user's).
         """
+        trades = await self._page(caller, user_id=user_id, side=side, status=status)
+        if self._settlements is None:
+            return trades
+        return await self._settlements.attach_all(caller.client_id, trades)
+
+    async def _page(
+        self,
+        caller: Caller,
+        *,
+        user_id: JsonValue,
+        side: JsonValue = None,
+        status: JsonValue = None,
+    ) -> builtins.list[Trade]:
         uid = parse_id(user_id, "userId")
         page: dict[str, Any] = {
             "side": parse_side(side),

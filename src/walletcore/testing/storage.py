@@ -441,7 +441,6 @@ class _Sends(SendStore):
                 return record
         return None
 
-
     async def spending(self, client_id: str, user_id: str, asset_id: int) -> int:
         total = 0
         for (client, request_id), record in self._unit.tables.sends.items():
@@ -506,6 +505,7 @@ class _Settlements(SettlementStore):
         for settlement in self._unit.tables.settlements.values():
             if (
                 (settlement.client_id, settlement.user_id) != (client_id, user_id)
+                or settlement.side is not Side.SELL
                 or not settlement.status.holds
             ):
                 continue

@@ -11,7 +11,15 @@ from walletcore_litestar.routes.events import EVENT_PATHS, EVENT_ROUTES
 from walletcore_litestar.routes.market import config, prices
 from walletcore_litestar.routes.operations import OPERATIONS_ROUTES
 from walletcore_litestar.routes.platform import platform_addresses
-from walletcore_litestar.routes.trading import approve, cancel, get_trade, list_trades, order, sell
+from walletcore_litestar.routes.trading import (
+    approve,
+    cancel,
+    collect,
+    get_trade,
+    list_trades,
+    order,
+    sell,
+)
 from walletcore_litestar.routes.wallet_ops import (
     IDEMPOTENT_PATHS,
     PLATFORM_ROUTES,
@@ -29,6 +37,7 @@ USER_SCOPED_PATHS = (
     "/sell",
     "/order",
     "/trade/approve",
+    "/trade/collect",
     "/trade/cancel",
     "/trade",
     "/trades",
@@ -55,6 +64,7 @@ def build_routes() -> list[ControllerRouterHandler]:
             sell,
             order,
             approve,
+            collect,
             cancel,
             get_trade,
             list_trades,

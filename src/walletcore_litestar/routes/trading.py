@@ -1,4 +1,5 @@
-"""Trading: `/sell`, `/order`, `/trade/approve`, `/trade/cancel`, `/trade`, `/trades`.
+"""Trading: `/sell`, `/order`, `/trade/approve`, `/trade/collect`, `/trade/cancel`, `/trade`,
+`/trades`.
 
 Bodies are passed to the core as raw values; the core validates them (400s with clear
 messages). `X-USER-ID` overrides the body's `userId`.
@@ -16,6 +17,8 @@ from walletcore.domain.trade import Trade
 from walletcore_litestar.envelope import request_id_of
 from walletcore_litestar.routes._docs import errors
 from walletcore_litestar.schemas import (
+    ApproveRequest,
+    CollectRequest,
     QuoteRequest,
     TradeEnvelope,
     TradeRequest,
@@ -85,14 +88,44 @@ async def order(request: Request[Any, Any, Any], data: JSONBody[QuoteRequest]) -
         "200 with the trade settled (`completed`) or accepted (`approved`/`executing`). "
         "409 when not approvable or the quote lapsed. 502 `Order rejected: ...` means nothing "
         "traded and the trade is `failed`. 504: outcome unknown, the trade stays `executing`: "
-        "poll /trade, never approve again."
+        "poll /trade, never approve again. A sell's coins are reserved in the wallet from "
+        "its approval (400 when they are not free); with `password` (a sell only, the /send "
+        "rules: checked before anything trades) they are collected to the desk as soon as "
+        "it completes, else with /trade/collect. `settlement` follows the coins."
     ),
-    responses=errors(401, 403, 404, 409, 502, 503, 504, examples=_NO_TRADE),
+    responses=errors(400, 401, 403, 404, 409, 502, 503, 504, examples=_NO_TRADE),
     tags=["trading"],
 )
-async def approve(request: Request[Any, Any, Any], data: JSONBody[TradeRequest]) -> TradeEnvelope:
+async def approve(request: Request[Any, Any, Any], data: JSONBody[ApproveRequest]) -> TradeEnvelope:
     trade = await services_of(request.app).trading.approve(
-        caller_of(request), user_id=user_id_of(request, data.userId), trade_id=data.tradeId
+        caller_of(request),
+        user_id=user_id_of(request, data.userId),
+        trade_id=data.tradeId,
+        password=data.password,
+    )
+    return _answer(request, trade)
+
+
+@post(
+    "/trade/collect",
+    status_code=200,
+    summary="Collect a completed sell's coins to the desk, with the wallet password",
+    description=(
+        "For a sell approved without `password`: its reserved coins move from the user's "
+        "wallet to the api client's platform wallet (the desk), as a transfer followed to "
+        "its end (`settlement`). The password follows the /send rules. Asked again, the "
+        "collection already made is answered as it stands. 409 when the sell has not "
+        "completed, did not complete, or there is nothing to collect."
+    ),
+    responses=errors(400, 401, 404, 409, 502, 503, 504, examples=_NO_TRADE),
+    tags=["trading"],
+)
+async def collect(request: Request[Any, Any, Any], data: JSONBody[CollectRequest]) -> TradeEnvelope:
+    trade = await services_of(request.app).trading.collect(
+        caller_of(request),
+        user_id=user_id_of(request, data.userId),
+        trade_id=data.tradeId,
+        password=data.password,
     )
     return _answer(request, trade)
 

@@ -43,7 +43,9 @@ async def test_a_sell_over_the_balance_is_refused_until_the_wallet_is_funded(
         await api.post("/sell", {"userId": user_id, "assetId": ETH, "fiatAmount": "1000000"}),
         400,
     )
-    assert too_much["message"].startswith("The wallet holds 1 ETH, less than the ")
+    # the 0.5 ETH sold are held until collected: not free to sell again
+    assert too_much["message"].startswith("The wallet holds 1 ETH, of which 0.5 ETH are free")
+    assert done["settlement"]["status"] == "awaiting_password"
 
 
 async def test_an_approval_the_wallet_no_longer_covers_is_refused_and_the_quote_stays_open(

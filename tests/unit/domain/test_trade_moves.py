@@ -85,6 +85,7 @@ def test_the_fields_are_those_the_direct_build_names_in_order() -> None:
         "status",
         "created_at",
         *MOVED_FIELDS[1:],
+        "settlement",
     ]
     assert MOVED_FIELDS[0] == "status"
 

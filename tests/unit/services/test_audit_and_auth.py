@@ -60,23 +60,30 @@ async def test_every_trade_state_change_is_audited_with_request_id_and_outcome(c
     # request id -> its entries, oldest first: (action, outcome, target)
     expected = {
         "r-sell": [("trade.sell", "ok", sell.trade_id)],
-        # the approval (open -> executing) and the fill (executing -> completed), each
-        # written with its own move
+        # the sold coins held, the approval (open -> executing), the fill (executing ->
+        # completed) and the collection waiting for the password, each written with its
+        # own move
         "r-approve": [
+            ("trade.reserve", "ok", sell.trade_id),
             ("trade.approve", "ok", sell.trade_id),
             ("trade.settle", "ok", sell.trade_id),
+            ("trade.settlement", "ok", sell.trade_id),
         ],
         "r-cancel-409": [("trade.cancel", "409", sell.trade_id)],
         "r-order": [("trade.order", "ok", rejected.trade_id)],
-        # approved, then the venue refused: the failed move, then the request's 502
+        # approved, then the venue refused: the failed move, the buy's settlement
+        # released, then the request's 502
         "r-approve-502": [
+            ("trade.reserve", "ok", rejected.trade_id),
             ("trade.approve", "ok", rejected.trade_id),
             ("trade.settle", "ok", rejected.trade_id),
+            ("trade.release", "ok", rejected.trade_id),
             ("trade.approve", "502", rejected.trade_id),
         ],
         "r-sell-2": [("trade.sell", "ok", unknown.trade_id)],
         # approved; the venue's answer is unknown: it stays executing
         "r-approve-504": [
+            ("trade.reserve", "ok", unknown.trade_id),
             ("trade.approve", "ok", unknown.trade_id),
             ("trade.approve", "504", unknown.trade_id),
         ],
@@ -89,9 +96,10 @@ async def test_every_trade_state_change_is_audited_with_request_id_and_outcome(c
             assert (entry.client_id, entry.user_id) == (core.client.client_id, uid)
             assert entry.at == core.clock.now()
     settled = await audit_all(core, "r-approve-502")
-    assert settled[1].detail is not None and settled[1].detail.startswith("executing -> failed: ")
-    assert settled[2].detail is not None and settled[2].detail.startswith("Order rejected: ")
-    assert (await audit_all(core, "r-approve"))[1].detail == "executing -> completed"
+    assert settled[2].detail is not None and settled[2].detail.startswith("executing -> failed: ")
+    assert settled[3].detail == "reserved -> released"
+    assert settled[4].detail is not None and settled[4].detail.startswith("Order rejected: ")
+    assert (await audit_all(core, "r-approve"))[2].detail == "executing -> completed"
 
 
 async def test_a_replay_is_told_apart_from_the_change(core: Core) -> None:
@@ -125,11 +133,13 @@ async def test_a_settlement_seen_on_a_poll_is_written_with_the_move(core: Core) 
     )
     await core.trading.get(core.caller("r-poll"), user_id=core.user_id, trade_id=trade.trade_id)
     assert [(e.action, e.outcome, e.detail) for e in await audit_all(core, "r-approve")] == [
+        ("trade.reserve", "ok", "none -> reserved"),
         ("trade.approve", "ok", None),
         ("trade.settle", "ok", "executing -> approved"),
     ]
     assert [(e.action, e.outcome, e.detail) for e in await audit_all(core, "r-poll")] == [
-        ("trade.settle", "ok", "approved -> completed")
+        ("trade.settle", "ok", "approved -> completed"),
+        ("trade.settlement", "ok", "reserved -> awaiting_password"),
     ]
 
 
@@ -215,8 +225,10 @@ async def test_a_failing_audit_write_does_not_fail_the_request(make_core: CoreFa
     )
     assert again == approved
     assert [e.action for e in await core.db.audit.newest()] == [
+        "trade.settlement",
         "trade.settle",
         "trade.approve",
+        "trade.reserve",
         "trade.sell",
         "client.create",
     ]  # the replay's own entry could not be written

@@ -87,8 +87,10 @@ def test_a_core_only_embedder_creates_a_user_and_sells_with_the_fakes() -> None:
         "client.create",
         "wallet.create",
         "trade.sell",
+        "trade.reserve",  # the sold coins held from the approval (docs/settlement.md)
         "trade.approve",
         "trade.settle",
+        "trade.settlement",  # completed: the collection waits for the wallet password
     ]
     loaded = {name.split(".")[0] for name in report["modules"]}
     assert not loaded & (FORBIDDEN | {"pytest", "_pytest"})
