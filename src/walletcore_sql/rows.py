@@ -13,7 +13,8 @@ from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCursor, Watched
 from walletcore.domain.events import Event, EventNote, EventPosition
-from walletcore.domain.sends import ChainStatus, SendRecord, SendState
+from walletcore.domain.sends import ChainStatus, SendRecord, SendState, Spend
+from walletcore.domain.settlement import Settlement, SettlementStatus
 from walletcore.domain.trade import (
     TERMINAL_STATUSES,
     Figures,
@@ -326,7 +327,26 @@ def send_values(record: SendRecord) -> dict[str, Any]:
         "chain_status": None if record.chain_status is None else record.chain_status.value,
         "chain_checked_at": record.chain_checked_at,
         "chain_final_at": record.chain_final_at,
+        **spend_values(record.spend),
     }
+
+
+def spend_values(spend: Spend | None) -> dict[str, Any]:
+    """The `spend_*` columns of a send record (all NULL: no spend)."""
+    if spend is None:
+        return {"spend_user_id": None, "spend_asset_id": None, "spend_units": None}
+    return {
+        "spend_user_id": spend.user_id,
+        "spend_asset_id": spend.asset_id,
+        "spend_units": spend.units,
+    }
+
+
+def spend_from(row: Row) -> Spend | None:
+    user_id = row["spend_user_id"]
+    if user_id is None:
+        return None
+    return Spend(user_id, int(row["spend_asset_id"]), int(row["spend_units"]))
 
 
 def send_from(row: Row) -> SendRecord:
@@ -346,6 +366,58 @@ def send_from(row: Row) -> SendRecord:
         chain_status=None if chain is None else ChainStatus(chain),
         chain_checked_at=row["chain_checked_at"],
         chain_final_at=row["chain_final_at"],
+        spend=spend_from(row),
+    )
+
+
+# settlements ----------------------------------------------------------------------------
+def settlement_move_values(settlement: Settlement) -> dict[str, Any]:
+    """What a move of a settlement writes (`Settlement.moved`): its status, attempt, units,
+    transaction, reason and times. The rest (its keys, user, side, asset, fee and
+    creation instant) is written once, by `add`."""
+    return {
+        "status": settlement.status.value,
+        "attempt": settlement.attempt,
+        "units": settlement.units,
+        "tx_hash": settlement.tx_hash,
+        "reason": settlement.reason,
+        "due_at": settlement.due_at,
+        "updated_at": settlement.updated_at,
+    }
+
+
+def settlement_values(settlement: Settlement) -> dict[str, Any]:
+    return {
+        "client_id": settlement.client_id,
+        "trade_id": settlement.trade_id,
+        "user_id": settlement.user_id,
+        "side": settlement.side.value,
+        "asset_id": settlement.asset_id,
+        "fee_units": settlement.fee_units,
+        "fee_asset_id": settlement.fee_asset_id,
+        "created_at": settlement.created_at,
+        **settlement_move_values(settlement),
+    }
+
+
+def settlement_from(row: Row) -> Settlement:
+    fee_asset = row["fee_asset_id"]
+    return Settlement(
+        trade_id=row["trade_id"],
+        client_id=row["client_id"],
+        user_id=row["user_id"],
+        side=Side(row["side"]),
+        asset_id=int(row["asset_id"]),
+        units=int(row["units"]),
+        status=SettlementStatus(row["status"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        fee_units=int(row["fee_units"]),
+        fee_asset_id=None if fee_asset is None else int(fee_asset),
+        attempt=int(row["attempt"]),
+        tx_hash=row["tx_hash"],
+        reason=row["reason"],
+        due_at=row["due_at"],
     )
 
 

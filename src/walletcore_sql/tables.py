@@ -195,6 +195,12 @@ SEND_CHAIN_CHECK = (
 )
 #: A followed send not final yet: what the follow job reads (`ix_sends_following`).
 SEND_FOLLOWED = "chain_status IN ('pending', 'stuck', 'dropped')"
+#: A user's send whose spend is in flight: signed and not finished, or followed and not
+#: final (`ix_sends_spending`).
+SEND_SPENDING = (
+    "spend_user_id IS NOT NULL AND (state IN ('signed', 'broadcast') "
+    "OR chain_status IN ('pending', 'stuck', 'dropped'))"
+)
 
 sends = Table(
     "sends",
@@ -217,6 +223,11 @@ sends = Table(
     Column("chain_status", String(16), nullable=True),
     Column("chain_checked_at", UTCDateTime, nullable=True),  # last asked (the finish first)
     Column("chain_final_at", UTCDateTime, nullable=True),  # when it became final
+    # What a user's send takes out of the wallet (`SendRecord.spend`, set when signed):
+    # counted against a sell's hold while the transfer is in flight (`sends.spending`).
+    Column("spend_user_id", String(ID), nullable=True),
+    Column("spend_asset_id", Integer, nullable=True),
+    Column("spend_units", Units, nullable=True),
     CheckConstraint(f"state IN {SEND_STATES}", name="state"),
     CheckConstraint(SEND_CHAIN_CHECK, name="chain_status"),
     # The follow job (`sends.following`): the pending ones of every client, least recently
@@ -232,6 +243,15 @@ sends = Table(
     ),
     # `/txid` of a send's hash (`sends.by_hash`): a dropped transfer is answered pending
     Index("ix_sends_tx_hash", "client_id", "tx_hash"),
+    # What a user's sends in flight take (`sends.spending`). Partial: the few in flight.
+    Index(
+        "ix_sends_spending",
+        "client_id",
+        "spend_user_id",
+        "spend_asset_id",
+        postgresql_where=text(SEND_SPENDING),
+        sqlite_where=text(SEND_SPENDING),
+    ),
 )
 
 #: Every hash a replaced send had, and has (`sends.by_hash`): `/txid` of a replaced hash
@@ -449,4 +469,68 @@ webhook_attempts = Table(
     Index("ix_webhook_attempts_event", "client_id", "event_id", "at", "attempt_id"),
     # the prune job: the oldest first
     Index("ix_webhook_attempts_at", "at", "attempt_id"),
+)
+
+
+# Settlement of a trade's crypto leg (walletcore.domain.settlement, docs/settlement.md): one
+# row per trade that moves coins, moved by compare-and-set on (status, attempt).
+SETTLEMENT_STATUSES = (
+    "('reserved', 'awaiting_password', 'queued', 'short', 'sent', 'settled', 'failed', 'released')"
+)
+#: The statuses the settlement job works on (`DUE_STATUSES`, `ix_settlements_due`).
+SETTLEMENT_DUE = "status IN ('queued', 'short', 'sent', 'failed')"
+#: A sell that holds its coins in the user's wallet (`HOLDING_STATUSES`; a buy's transfer
+#: comes into the wallet and holds nothing there): `ix_settlements_held`.
+SETTLEMENT_HOLDING = (
+    "side = 'sell' AND status IN ('reserved', 'awaiting_password', 'sent', 'failed')"
+)
+
+settlements = Table(
+    "settlements",
+    metadata,
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), primary_key=True),
+    Column("trade_id", String(ID), primary_key=True),
+    Column("user_id", String(ID), nullable=False),
+    Column("side", String(8), nullable=False),
+    Column("asset_id", Integer, nullable=False),
+    Column("units", Units, nullable=False),  # exact base units (may exceed 2^63)
+    # a sell's network fee held beside its coins, in `fee_asset_id` (0: the desk pays it)
+    Column("fee_units", Units, nullable=False),
+    Column("fee_asset_id", Integer, nullable=True),
+    Column("status", String(24), nullable=False),
+    Column("attempt", Integer, nullable=False),  # transfers made so far
+    Column("tx_hash", Text, nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("due_at", UTCDateTime, nullable=True),  # when the jobs next look at it
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    ForeignKeyConstraint(["client_id", "user_id"], ["users.client_id", "users.user_id"]),
+    CheckConstraint("side IN ('buy', 'sell')", name="side"),
+    CheckConstraint(f"status IN {SETTLEMENT_STATUSES}", name="status"),
+    CheckConstraint("attempt >= 0", name="attempt"),
+    # The settlement job (`settlements.due`): of every client, the earliest due first.
+    # Partial: the few the jobs work on however many trades settled.
+    Index(
+        "ix_settlements_due",
+        "due_at",
+        "trade_id",
+        postgresql_where=text(SETTLEMENT_DUE),
+        sqlite_where=text(SETTLEMENT_DUE),
+    ),
+    # What a user's sells hold (`settlements.held`): the few not collected yet.
+    Index(
+        "ix_settlements_held",
+        "client_id",
+        "user_id",
+        postgresql_where=text(SETTLEMENT_HOLDING),
+        sqlite_where=text(SETTLEMENT_HOLDING),
+    ),
+)
+
+# The desk's accounting (`settlements.listing`): a client's settlements newest first.
+Index(
+    "ix_settlements_listing",
+    settlements.c.client_id,
+    settlements.c.created_at.desc(),
+    settlements.c.trade_id.desc(),
 )

@@ -503,11 +503,10 @@ class _Settlements(SettlementStore):
     async def held(self, client_id: str, user_id: str, asset_id: int) -> int:
         total = 0
         for settlement in self._unit.tables.settlements.values():
-            if (
-                (settlement.client_id, settlement.user_id) != (client_id, user_id)
-                or settlement.side is not Side.SELL
-                or not settlement.status.holds
-            ):
+            owner = (settlement.client_id, settlement.user_id)
+            if owner != (client_id, user_id) or settlement.side is not Side.SELL:
+                continue  # a buy's transfer comes into the wallet: it holds nothing there
+            if not settlement.status.holds:
                 continue
             if settlement.asset_id == asset_id:
                 total += settlement.units
@@ -933,6 +932,10 @@ class autocommit:
     @property
     def webhooks(self) -> Any:
         return _Calls(self._storage, "webhooks")
+
+    @property
+    def settlements(self) -> Any:
+        return _Calls(self._storage, "settlements")
 
 
 class _Calls:

@@ -3,7 +3,9 @@
 `begin` inserts the (client, X-Request-Id) row or locks the stored one (`FOR UPDATE`) and
 lets `SendRecord.claim` decide; `advance` is a compare-and-set on (state, attempt);
 `track` one on the chain status and transaction hash (its entry appended in the unit only
-when it matched); `following` one read of `ix_sends_following`.
+when it matched); `following` one read of `ix_sends_following`; `spending` one read of
+`ix_sends_spending` (a `SUM` on PostgreSQL; on SQLite, whose `sum()` of the amounts'
+decimal text is a float, the rows' amounts summed here).
 """
 
 from __future__ import annotations
@@ -12,16 +14,18 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, select, text, type_coerce, update
 
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
+from walletcore.domain.settlement import RESERVED_REQUEST_PREFIX
 from walletcore.ports.storage import SendStore
 from walletcore_sql import rows
 from walletcore_sql.database import Database
 from walletcore_sql.stores.statements import bind
-from walletcore_sql.tables import SEND_FOLLOWED, send_hashes, sends
+from walletcore_sql.tables import SEND_FOLLOWED, SEND_SPENDING, send_hashes, sends
+from walletcore_sql.types import Units
 
 if TYPE_CHECKING:
     from walletcore_sql.stores.unit import SqlUnit
@@ -46,6 +50,9 @@ _SEND_MUTABLE = (
     "chain_status",
     "chain_checked_at",
     "chain_final_at",
+    "spend_user_id",
+    "spend_asset_id",
+    "spend_units",
 )
 _SEND_ADVANCE = update(sends).where(
     *_SEND_KEY,
@@ -79,6 +86,22 @@ _SEND_TRACK = (
         raw_tx=bind("raw_tx"),
     )
 )
+# `ix_sends_spending`'s partial condition as a literal, and the service's own transfers
+# left out (a prefix compared as is: LIKE is case-insensitive on SQLite).
+_SEND_SPENDING_OF = (
+    sends.c.client_id == bind("client_id"),
+    sends.c.spend_user_id == bind("user_id"),
+    sends.c.spend_asset_id == bind("asset_id"),
+    text(SEND_SPENDING),
+    text(
+        f"substr(sends.request_id, 1, {len(RESERVED_REQUEST_PREFIX)}) "
+        f"<> '{RESERVED_REQUEST_PREFIX}'"
+    ),
+)
+_SEND_SPENDING_SUM = select(type_coerce(func.sum(sends.c.spend_units), Units).label("units")).where(
+    *_SEND_SPENDING_OF
+)
+_SEND_SPENDING_ROWS = select(sends.c.spend_units).where(*_SEND_SPENDING_OF)
 _SEND_BY_HASH = select(sends).where(
     sends.c.client_id == bind("client_id"), sends.c.tx_hash == bind("tx_hash")
 )
@@ -215,3 +238,12 @@ class SqlSends(SendStore):
         if row is None:
             row = await self._unit.one(_SEND_BY_HASH, params)
         return None if row is None else rows.send_from(row)
+
+    async def spending(self, client_id: str, user_id: str, asset_id: int) -> int:
+        params = {"b_client_id": client_id, "b_user_id": user_id, "b_asset_id": asset_id}
+        if not self._unit.database.is_sqlite:
+            row = await self._unit.one(_SEND_SPENDING_SUM, params)
+            return 0 if row is None or row["units"] is None else int(row["units"])
+        # SQLite keeps amounts as decimal text, and its sum() of text is a float
+        found = await self._unit.all(_SEND_SPENDING_ROWS, params)
+        return sum(int(row["spend_units"]) for row in found)

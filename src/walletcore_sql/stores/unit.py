@@ -21,6 +21,7 @@ from walletcore.ports.storage import (
     DepositStore,
     EventStore,
     SendStore,
+    SettlementStore,
     UnitOfWork,
     WalletStore,
 )
@@ -33,6 +34,7 @@ from walletcore_sql.stores.deposits import SqlDeposits
 from walletcore_sql.stores.events import SqlEvents
 from walletcore_sql.stores.prices import SqlPrices
 from walletcore_sql.stores.sends import SqlSends
+from walletcore_sql.stores.settlements import SqlSettlements
 from walletcore_sql.stores.statements import Upsert, combined, insert_all, upsert
 from walletcore_sql.stores.trades import SqlTrades
 from walletcore_sql.stores.wallets import SqlWallets
@@ -72,6 +74,7 @@ class SqlUnit(UnitOfWork):
         self.audit: AuditStore = SqlAudit(self)
         self.deposits: DepositStore = SqlDeposits(self)
         self.events: EventStore = SqlEvents(self)
+        self.settlements: SettlementStore = SqlSettlements(self)
         self.webhooks: WebhookStore = SqlWebhooks(self)
         self.prices: PriceRecords = SqlPrices(self)
 

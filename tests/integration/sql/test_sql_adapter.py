@@ -186,12 +186,35 @@ async def test_amounts_read_back_without_padding_zeros(storage: SqlStorage) -> N
     assert got.quote.price == Decimal("1E-18")
 
 
+def test_the_settlement_statuses_of_the_schema_are_the_domains() -> None:
+    """The CHECK and the partial indexes' conditions spell the domain's sets out."""
+    import re
+
+    from walletcore.domain.settlement import DUE_STATUSES, HOLDING_STATUSES, SettlementStatus
+    from walletcore_sql import tables
+
+    def named(condition: str) -> set[str]:
+        return set(re.findall(r"'([a-z_]+)'", condition.split("status IN", 1)[1]))
+
+    assert named(f"status IN {tables.SETTLEMENT_STATUSES}") == {s.value for s in SettlementStatus}
+    assert named(tables.SETTLEMENT_DUE) == {s.value for s in DUE_STATUSES}
+    assert named(tables.SETTLEMENT_HOLDING) == {s.value for s in HOLDING_STATUSES}
+
+
 def test_every_sqlite_read_of_a_request_searches_an_index(tmp_path: Path) -> None:
     """SQLite statements run on the event loop's thread, where nothing may wait: none may
     scan a table that grows with use. The plans of the per-request reads name an index."""
     from walletcore_sql import migrate
     from walletcore_sql.engine import sqlite_inline_engine, sqlite_url
-    from walletcore_sql.stores import clients, deposits, events, sends, trades, wallets
+    from walletcore_sql.stores import (
+        clients,
+        deposits,
+        events,
+        sends,
+        settlements,
+        trades,
+        wallets,
+    )
 
     engine = sqlite_inline_engine(sqlite_url(tmp_path / "plans.db"))
     migrate.upgrade_sync(engine)
@@ -224,6 +247,21 @@ def test_every_sqlite_read_of_a_request_searches_an_index(tmp_path: Path) -> Non
             "unsettled": (deposits._UNSETTLED, {**key, "b_limit": 200}),
             "watchlist": (deposits._WATCHLIST, key),
             "cursor": (deposits._CURSOR, key),
+        }
+    )
+    # what a sell or a send reads of a wallet, and the settlement job and the desk's reads
+    spend = {**ids, "b_asset_id": 2}
+    reads.update(
+        {
+            "settlement": (settlements._GET, {**ids, "b_trade_id": "t" * 24}),
+            "held": (settlements._HELD_ROWS, spend),
+            "spending": (sends._SEND_SPENDING_ROWS, spend),
+            "due settlements": (settlements._DUE, {"b_now": now, "b_limit": 100}),
+            "settlements": (settlements._LISTING[False, False], {**ids, "b_limit": 100}),
+            "settlements of an asset": (
+                settlements._LISTING[True, False],
+                {**spend, "b_limit": 100},
+            ),
         }
     )
     try:

@@ -18,6 +18,9 @@ from sqlalchemy.exc import IntegrityError
 from walletcore.domain.assets import Chain
 from walletcore.domain.clients import AuthFailures, User
 from walletcore.domain.deposits import Watched
+from walletcore.domain.sends import Spend
+from walletcore.domain.settlement import Settlement, SettlementStatus
+from walletcore.domain.trade import Side
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.testing import autocommit
 from walletcore_sql import migrate
@@ -44,8 +47,9 @@ TABLES = {
     "events",
     "webhook_endpoints",
     "webhook_attempts",
+    "settlements",
 }
-HEAD = "0009"
+HEAD = "0010"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]
@@ -318,6 +322,67 @@ async def test_a_0007_database_watches_the_addresses_of_its_wallets(database: Db
         assert await db.events.oldest("c1") is None
     finally:
         await storage.aclose()
+
+
+async def test_a_0009_database_keeps_its_sends_without_a_spend_and_holds_nothing(
+    database: Db,
+) -> None:
+    """0010 adds the settlements, empty, and a send's spend: NULL for the sends already
+    there (none counted, in flight or not), written from the upgrade on."""
+    await migrate.upgrade_async(database.url, schema=database.schema, revision="0009")
+    columns = "client_id, request_id, fingerprint, state, attempt, created_at, updated_at"
+    await _sync(
+        database,
+        lambda c: [
+            c.execute(
+                text(
+                    "INSERT INTO api_clients (client_id, name, key_hash, enabled_assets, "
+                    "fee_payer, asset_fee_payers, disabled, key_generation) "
+                    "VALUES ('c1', 'n', 'h', '[]', 'USER', '{}', false, 1)"
+                )
+            ),
+            c.execute(
+                text(
+                    "INSERT INTO users (client_id, user_id, created_at) "
+                    "VALUES ('c1', 'u1', CURRENT_TIMESTAMP)"
+                )
+            ),
+            c.execute(
+                text(
+                    f"INSERT INTO sends ({columns}) VALUES ('c1', 'r1', 'fp', 'signed', 1, "
+                    "CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                )
+            ),
+        ],
+    )
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == HEAD
+    storage = SqlStorage(database.url, migrate=False, schema=database.schema)
+    try:
+        db = autocommit(storage)
+        record = await db.sends.get("c1", "r1")
+        assert record is not None and record.spend is None
+        assert await db.sends.spending("c1", "u1", 2) == 0
+        assert await db.settlements.held("c1", "u1", 2) == 0
+        assert await db.settlements.listing("c1") == []
+        at = datetime(2026, 12, 6, 9, 0, tzinfo=UTC)
+        sell = Settlement("t1", "c1", "u1", Side.SELL, 2, 2**70, SettlementStatus.RESERVED, at, at)
+        assert await db.settlements.add(sell)
+        assert await db.settlements.held("c1", "u1", 2) == 2**70
+        spend = Spend("u1", 2, 5)
+        signed = await db.sends.begin("c1", "r2", "fp", at)
+        assert await db.sends.advance(signed, signed.signed(b"raw", "0x2", at, spend=spend))
+        assert await db.sends.spending("c1", "u1", 2) == 5
+    finally:
+        await storage.aclose()
+    # a settlement's status is one of the domain's; its user a stored one
+    for values in ("('c1', 't2', 'u1', 'sell', 'lost')", "('c1', 't3', 'u9', 'sell', 'reserved')"):
+        statement = text(
+            "INSERT INTO settlements (client_id, trade_id, user_id, side, status, asset_id, "
+            f"units, fee_units, attempt, created_at, updated_at) VALUES {values[:-1]}, 2, "
+            "'1', '0', 0, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+        )
+        with pytest.raises(IntegrityError):
+            await _sync(database, lambda c, statement=statement: c.execute(statement))
 
 
 async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None:

@@ -42,6 +42,7 @@ from walletcore.ports.storage import Storage
 from walletcore.testing.contracts.auth_failures import AuthFailureStorageContract
 from walletcore.testing.contracts.deposits import DepositEventStorageContract
 from walletcore.testing.contracts.jobs import JobStorageContract
+from walletcore.testing.contracts.settlements import SettlementStorageContract
 from walletcore.testing.contracts.webhooks import WebhookStorageContract
 from walletcore.testing.storage import autocommit
 
@@ -106,6 +107,7 @@ class StorageContract(
     AuthFailureStorageContract,
     DepositEventStorageContract,
     WebhookStorageContract,
+    SettlementStorageContract,
 ):
     """The contract; a subclass brings the `storage` fixture: an empty, ready Storage."""
 
