@@ -478,7 +478,7 @@ SETTLEMENT_STATUSES = (
     "('reserved', 'awaiting_password', 'queued', 'short', 'sent', 'settled', 'failed', 'released')"
 )
 #: The statuses the settlement job works on (`DUE_STATUSES`, `ix_settlements_due`).
-SETTLEMENT_DUE = "status IN ('queued', 'short', 'sent', 'failed')"
+SETTLEMENT_DUE = "status IN ('reserved', 'queued', 'short', 'sent', 'failed')"
 #: A sell that holds its coins in the user's wallet (`HOLDING_STATUSES`; a buy's transfer
 #: comes into the wallet and holds nothing there): `ix_settlements_held`.
 SETTLEMENT_HOLDING = (

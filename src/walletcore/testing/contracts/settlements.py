@@ -356,7 +356,7 @@ class SettlementStorageContract:
         not_due = [
             _settlement(client_id, user_id, side=Side.BUY, status=Status.QUEUED, due_at=_at(11)),
             _settlement(client_id, user_id, status=Status.FAILED),  # a sell's: not the jobs'
-            _settlement(client_id, user_id, status=Status.RESERVED, due_at=_at(0)),
+            _settlement(client_id, user_id, status=Status.RESERVED),  # no time set: not due
             _settlement(client_id, user_id, status=Status.AWAITING_PASSWORD, due_at=_at(0)),
             _settlement(client_id, user_id, status=Status.SETTLED, due_at=_at(0)),
             _settlement(client_id, user_id, status=Status.RELEASED, due_at=_at(0)),

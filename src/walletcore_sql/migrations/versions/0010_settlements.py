@@ -34,7 +34,7 @@ ID = 64
 _STATUSES = (
     "('reserved', 'awaiting_password', 'queued', 'short', 'sent', 'settled', 'failed', 'released')"
 )
-_DUE = "status IN ('queued', 'short', 'sent', 'failed')"
+_DUE = "status IN ('reserved', 'queued', 'short', 'sent', 'failed')"
 _HOLDING = "side = 'sell' AND status IN ('reserved', 'awaiting_password', 'sent', 'failed')"
 _SPENDING = (
     "spend_user_id IS NOT NULL AND (state IN ('signed', 'broadcast') "
