@@ -4,7 +4,9 @@ TronGrid's `/v1/accounts/...` history, on 127.0.0.1 (a free port) in a thread.
 It keeps TRX balances, bandwidth (free daily, staked) and energy (staked) per account, and
 runs TRC20 calls on a real EVM (py-evm: the TVM executes the same bytecode for a plain
 token; `Token.vy`, deployed per asset), charging energy = the EVM's execution gas (gas used
-minus the 21,000 + calldata intrinsic gas).
+minus the 21,000 + calldata intrinsic gas). `wallet/estimateenergy` answers, as java-tron,
+the least energy limit the call succeeds with: more than it then uses when clearing
+storage refunds energy.
 
 Every broadcast (`wallet/broadcasthex`) is verified the way java-tron does, in its words:
 a known txID (`DUP_TRANSACTION_ERROR`, "Dup transaction."), the reference block
@@ -614,7 +616,25 @@ class TronTestNode(LoopbackHttpServer):
             return {"result": {"code": refused.code, "message": refused.message}}
         if result != "SUCCESS":
             return {"result": {"code": "CONTRACT_EXE_ERROR", "message": "REVERT opcode executed"}}
-        return {"result": {"result": True}, "energy_required": used}
+        return {"result": {"result": True}, "energy_required": self._required(body, used)}
+
+    def _required(self, body: dict[str, Any], used: int) -> int:
+        """java-tron's `energy_required`: the least energy limit the call succeeds with
+        (a binary search), more than it uses when storage it clears refunds energy at
+        the end (a transfer emptying the sender's balance)."""
+        owner, contract = raw21(body["owner_address"]), raw21(body["contract_address"])
+        data = keccak(text=str(body["function_selector"]))[:4] + bytes.fromhex(
+            str(body.get("parameter", ""))
+        )
+        low, high = used, 2 * used + 50_000  # `used` is enough unless a refund came back
+        while low < high:
+            middle = (low + high) // 2
+            ran = self._evm_run(owner, contract, data, middle, commit=False)
+            if ran.result == "SUCCESS":
+                high = middle
+            else:
+                low = middle + 1
+        return low
 
     def _wallet_gettransactionbyid(self, body: dict[str, Any]) -> dict[str, Any]:
         landed = self.landed.get(str(body.get("value", "")))

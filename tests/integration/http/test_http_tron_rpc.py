@@ -145,7 +145,8 @@ async def test_platform_pays_a_usdt_send_from_a_wallet_without_trx(
     quoted = assert_ok(await payer.post("/fee", body))
     sent = assert_ok(await payer.post("/send", {**body, "password": PASSWORD}, X_Request_Id="p"))
     assert sent["feePayer"] == "PLATFORM" and len(node.broadcasts) == 2  # top-up, transfer
-    assert node.info(sent["txHash"])["receipt"]["energy_usage_total"] == quoted["energy"]
+    # the whole balance: clearing it refunds energy, so the call needs more than it uses
+    assert node.info(sent["txHash"])["receipt"]["energy_usage_total"] < quoted["energy"]
     node.solidify()
     row = assert_ok(
         await payer.post("/txid", {"userId": user, "assetId": 41, "txHash": sent["txHash"]})
