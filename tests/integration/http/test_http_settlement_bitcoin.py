@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from http_support import PASSWORD, Api, assert_error, assert_ok, rpc_env
+from http_support import PASSWORD, Api, assert_error, assert_ok, rpc_env, sign_in
 from settlement_support import (
     approved,
     balance,
@@ -23,7 +23,8 @@ from settlement_support import (
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import Chain, FeePayer
+from walletcore.services.settlements import SettlementSettings
 from walletcore.settings import Settings
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
@@ -166,3 +167,43 @@ async def test_a_sell_collected_later_refuses_a_wrong_password_and_changes_nothi
     assert await balance(api, BTC) - before == Decimal("0.25")
     fee = await send_fee(api, BTC, sent["txHash"], alice)
     assert await balance(api, BTC, alice) == Decimal("0.25") - fee
+
+
+async def test_a_buy_the_desk_cannot_cover_is_short_until_it_is_topped_up(
+    api: Api, container: Container, worker: Container, clock: ManualClock, node: Bitcoind
+) -> None:
+    """The desk holds the amount but not the fee on top: `short`, nothing signed; the
+    job delivers it once the operator tops the desk up."""
+    address = await desk(api, container, node, "0.1")
+    alice, _ = await user(api, node)
+    quote = await traded(api, "/order", alice, BTC, "0.1")
+    short = (await approved(api, alice, quote["tradeId"]))["settlement"]
+    assert short["status"] == "short" and "txHash" not in short, short
+    assert "network fee" in short["reason"]
+    assert await balance(api, BTC) == Decimal("0.1")
+
+    node.fund(address, "0.001")
+    node.mine(1)
+    clock.advance(SettlementSettings().retry_seconds + 1)
+    await worker.jobs().settle_coins()
+    trade = await trade_of(api, alice, quote["tradeId"])
+    await confirmed(api, worker, clock, node, alice, quote["tradeId"])
+    assert await balance(api, BTC, alice) == Decimal("0.1")
+    fee = await send_fee(api, BTC, trade["settlement"]["txHash"])
+    assert await balance(api, BTC) == Decimal("0.001") - fee
+
+
+async def test_a_sell_whose_fee_payer_is_platform_costs_the_wallet_the_amount_only(
+    api: Api, container: Container, worker: Container, clock: ManualClock, node: Bitcoind
+) -> None:
+    """`PLATFORM` on BITCOIN: the desk bears the collection's fee (out of what it
+    receives); the wallet gives the amount exactly."""
+    payer = await sign_in(api.http, container, name="Payer", fee_payer=FeePayer.PLATFORM)
+    await desk(payer, container, node, "0.01")
+    alice, _ = await user(payer, node, "0.5")
+    quote = await traded(payer, "/sell", alice, BTC, "0.2")
+    trade = await approved(payer, alice, quote["tradeId"], password=PASSWORD)
+    await confirmed(payer, worker, clock, node, alice, quote["tradeId"])
+    assert await balance(payer, BTC, alice) == Decimal("0.3")
+    fee = await send_fee(payer, BTC, trade["settlement"]["txHash"], alice)
+    assert fee > 0 and await balance(payer, BTC) == Decimal("0.21") - fee
