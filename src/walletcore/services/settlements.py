@@ -385,6 +385,9 @@ class Settlements:
                 return settlement
             settlement = await self._completed(caller, trade, settlement)
             status = settlement.status
+        if status is SettlementStatus.SENT:
+            # its send record may have its outcome already (the follow job's): shown now
+            return await self.check_sent(caller, settlement)
         if settlement.side is Side.BUY:
             if status in (SettlementStatus.QUEUED, SettlementStatus.SHORT):
                 return await self._deliver(caller, settlement)
