@@ -626,7 +626,9 @@ class Settlements:
                 due_at=now + self._retry if retried else None,
             )
             return await self._move(caller, settlement, failed)
-        due = replace(settlement, due_at=now + self._follow)
+        # still pending: its current transaction shown (a bumped or re-signed replacement)
+        tx_hash = record.tx_hash if record is not None and record.tx_hash else settlement.tx_hash
+        due = replace(settlement, due_at=now + self._follow, tx_hash=tx_hash)
         async with self._storage.write() as unit:
             await unit.settlements.move(settlement, due)
         return due
