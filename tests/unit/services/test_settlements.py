@@ -714,3 +714,20 @@ async def test_sends_elsewhere_are_unaffected_by_another_users_holds(market: Mar
     await market.approve(await market.sell("0.9"))
     receipt = await market.desk.send(other, ETH, "0.9", recipient=elsewhere(Chain.ETHEREUM))
     assert receipt.status == "pending"
+
+
+async def test_a_bumped_transfer_shows_its_current_transaction(market: Market) -> None:
+    trade = await market.approve(await market.buy("0.3"))
+    assert trade.settlement is not None
+    first = trade.settlement.tx_hash
+    for _ in range(2):  # pending past the stuck time: the lifecycle bumps its fee
+        market.desk.clock.advance(61)
+        await market.desk.follow()
+    record = await market.desk.record(transfer_key(Side.BUY, trade.trade_id, 1))
+    assert record.tx_hash != first  # replaced under its nonce
+    shown = (await market.check(trade)).settlement
+    assert shown is not None and (shown.status, shown.tx_hash) == (S.SENT, record.tx_hash)
+    await market.land(record.tx_hash)
+    settled = (await market.check(trade)).settlement
+    assert settled is not None and (settled.status, settled.tx_hash) == (S.SETTLED, record.tx_hash)
+    assert len({b["nonce"] for b in market.eth.accepted.values()}) == 1
