@@ -231,6 +231,8 @@ class TradingService:
         async with self._auditor.record(
             "trade.approve", caller.request_id, caller.client_id, user_id=uid, target=tid
         ) as note:
+            if password is not None:  # malformed is a 400 whatever the trade's state
+                given_password(password)
             remembered = self._storage.open_quote(caller.client_id, uid, tid)
             for _ in range(_MAX_RACE_RETRIES):
                 if remembered is not None:  # this process's quote: no read (module docstring)
