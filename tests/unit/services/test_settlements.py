@@ -731,3 +731,13 @@ async def test_a_bumped_transfer_shows_its_current_transaction(market: Market) -
     settled = (await market.check(trade)).settlement
     assert settled is not None and (settled.status, settled.tx_hash) == (S.SETTLED, record.tx_hash)
     assert len({b["nonce"] for b in market.eth.accepted.values()}) == 1
+
+
+@pytest.mark.parametrize("password", ["", 12, "x" * 257])
+async def test_a_malformed_password_is_a_400_on_an_approval_answered_as_it_stands(
+    market: Market, password: Any
+) -> None:
+    trade = await market.approve(await market.buy("0.3"))
+    assert (await market.approve(trade)).status is TradeStatus.COMPLETED  # a replay
+    with pytest.raises(InvalidRequest, match="password"):
+        await market.approve(trade, password)
