@@ -247,11 +247,21 @@ class Settlements:
             stored = await unit.settlements.get(caller.client_id, trade.trade_id)
             if stored is not None and stored.status is not SettlementStatus.RELEASED:
                 return  # held already (a concurrent approval of the same trade)
-            await self._check_free(unit, caller, trade.user_id, asset, balance, settlement.units)
-            if fee_units:
+            if asset.is_native:  # the coins and their collection's fee, out of one balance
+                what = "the amount to sell and the network fee of collecting it"
+                needed = settlement.units + fee_units
                 await self._check_free(
-                    unit, caller, trade.user_id, native, native_balance, fee_units, fee=True
+                    unit, caller, trade.user_id, asset, balance, needed, what if fee_units else ""
                 )
+            else:
+                await self._check_free(
+                    unit, caller, trade.user_id, asset, balance, settlement.units
+                )
+                if fee_units:
+                    what = "the network fee of collecting the sold coins"
+                    await self._check_free(
+                        unit, caller, trade.user_id, native, native_balance, fee_units, what
+                    )
             if stored is None:
                 await unit.settlements.add(settlement, entry=self._entry(caller, None, settlement))
             else:
@@ -267,27 +277,30 @@ class Settlements:
         asset: Asset,
         balance: int,
         needed: int,
-        *,
-        fee: bool = False,
+        what: str = "",
     ) -> None:
         """`400` unless the wallet's `balance` of `asset`, less what its sells hold and its
-        sends in flight spend, covers `needed` (this settlement's own part counted in)."""
+        sends in flight spend, covers `needed` (this settlement's own part counted in: for
+        `what`, the amount to sell unless said)."""
         holding = await unit.settlements.held(caller.client_id, user_id, asset.id)
         spending = await unit.sends.spending(caller.client_id, user_id, asset.id)
         free = balance - holding - spending
         if free >= needed:
             return
-        what = "the network fee of collecting the sold coins" if fee else "the amount to sell"
+        what = what or "the amount to sell"
         parts = []
         if holding:
             parts.append(f"{show(holding, asset)} reserved for other sells")
         if spending:
             parts.append(f"{show(spending, asset)} in sends not yet final")
-        taken = f" ({', '.join(parts)})" if parts else ""
+        usable = (
+            f", of which {show(max(free, 0), asset)} can be used ({', '.join(parts)})"
+            if parts
+            else ""
+        )
         raise InsufficientFunds(
-            f"The wallet holds {show(balance, asset)} {'' if not taken else 'of which '}"
-            f"{show(max(free, 0), asset)} can be used{taken}, less than {show(needed, asset)} "
-            f"for {what}"
+            f"The wallet holds {show(balance, asset)}{usable}, less than "
+            f"{show(needed, asset)} for {what}"
         )
 
     async def taken(self, client_id: str, user_id: str, asset_id: int) -> int:
