@@ -741,3 +741,19 @@ async def test_a_malformed_password_is_a_400_on_an_approval_answered_as_it_stand
     assert (await market.approve(trade)).status is TradeStatus.COMPLETED  # a replay
     with pytest.raises(InvalidRequest, match="password"):
         await market.approve(trade, password)
+
+
+async def test_a_sell_of_the_whole_native_balance_cannot_hold_its_collection_fee(
+    market: Market,
+) -> None:
+    """The collection's fee is held beside the coins: together they must be free."""
+    with pytest.raises(DomainError) as caught:
+        await market.approve(await market.sell("1"))
+    assert caught.value.status == 400
+    assert caught.value.message == (
+        "The wallet holds 1 ETH, less than 1.00042 ETH for the amount to sell and the network "
+        "fee of collecting it"
+    )
+    assert await market.held() == 0
+    trade = await market.approve(await market.sell("0.99958"))
+    assert trade.settlement is not None and await market.held() == units(ETH, "1")
