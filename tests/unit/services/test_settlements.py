@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from walletcore.domain.assets import Chain
-from walletcore.domain.errors import DomainError, InvalidRequest
+from walletcore.domain.errors import DomainError, InvalidRequest, PriceUnavailable
 from walletcore.domain.events import Event
 from walletcore.domain.money import format_balance
 from walletcore.domain.settlement import (
@@ -757,3 +757,59 @@ async def test_a_sell_of_the_whole_native_balance_cannot_hold_its_collection_fee
     assert await market.held() == 0
     trade = await market.approve(await market.sell("0.99958"))
     assert trade.settlement is not None and await market.held() == units(ETH, "1")
+
+
+class _PlacesNothingOnce:
+    """The venue, answering its first execution with no usable price: nothing placed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.refused = False
+
+    async def execute(self, order: Any) -> Any:
+        if not self.refused:
+            self.refused = True
+            raise PriceUnavailable()
+        return await self.inner.execute(order)
+
+    async def status(self, order: Any) -> Any:
+        return await self.inner.status(order)
+
+    async def cancel(self, order: Any) -> Any:
+        return await self.inner.cancel(order)
+
+
+async def test_a_sell_the_venue_placed_nothing_for_is_released_then_reserved_again(
+    make_desk: DeskFactory,
+) -> None:
+    desk = await make_desk()
+    venue = _PlacesNothingOnce(desk.container.venue())
+    desk.container.venue.override(providers.Object(venue))
+    market = await _market(desk)
+    trade = await market.sell("0.5")
+    with pytest.raises(PriceUnavailable):
+        await market.approve(trade)
+    released = await market.settlement(trade)
+    assert released.status is S.RELEASED
+    assert await market.held() == 0
+    stored = await desk.db.trades.get(trade.client_id, market.user, trade.trade_id)
+    assert stored.status is TradeStatus.OPEN  # approve may be retried
+    again = await market.approve(trade)
+    assert again.settlement is not None and again.settlement.status is S.AWAITING_PASSWORD
+    assert await market.held() == units(ETH, "0.5") + fee()
+    assert await market.moves(trade) == [
+        "none -> reserved",
+        "reserved -> released",
+        "released -> reserved",
+        "reserved -> awaiting_password",
+    ]
+
+
+async def test_a_sell_whose_quote_lapsed_unapproved_has_no_settlement(market: Market) -> None:
+    trade = await market.sell("0.5")
+    market.desk.clock.advance(120)
+    with pytest.raises(DomainError) as caught:
+        await market.approve(trade)
+    assert caught.value.status == 409
+    assert await market.desk.db.settlements.get(trade.client_id, trade.trade_id) is None
+    assert (await market.check(trade)).settlement is None
