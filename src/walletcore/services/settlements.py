@@ -247,11 +247,16 @@ class Settlements:
             stored = await unit.settlements.get(caller.client_id, trade.trade_id)
             if stored is not None and stored.status is not SettlementStatus.RELEASED:
                 return  # held already (a concurrent approval of the same trade)
-            await self._check_free(unit, caller, trade.user_id, asset, balance, settlement.units)
-            if fee_units:
-                await self._check_free(
-                    unit, caller, trade.user_id, native, native_balance, fee_units, fee=True
-                )
+            if asset.is_native:  # the amount and its fee out of the same coin
+                needed = settlement.units + fee_units
+                await self._check_free(unit, caller, trade.user_id, asset, balance, needed)
+            else:
+                units = settlement.units
+                await self._check_free(unit, caller, trade.user_id, asset, balance, units)
+                if fee_units:
+                    await self._check_free(
+                        unit, caller, trade.user_id, native, native_balance, fee_units, fee=True
+                    )
             if stored is None:
                 await unit.settlements.add(settlement, entry=self._entry(caller, None, settlement))
             else:
@@ -488,7 +493,16 @@ class Settlements:
         )
 
         async def plan() -> Plan:
-            return await plan_platform_send(request, gateway, native, desk)
+            ready = await plan_platform_send(request, gateway, native, desk)
+            if not asset.is_native:  # the desk pays the fee in the chain's coin
+                coin = await held(gateway, ready.transfer.sender, native)
+                if coin < ready.fee.native_units:
+                    raise InsufficientFunds(
+                        f"Not enough {native.symbol} in the platform wallet for the network "
+                        f"fee of {show(ready.fee.native_units, native)}: it holds "
+                        f"{show(coin, native)}"
+                    )
+            return ready
 
         note = AuditNote(
             self._auditor,
