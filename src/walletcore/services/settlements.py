@@ -390,10 +390,16 @@ class Settlements:
                 return settlement
             settlement = await self._completed(caller, trade, settlement)
             status = settlement.status
+        if status is SettlementStatus.SENT:  # its send's outcome, once the follow job has it
+            return await self.check_sent(caller, settlement)
         if settlement.side is Side.BUY:
-            if status in (SettlementStatus.QUEUED, SettlementStatus.SHORT):
+            # a delivery tried and refused waits for its time (`retry_seconds`), however
+            # often the trade is read
+            due = settlement.due_at is not None and settlement.due_at <= self._clock.now()
+            if status is SettlementStatus.QUEUED or (status is SettlementStatus.SHORT and due):
                 return await self._deliver(caller, settlement)
-            if status is SettlementStatus.FAILED and settlement.attempt < self.max_attempts:
+            retry = due and settlement.attempt < self.max_attempts
+            if status is SettlementStatus.FAILED and retry:
                 return await self._deliver(caller, settlement)
             return settlement
         waiting = status in (SettlementStatus.AWAITING_PASSWORD, SettlementStatus.FAILED)
@@ -637,6 +643,8 @@ class Settlements:
                 due_at=now + self._retry if retried else None,
             )
             return await self._move(caller, settlement, failed)
+        if settlement.due_at is not None and settlement.due_at > now:
+            return settlement  # looked at again when due: a read wrote nothing
         due = replace(settlement, due_at=now + self._follow)
         async with self._storage.write() as unit:
             await unit.settlements.move(settlement, due)
