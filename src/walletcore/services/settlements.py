@@ -122,6 +122,10 @@ class SettlementRun:
     errors: int = 0
 
 
+#: Addresses one process remembers (about 200 bytes each).
+_REMEMBERED_ADDRESSES = 100_000
+
+
 class NothingToCollect(Conflict):
     default_message = "Nothing to collect: only a completed sell's coins are collected"
 
@@ -155,6 +159,8 @@ class Settlements:
         self._retry = timedelta(seconds=retry_seconds)
         self._follow = timedelta(seconds=follow_seconds)
         self.max_attempts = max_attempts
+        #: (client, user or None for the desk, chain) -> address (`_addresses`)
+        self._known: dict[tuple[str, str | None, Chain], str] = {}
 
     def _gateway(self, chain: Chain) -> ChainGateway:
         return self._build_gateways()[chain]
@@ -185,10 +191,10 @@ class Settlements:
             raise password_error_for(self._transfers().description(asset.chain)) from None
         return secret
 
-    async def reserve(self, caller: Caller, trade: Trade, balance: int | None = None) -> None:
+    async def reserve(self, caller: Caller, trade: Trade, balance: int | None = None) -> Settlement:
         """The settlement of a trade being approved, before its order exists (module rules):
         a sell's coins held out of `balance` (what the wallet holds of the asset, read by
-        the approval), or `400`; a buy owed by the desk."""
+        the approval), or `400`; a buy owed by the desk. The settlement as stored after."""
         asset = self._policy.catalog.asset_by_id(trade.asset_id)
         units = _units(trade.quote.crypto_amount, asset)
         now = self._clock.now()
@@ -211,10 +217,13 @@ class Settlements:
                     await unit.settlements.add(
                         settlement, entry=self._entry(caller, None, settlement)
                     )
-                elif stored.status is SettlementStatus.RELEASED:
-                    await self._move_in(unit, caller, stored, settlement)
-            return
-        await self._hold(caller, trade, asset, settlement, balance)
+                    return settlement
+                if stored.status is SettlementStatus.RELEASED:
+                    again = replace(settlement, attempt=stored.attempt)
+                    if await self._move_in(unit, caller, stored, again):
+                        return again
+                return stored
+        return await self._hold(caller, trade, asset, settlement, balance)
 
     async def _hold(
         self,
@@ -223,46 +232,70 @@ class Settlements:
         asset: Asset,
         settlement: Settlement,
         balance: int | None,
-    ) -> None:
-        async with self._storage.read() as unit:
-            wallet = await user_wallet(unit, caller.client_id, trade.user_id)
-            desk = await platform_wallet_or_none(unit, caller.client_id)
+    ) -> Settlement:
         native = self._policy.catalog.native_asset(asset.chain)
-        sender = wallet.addresses.get(asset.chain)
-        if balance is None:
-            balance = 0 if sender is None else await held(self._gateway(asset.chain), sender, asset)
-        fee_units = 0
-        recipient = None if desk is None else desk.addresses.get(asset.chain)
         user_pays = caller.client.fee_payer_for(asset.id) is FeePayer.USER
-        if user_pays and sender is not None and recipient is not None:
-            gateway = self._gateway(asset.chain)
-            quote = await gateway.fee(sender, recipient, asset, settlement.units)
-            fee_units = quote.native_units
+        fee_units = 0
         native_balance = balance
-        if fee_units and not asset.is_native and sender is not None:
-            native_balance = await held(self._gateway(asset.chain), sender, native)
+        if balance is None or user_pays:
+            sender, recipient = await self._addresses(caller.client_id, trade.user_id, asset.chain)
+            if balance is None:
+                balance = (
+                    0 if sender is None else await held(self._gateway(asset.chain), sender, asset)
+                )
+            native_balance = balance
+            if user_pays and sender is not None and recipient is not None:
+                gateway = self._gateway(asset.chain)
+                quote = await gateway.fee(sender, recipient, asset, settlement.units)
+                fee_units = quote.native_units
+                if fee_units and not asset.is_native:
+                    native_balance = await held(gateway, sender, native)
+        assert balance is not None and native_balance is not None
         settlement = replace(settlement, fee_units=fee_units, fee_asset_id=native.id)
         async with self._storage.write() as unit:
             await unit.settlements.lock_wallet(caller.client_id, trade.user_id)
             stored = await unit.settlements.get(caller.client_id, trade.trade_id)
             if stored is not None and stored.status is not SettlementStatus.RELEASED:
-                return  # held already (a concurrent approval of the same trade)
+                return stored  # held already (a concurrent approval of the same trade)
+            user = trade.user_id
             if asset.is_native:  # the amount and its fee out of the same coin
-                needed = settlement.units + fee_units
-                await self._check_free(unit, caller, trade.user_id, asset, balance, needed)
-            else:
                 units = settlement.units
-                await self._check_free(unit, caller, trade.user_id, asset, balance, units)
+                await self._check_free(unit, caller, user, asset, balance, units, fee_units)
+            else:
+                await self._check_free(unit, caller, user, asset, balance, settlement.units)
                 if fee_units:
                     await self._check_free(
-                        unit, caller, trade.user_id, native, native_balance, fee_units, fee=True
+                        unit, caller, user, native, native_balance, fee_units, fee_only=True
                     )
             if stored is None:
                 await unit.settlements.add(settlement, entry=self._entry(caller, None, settlement))
-            else:
-                await self._move_in(
-                    unit, caller, stored, replace(settlement, attempt=stored.attempt)
-                )
+                return settlement
+            again = replace(settlement, attempt=stored.attempt)
+            await self._move_in(unit, caller, stored, again)
+            return again
+
+    async def _addresses(
+        self, client_id: str, user_id: str, chain: Chain
+    ) -> tuple[str | None, str | None]:
+        """The user's and the desk's addresses on `chain` (None: none there yet), remembered
+        once known: an address derived from a sealed seed never changes (a chain not known
+        yet is read again). The user's wallet must exist (404)."""
+        user_key, desk_key = (client_id, user_id, chain), (client_id, None, chain)
+        sender, recipient = self._known.get(user_key), self._known.get(desk_key)
+        if sender is not None and recipient is not None:
+            return sender, recipient
+        async with self._storage.read() as unit:
+            wallet = await user_wallet(unit, client_id, user_id)
+            desk = await platform_wallet_or_none(unit, client_id)
+        sender = wallet.addresses.get(chain)
+        recipient = None if desk is None else desk.addresses.get(chain)
+        if len(self._known) >= _REMEMBERED_ADDRESSES:
+            self._known.clear()  # bounded: start over rather than grow
+        if sender is not None:
+            self._known[user_key] = sender
+        if recipient is not None:
+            self._known[desk_key] = recipient
+        return sender, recipient
 
     async def _check_free(
         self,
@@ -271,28 +304,36 @@ class Settlements:
         user_id: str,
         asset: Asset,
         balance: int,
-        needed: int,
+        units: int,
+        fee_units: int = 0,
         *,
-        fee: bool = False,
+        fee_only: bool = False,
     ) -> None:
         """`400` unless the wallet's `balance` of `asset`, less what its sells hold and its
-        sends in flight spend, covers `needed` (this settlement's own part counted in)."""
+        sends in flight spend, covers `units` and `fee_units` (the collection's fee, when
+        the wallet pays it in this coin). `fee_only`: `units` is that fee, in the chain's
+        coin, of a token's sell."""
         holding = await unit.settlements.held(caller.client_id, user_id, asset.id)
         spending = await unit.sends.spending(caller.client_id, user_id, asset.id)
         free = balance - holding - spending
-        if free >= needed:
+        if free >= units + fee_units:
             return
-        what = "the network fee of collecting the sold coins" if fee else "the amount to sell"
-        parts = []
-        if holding:
-            parts.append(f"{show(holding, asset)} reserved for other sells")
-        if spending:
-            parts.append(f"{show(spending, asset)} in sends not yet final")
-        taken = f" ({', '.join(parts)})" if parts else ""
+        holds = show(balance, asset)
+        if holding or spending:
+            holds = (
+                f"{holds}, of which {show(max(free, 0), asset)} are free (the rest is reserved "
+                "for sells being settled or spent by sends in flight)"
+            )
+        if fee_only:
+            raise InsufficientFunds(
+                f"Not enough {asset.symbol} for the network fee of collecting the sold coins: "
+                f"the wallet holds {holds}, the fee is {show(units, asset)}"
+            )
+        fee = (
+            f" and the {show(fee_units, asset)} network fee of collecting them" if fee_units else ""
+        )
         raise InsufficientFunds(
-            f"The wallet holds {show(balance, asset)} {'' if not taken else 'of which '}"
-            f"{show(max(free, 0), asset)} can be used{taken}, less than {show(needed, asset)} "
-            f"for {what}"
+            f"The wallet holds {holds}, less than the {show(units, asset)} to sell{fee}"
         )
 
     async def taken(self, client_id: str, user_id: str, asset_id: int) -> int:
@@ -328,12 +369,16 @@ class Settlements:
         password: str | None = None,
         *,
         reopened: bool = False,
+        known: Settlement | None = None,
     ) -> Trade:
         """Carry the trade's settlement on from what the trade is now (module rules); the
         trade with its settlement as it stands after. A transfer that cannot be made now
-        leaves the settlement with its reason, never fails the request."""
-        async with self._storage.read() as unit:
-            settlement = await unit.settlements.get(trade.client_id, trade.trade_id)
+        leaves the settlement with its reason, never fails the request. `known`: the
+        settlement as this request stored it (`reserve`): not read again."""
+        settlement = known
+        if settlement is None:
+            async with self._storage.read() as unit:
+                settlement = await unit.settlements.get(trade.client_id, trade.trade_id)
         if settlement is None:
             return trade
         try:
