@@ -592,12 +592,13 @@ class Settlements:
             return await self._later(caller, settlement, exc.message)
         now = self._clock.now()
         if receipt.status == "failed":
+            retried = settlement.side is Side.BUY and settlement.attempt < self.max_attempts
             failed = settlement.moved(
                 SettlementStatus.FAILED,
                 now,
                 tx_hash=receipt.tx_hash,
                 reason="The transfer failed on chain; nothing moved",
-                due_at=now + self._retry if settlement.side is Side.BUY else None,
+                due_at=now + self._retry if retried else None,
             )
             return await self._move(caller, settlement, failed)
         sent = settlement.moved(
