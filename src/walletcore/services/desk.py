@@ -78,6 +78,8 @@ MISMATCH_ACTION = "desk.mismatch"
 #: The audit entries read to find each client's last `desk.mismatch`.
 _AUDIT_WINDOW = 1000
 _NO_DIFFERENCE = "no differences"
+#: The trades an entry names per difference.
+_TRADES_SHOWN = 20
 
 
 class DeskSettings(BaseSettings):
@@ -445,7 +447,7 @@ class DeskAccounts:
         keys = frozenset(m.key for m in mismatches)
         if keys == self._known.get(desk.client_id, frozenset()):
             return
-        detail = " | ".join(f"{m.key} ({m.detail})" for m in mismatches) or _NO_DIFFERENCE
+        detail = " | ".join(_described(m) for m in mismatches) or _NO_DIFFERENCE
         entry = self._auditor.entry(
             MISMATCH_ACTION, request_id, desk.client_id, target=str(len(keys)), detail=detail
         )
@@ -540,6 +542,16 @@ def _held_by_wallet(
             sent = units if s.status is S.SENT else 0
             found[s.user_id][asset_id] = (total + units, in_flight + sent, trades | {s.trade_id})
     return dict(found)
+
+
+def _described(mismatch: Mismatch) -> str:
+    """One difference in a `desk.mismatch` entry: its key first (read back by `_keys_of`),
+    then what it is and its trades (the first `_TRADES_SHOWN`)."""
+    ids = mismatch.trade_ids
+    trades = ", ".join(ids[:_TRADES_SHOWN]) or "none"
+    if len(ids) > _TRADES_SHOWN:
+        trades += f" and {len(ids) - _TRADES_SHOWN} more"
+    return f"{mismatch.key} ({mismatch.detail}; trades {trades})"
 
 
 def _keys_of(detail: str) -> frozenset[str]:
