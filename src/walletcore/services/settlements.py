@@ -248,11 +248,16 @@ class Settlements:
             stored = await unit.settlements.get(caller.client_id, trade.trade_id)
             if stored is not None and stored.status is not SettlementStatus.RELEASED:
                 return  # held already (a concurrent approval of the same trade)
-            await self._check_free(unit, caller, trade.user_id, asset, balance, settlement.units)
-            if fee_units:
-                await self._check_free(
-                    unit, caller, trade.user_id, native, native_balance, fee_units, fee=True
-                )
+            if asset.is_native:  # the amount and its fee out of the same coin
+                needed = settlement.units + fee_units
+                await self._check_free(unit, caller, trade.user_id, asset, balance, needed)
+            else:
+                units = settlement.units
+                await self._check_free(unit, caller, trade.user_id, asset, balance, units)
+                if fee_units:
+                    await self._check_free(
+                        unit, caller, trade.user_id, native, native_balance, fee_units, fee=True
+                    )
             if stored is None:
                 await unit.settlements.add(settlement, entry=self._entry(caller, None, settlement))
             else:
@@ -386,10 +391,16 @@ class Settlements:
                 return settlement
             settlement = await self._completed(caller, trade, settlement)
             status = settlement.status
+        if status is SettlementStatus.SENT:  # its send's outcome, once the follow job has it
+            return await self.check_sent(caller, settlement)
         if settlement.side is Side.BUY:
-            if status in (SettlementStatus.QUEUED, SettlementStatus.SHORT):
+            # a delivery tried and refused waits for its time (`retry_seconds`), however
+            # often the trade is read
+            due = settlement.due_at is not None and settlement.due_at <= self._clock.now()
+            if status is SettlementStatus.QUEUED or (status is SettlementStatus.SHORT and due):
                 return await self._deliver(caller, settlement)
-            if status is SettlementStatus.FAILED and settlement.attempt < self.max_attempts:
+            retry = due and settlement.attempt < self.max_attempts
+            if status is SettlementStatus.FAILED and retry:
                 return await self._deliver(caller, settlement)
             return settlement
         waiting = status in (SettlementStatus.AWAITING_PASSWORD, SettlementStatus.FAILED)
@@ -497,7 +508,16 @@ class Settlements:
         )
 
         async def plan() -> Plan:
-            return await plan_platform_send(request, gateway, native, desk)
+            ready = await plan_platform_send(request, gateway, native, desk)
+            if not asset.is_native:  # the desk pays the fee in the chain's coin
+                coin = await held(gateway, ready.transfer.sender, native)
+                if coin < ready.fee.native_units:
+                    raise InsufficientFunds(
+                        f"Not enough {native.symbol} in the platform wallet for the network "
+                        f"fee of {show(ready.fee.native_units, native)}: it holds "
+                        f"{show(coin, native)}"
+                    )
+            return ready
 
         note = AuditNote(
             self._auditor,
@@ -633,6 +653,8 @@ class Settlements:
                 due_at=now + self._retry if retried else None,
             )
             return await self._move(caller, settlement, failed)
+        if settlement.due_at is not None and settlement.due_at > now:
+            return settlement  # looked at again when due: a read wrote nothing
         due = replace(settlement, due_at=now + self._follow)
         async with self._storage.write() as unit:
             await unit.settlements.move(settlement, due)
