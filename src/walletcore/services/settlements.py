@@ -21,8 +21,9 @@ Rules:
   carries the wallet password (`/trade/approve` with `password`, `/trade/collect`), else it
   waits `awaiting_password`; failed, expired, reopened or cancelled -> released.
 - A delivery the desk cannot make (short of the asset or of fee coin, no platform wallet,
-  no address of the user on the chain) is `short` with the reason, and tried again every
-  `retry_seconds` by the jobs; never silent, never sent twice.
+  no address of the user on the chain, the asset's deliveries paused by the desk's
+  reconciliation: walletcore.services.desk) is `short` with the reason, and tried again
+  every `retry_seconds` by the jobs; never silent, never sent twice.
 - Transfers go through the sends' idempotent flow (`SendService.transfer`) under the
   settlement's `transfer_key`: one signature per attempt, replayed when asked again,
   followed on chain by the lifecycle jobs (bump, re-fill, re-sign). `sent` becomes
@@ -524,8 +525,16 @@ class Settlements:
         gateway = self._gateway(asset.chain)
         native = self._policy.catalog.native_asset(asset.chain)
         async with self._storage.read() as unit:
+            pause = await unit.desk_pauses.get(caller.client_id, asset.id)
             desk = await platform_wallet_or_none(unit, caller.client_id)
             wallet = await user_wallet(unit, caller.client_id, settlement.user_id)
+        if pause is not None:
+            return await self._short(
+                caller,
+                settlement,
+                f"Deliveries of {asset.symbol} are paused by the desk's reconciliation: "
+                f"{pause.reason}; an operator resumes them",
+            )
         if desk is None:
             return await self._short(
                 caller,
@@ -648,12 +657,13 @@ class Settlements:
             return await self._later(caller, settlement, exc.message)
         now = self._clock.now()
         if receipt.status == "failed":
+            retried = settlement.side is Side.BUY and settlement.attempt < self.max_attempts
             failed = settlement.moved(
                 SettlementStatus.FAILED,
                 now,
                 tx_hash=receipt.tx_hash,
                 reason="The transfer failed on chain; nothing moved",
-                due_at=now + self._retry if settlement.side is Side.BUY else None,
+                due_at=now + self._retry if retried else None,
             )
             return await self._move(caller, settlement, failed)
         sent = settlement.moved(
@@ -673,7 +683,7 @@ class Settlements:
         async with self._storage.read() as unit:
             record = await unit.sends.get(caller.client_id, key)
         now = self._clock.now()
-        outcome = _outcome(record)
+        outcome = transfer_outcome(record)
         if outcome is ChainStatus.SUCCESS:
             tx_hash = record.tx_hash if record is not None else None
             done = settlement.moved(SettlementStatus.SETTLED, now, tx_hash=tx_hash)
@@ -825,7 +835,7 @@ def _short_of(holding: int, needed: int, asset: Asset) -> InsufficientFunds:
     )
 
 
-def _outcome(record: SendRecord | None) -> ChainStatus | None:
+def transfer_outcome(record: SendRecord | None) -> ChainStatus | None:
     """A settlement transfer's outcome on chain: success, failed, or None (not yet)."""
     if record is None:
         return None
@@ -845,4 +855,10 @@ def _units(amount: Decimal | None, asset: Asset) -> int:
     return to_base_units(amount, asset.decimals)
 
 
-__all__ = ["NothingToCollect", "SettlementRun", "SettlementSettings", "Settlements"]
+__all__ = [
+    "NothingToCollect",
+    "SettlementRun",
+    "SettlementSettings",
+    "Settlements",
+    "transfer_outcome",
+]
