@@ -309,7 +309,9 @@ class DeskAccounts:
                     owed_units - balance,
                 )
             )
-            certain += max(0, owed_units - sent_units - balance)
+            # A desk short of inventory is reported, never paused for: its deliveries are
+            # `short` and go once it is topped up. What pauses is coins missing where the
+            # ledger says they are (a wallet holding less than its sells hold).
         for shortfall, sure in self._wallet_shortfalls(asset, ledger, balances):
             mismatches.append(shortfall)
             certain += sure

@@ -145,19 +145,21 @@ async def test_sent_too_long_and_a_failed_transfer_are_reported(desk: Desk) -> N
     assert recent.trade_id not in kinds
 
 
-async def test_a_short_desk_pauses_its_deliveries_until_the_operator_resumes_them(
+async def test_coins_missing_from_a_wallet_pause_deliveries_until_the_operator_resumes_them(
     desk: Desk,
 ) -> None:
     desk_address = (await desk.platform())[desk.gateway(ETH).chain]
     desk.fund(desk_address, ETH, "0.5")
     user = await desk.user()
+    desk.fund(desk.address(user, ETH), ETH, "0.2")
+    sell = await settle(desk, user, Side.SELL, S.AWAITING_PASSWORD, "0.5")
     buy = await settle(
-        desk, user, Side.BUY, S.QUEUED, "0.8", due_at=desk.clock.now(), with_trade=True
+        desk, user, Side.BUY, S.QUEUED, "0.1", due_at=desk.clock.now(), with_trade=True
     )
     account = await account_of(desk)
-    (short,) = account.mismatches
-    assert short.kind is MismatchKind.DESK_SHORT and short.trade_ids == (buy.trade_id,)
-    assert short.units == units(ETH, "0.3") and account.short == units(ETH, "0.3")
+    (short,) = account.mismatches  # the desk covers its 0.1 ETH: only the wallet is short
+    assert short.kind is MismatchKind.WALLET_SHORT and short.trade_ids == (sell.trade_id,)
+    assert short.units == units(ETH, "0.3")
 
     (reconciled,) = await accounts(desk).reconcile("job-1")
     (pause,) = reconciled.pauses
@@ -193,22 +195,37 @@ async def test_a_short_desk_pauses_its_deliveries_until_the_operator_resumes_the
     await desk.container.settlements().run("job-settle-3")
     stored = await desk.db.settlements.get(desk.client.client_id, buy.trade_id)
     assert stored.status is S.SETTLED
-    # delivered: the next run records that the difference went away
+    # delivered, and the wallet's missing coins found: the next run records that the
+    # difference went away
+    desk.fund(desk.address(user, ETH), ETH, "0.3")
     await accounts(desk).reconcile("job-3")
     assert [e.detail for e in await desk.audit("desk.mismatch")][-1] == "no differences"
     assert await desk.db.desk_pauses.of_client(desk.client.client_id) == []
 
 
 async def test_a_shortfall_within_the_tolerance_is_reported_and_not_paused(desk: Desk) -> None:
+    await desk.platform()
+    user = await desk.user()
+    desk.fund(desk.address(user, ETH), ETH, "0.2")
+    await settle(desk, user, Side.SELL, S.AWAITING_PASSWORD, "0.5")
+    (reconciled,) = await accounts(desk, a2="0.3").reconcile("job-1")
+    assert reconciled.pauses == ()
+    assert [m.kind for m in reconciled.mismatches] == [MismatchKind.WALLET_SHORT]
+    (reconciled,) = await accounts(desk, a2="0.29").reconcile("job-2")
+    assert [p.asset_id for p in reconciled.pauses] == [ETH]
+
+
+async def test_a_short_desk_is_reported_and_never_paused(desk: Desk) -> None:
+    """Short inventory is not a ledger difference: its deliveries are `short` and go once
+    the desk is topped up."""
     desk_address = (await desk.platform())[desk.gateway(ETH).chain]
     desk.fund(desk_address, ETH, "0.5")
     user = await desk.user()
-    await settle(desk, user, Side.BUY, S.QUEUED, "0.8")
-    (reconciled,) = await accounts(desk, a2="0.3").reconcile("job-1")
-    assert reconciled.pauses == ()
-    assert [m.kind for m in reconciled.mismatches] == [MismatchKind.DESK_SHORT]
-    (reconciled,) = await accounts(desk, a2="0.29").reconcile("job-2")
-    assert [p.asset_id for p in reconciled.pauses] == [ETH]
+    buy = await settle(desk, user, Side.BUY, S.QUEUED, "0.8")
+    (reconciled,) = await accounts(desk).reconcile("job-1")
+    (short,) = reconciled.mismatches
+    assert short.kind is MismatchKind.DESK_SHORT and short.trade_ids == (buy.trade_id,)
+    assert short.units == units(ETH, "0.3") and reconciled.pauses == ()
 
 
 async def test_transfers_in_flight_are_left_out_of_what_pauses(desk: Desk) -> None:
