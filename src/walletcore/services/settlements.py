@@ -390,7 +390,9 @@ class Settlements:
                 settlement = await unit.settlements.get(trade.client_id, trade.trade_id)
         return trade if settlement is None else replace(trade, settlement=settlement)
 
-    async def collect(self, caller: Caller, trade: Trade, password: str) -> Trade:
+    async def collect(
+        self, caller: Caller, trade: Trade, password: str, note: AuditNote | None = None
+    ) -> Trade:
         """`/trade/collect`: the sell's coins moved to the desk now, with the password
         (checked first: the `/send` rules). A collection already sent or settled is
         answered as it stands; a sell still executing or that did not complete is a 409."""
@@ -407,7 +409,9 @@ class Settlements:
             raise NothingToCollect(
                 "The sell has not completed yet: poll /trade, then collect once it is completed"
             )
-        settlement = await self._advance(caller, trade, settlement, password, strict=True)
+        settlement = await self._advance(
+            caller, trade, settlement, password, strict=True, note=note
+        )
         return replace(trade, settlement=settlement)
 
     async def _advance(
@@ -419,7 +423,10 @@ class Settlements:
         reopened: bool = False,
         *,
         strict: bool = False,
+        note: AuditNote | None = None,
     ) -> Settlement:
+        """`note`: the request's own (`/trade/collect`), which the collection's signature
+        is carried on; else the collection writes its entries under a note of its own."""
         status = settlement.status
         if status is SettlementStatus.RELEASED and trade.status is TradeStatus.COMPLETED:
             # released while a second approval of the reopened trade went through: the
@@ -450,7 +457,7 @@ class Settlements:
             return settlement
         waiting = status in (SettlementStatus.AWAITING_PASSWORD, SettlementStatus.FAILED)
         if waiting and password is not None:
-            return await self._collect(caller, settlement, password, strict=strict)
+            return await self._collect(caller, settlement, password, strict=strict, note=note)
         return settlement
 
     async def _completed(self, caller: Caller, trade: Trade, settlement: Settlement) -> Settlement:
@@ -575,7 +582,13 @@ class Settlements:
         return await self._transfer(caller, settlement, request, plan, note)
 
     async def _collect(
-        self, caller: Caller, settlement: Settlement, password: str, *, strict: bool
+        self,
+        caller: Caller,
+        settlement: Settlement,
+        password: str,
+        *,
+        strict: bool,
+        note: AuditNote | None = None,
     ) -> Settlement:
         asset = self._policy.catalog.asset_by_id(settlement.asset_id)
         gateway = self._gateway(asset.chain)
@@ -599,14 +612,15 @@ class Settlements:
         async def plan() -> Plan:
             return await _plan_collection(request, payer, gateway, native, wallet, desk, recipient)
 
-        note = AuditNote(
-            self._auditor,
-            "trade.collect",
-            caller.request_id,
-            caller.client_id,
-            settlement.user_id,
-            settlement.trade_id,
-        )
+        if note is None:
+            note = AuditNote(
+                self._auditor,
+                "trade.collect",
+                caller.request_id,
+                caller.client_id,
+                settlement.user_id,
+                settlement.trade_id,
+            )
         try:
             return await self._transfer(caller, settlement, request, plan, note, strict=strict)
         except WrongWalletPassword:

@@ -418,7 +418,7 @@ class TradingService:
                 trade = await self._poll(caller, trade)
             checked = await self._settlements.check_password(caller, trade, secret)
             assert checked is not None
-            collected = await self._settlements.collect(caller, trade, checked)
+            collected = await self._settlements.collect(caller, trade, checked, note)
             note.target = tid
             return collected
 
