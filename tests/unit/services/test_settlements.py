@@ -751,8 +751,8 @@ async def test_a_sell_of_the_whole_native_balance_cannot_hold_its_collection_fee
         await market.approve(await market.sell("1"))
     assert caught.value.status == 400
     assert caught.value.message == (
-        "The wallet holds 1 ETH, less than 1.00042 ETH for the amount to sell and the network "
-        "fee of collecting it"
+        "The wallet holds 1 ETH, less than the 1 ETH to sell and the 0.00042 ETH network fee "
+        "of collecting them"
     )
     assert await market.held() == 0
     trade = await market.approve(await market.sell("0.99958"))
