@@ -140,7 +140,8 @@ BUSINESS_RULES = (
     BusinessRule(
         400,
         ("/trade/approve", "/trade/collect"),
-        "(Invalid password$|The wallet holds .* less than the .* to sell$)",
+        "(Invalid password$|The wallet holds .*, less than the .* to sell|Not enough .* for "
+        "the network fee of collecting the sold coins)",
         "a wrong wallet password on BITCOIN is a 400 (the /send rules), and the coins a sell "
         "may still reserve are the wallet's balance less its other sells' holds: state",
     ),
