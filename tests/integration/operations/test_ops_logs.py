@@ -4,6 +4,7 @@ including the records of the core, which never sees the id."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -107,8 +108,13 @@ async def test_a_record_of_the_core_carries_the_request_id(json_logs: Any, api: 
     )
     ids = {"userId": user_id, "tradeId": trade["tradeId"]}
     assert_error(await api.post("/trade/approve", ids, X_Request_Id="ops-json-approve"), 504)
-    lines = json_logs()
-    (failed,) = [e for e in lines if e["logger"] == "walletcore.trading"]
+    for _ in range(50):  # the lines are written by the logging thread: wait for this one
+        lines = json_logs()
+        found = [e for e in lines if e["logger"] == "walletcore.trading"]
+        if found:
+            break
+        await asyncio.sleep(0.05)
+    (failed,) = found
     # The trading service logs without knowing the request; the line knows it all the same.
     assert failed["level"] == "ERROR" and failed["requestId"] == "ops-json-approve"
     assert trade["tradeId"] in failed["message"]
