@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -36,22 +37,35 @@ ETH = CONTRACT_CATALOG.native_asset(Chain.ETHEREUM).id
 DELIVERY = "walletcore:delivery:"
 
 
+@dataclass(frozen=True)
+class Database:
+    url: str
+    schema: str | None = None
+
+    def storage(self, *, migrate: bool = False) -> SqlStorage:
+        return SqlStorage(self.url, migrate=migrate, schema=self.schema)
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlStorage]:
-    """A migrated SQL storage: a SQLite file, or a PostgreSQL schema of its own."""
+async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
+    """An empty database: a SQLite file, or a PostgreSQL schema of its own."""
     if request.param == "sqlite":
-        opened = SqlStorage(sqlite_url(tmp_path / "db" / "walletcore.db"), migrate=True)
-        yield opened
-        await opened.aclose()
+        yield Database(sqlite_url(tmp_path / "db" / "walletcore.db"))
         return
     url = pg_test_url()
     schema = await create_schema_async(url)
-    opened = SqlStorage(url, migrate=True, schema=schema)
     try:
-        yield opened
+        yield Database(url, schema)
     finally:
-        await opened.aclose()
         await drop_schema_async(url, schema)
+
+
+@pytest.fixture
+async def storage(database: Database) -> AsyncIterator[SqlStorage]:
+    """The service's storage, migrated."""
+    opened = database.storage(migrate=True)
+    yield opened
+    await opened.aclose()
 
 
 @pytest.fixture
@@ -294,6 +308,63 @@ async def test_a_buy_the_desk_is_short_of_is_delivered_once_after_a_top_up(
     await give(container, desk, ETH, "1")
     for _ in range(3):
         await run_jobs(container, clock)
+    final = assert_ok(await api.post("/trade", ids))["settlement"]
+    assert final["status"] == "settled", final
+    assert len(await deliveries(container, api.client_id, quote["tradeId"])) == 1
+    assert len(await sent_from(container, desk)) == 1
+    assert await balance(api, user, ETH) == Decimal("0.5")
+
+
+async def test_twenty_collections_of_one_sell_move_its_coins_once(
+    api: Api, container: Container, clock: ManualClock
+) -> None:
+    await desk_with(api)
+    user, address = await user_with(api, ETH, "1")
+    quote = assert_ok(
+        await api.post("/sell", {"userId": user, "assetId": ETH, "cryptoAmount": "0.4"})
+    )
+    ids = {"userId": user, "tradeId": quote["tradeId"]}
+    assert_ok(await api.post("/trade/approve", ids))
+    body = {**ids, "password": PASSWORD}
+    answers = await asyncio.gather(*(api.post("/trade/collect", body) for _ in range(20)))
+    assert all(a.status_code in (200, 409) for a in answers), [a.text for a in answers]
+    assert any(a.status_code == 200 for a in answers)
+    for _ in range(3):
+        await run_jobs(container, clock)
+    final = assert_ok(await api.post("/trade/collect", body))["settlement"]
+    assert final["status"] == "settled", final
+    assert len(await sent_from(container, address)) == 1  # collected once
+    assert await desk_balance(api, ETH) == Decimal("0.4")
+
+
+async def test_two_workers_deliver_a_topped_up_buy_once(
+    api: Api,
+    container: Container,
+    clock: ManualClock,
+    keystore: SealedKeyStore,
+    database: Database,
+) -> None:
+    desk = (await desk_with(api))[Chain.ETHEREUM]
+    user, _ = await user_with(api, ETH, "0")
+    quote = assert_ok(
+        await api.post("/order", {"userId": user, "assetId": ETH, "cryptoAmount": "0.5"})
+    )
+    ids = {"userId": user, "tradeId": quote["tradeId"]}
+    assert assert_ok(await api.post("/trade/approve", ids))["settlement"]["status"] == "short"
+    await give(container, desk, ETH, "1")
+    clock.advance(61)
+    workers = [
+        create_container(container.settings(), clock=clock, keystore=keystore, storage=opened)
+        for opened in (database.storage(), database.storage())
+    ]
+    try:
+        runs = [w.jobs().settle_coins() for w in workers for _ in range(3)]
+        await asyncio.gather(*runs, api.post("/trade", ids), api.post("/trade", ids))
+        for _ in range(3):
+            await run_jobs(workers[0], clock)
+    finally:
+        for worker in workers:
+            await worker.storage().aclose()
     final = assert_ok(await api.post("/trade", ids))["settlement"]
     assert final["status"] == "settled", final
     assert len(await deliveries(container, api.client_id, quote["tradeId"])) == 1
