@@ -249,13 +249,15 @@ class Settlements:
                 return  # held already (a concurrent approval of the same trade)
             if asset.is_native:  # the amount and its fee out of the same coin
                 needed = settlement.units + fee_units
-                await self._check_free(unit, caller, trade.user_id, asset, balance, needed)
+                what = "to sell, the network fee of collecting it included" if fee_units else ""
+                await self._check_free(unit, caller, trade.user_id, asset, balance, needed, what)
             else:
                 units = settlement.units
                 await self._check_free(unit, caller, trade.user_id, asset, balance, units)
                 if fee_units:
+                    what = "of the network fee of collecting the sold coins"
                     await self._check_free(
-                        unit, caller, trade.user_id, native, native_balance, fee_units, fee=True
+                        unit, caller, trade.user_id, native, native_balance, fee_units, what
                     )
             if stored is None:
                 await unit.settlements.add(settlement, entry=self._entry(caller, None, settlement))
@@ -272,27 +274,26 @@ class Settlements:
         asset: Asset,
         balance: int,
         needed: int,
-        *,
-        fee: bool = False,
+        what: str = "",
     ) -> None:
         """`400` unless the wallet's `balance` of `asset`, less what its sells hold and its
-        sends in flight spend, covers `needed` (this settlement's own part counted in)."""
+        sends in flight spend, covers `needed` (this settlement's own part counted in): the
+        refusal names what is held, as a quote's does (`check_backed`)."""
         holding = await unit.settlements.held(caller.client_id, user_id, asset.id)
         spending = await unit.sends.spending(caller.client_id, user_id, asset.id)
         free = balance - holding - spending
         if free >= needed:
             return
-        what = "the network fee of collecting the sold coins" if fee else "the amount to sell"
+        holds = show(balance, asset)
         parts = []
         if holding:
             parts.append(f"{show(holding, asset)} reserved for other sells")
         if spending:
             parts.append(f"{show(spending, asset)} in sends not yet final")
-        taken = f" ({', '.join(parts)})" if parts else ""
+        if parts:
+            holds = f"{holds}, of which {show(max(free, 0), asset)} are free ({', '.join(parts)})"
         raise InsufficientFunds(
-            f"The wallet holds {show(balance, asset)} {'' if not taken else 'of which '}"
-            f"{show(max(free, 0), asset)} can be used{taken}, less than {show(needed, asset)} "
-            f"for {what}"
+            f"The wallet holds {holds}, less than the {show(needed, asset)} {what or 'to sell'}"
         )
 
     async def taken(self, client_id: str, user_id: str, asset_id: int) -> int:
