@@ -281,7 +281,8 @@ async def test_an_approval_of_a_sell_racing_a_send_of_the_same_coins_never_spend
             assert await sent_from(container, address) == []
         else:
             outcomes.add("send")
-            assert "less than" in assert_error(approved, 400)["message"]
+            refused = assert_error(approved, 400)["message"]
+            assert "sends" in refused and "less than" in refused, refused
             assert trade["status"] == "open" and "settlement" not in trade
             assert left == Decimal("0.2")  # the send (its fee out of the amount), only the send
             assert len(await sent_from(container, address)) == 1
@@ -370,3 +371,18 @@ async def test_two_workers_deliver_a_topped_up_buy_once(
     assert len(await deliveries(container, api.client_id, quote["tradeId"])) == 1
     assert len(await sent_from(container, desk)) == 1
     assert await balance(api, user, ETH) == Decimal("0.5")
+
+
+async def test_a_sell_of_the_whole_balance_leaves_nothing_for_the_collection_fee(
+    api: Api, container: Container
+) -> None:
+    await desk_with(api)
+    user, _ = await user_with(api, ETH, "1")
+    quote = assert_ok(
+        await api.post("/sell", {"userId": user, "assetId": ETH, "cryptoAmount": "1"})
+    )
+    ids = {"userId": user, "tradeId": quote["tradeId"]}
+    refused = assert_error(await api.post("/trade/approve", ids), 400)["message"]
+    assert refused.startswith("The wallet holds 1 ETH, less than the 1.0"), refused
+    assert refused.endswith(" ETH to sell, the network fee of collecting it included")
+    assert assert_ok(await api.post("/trade", ids))["status"] == "open"  # nothing traded
