@@ -14,6 +14,7 @@ database, as `walletcore worker` does; blocks are mined on demand for the chain'
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
@@ -230,3 +231,38 @@ async def test_a_buy_the_desk_is_short_of_is_delivered_once_after_a_top_up(
     assert node.nonce(desk_address) == 1  # delivered once
     assert await balance(api, user_id, ETH.id) == Decimal("0.5")
     assert await records(worker, api.client_id, ids["tradeId"], DELIVERY) == 1
+
+
+async def test_twenty_approvals_of_one_buy_make_one_delivery_on_chain(
+    app: tuple[Api, Container], node: AnvilNode
+) -> None:
+    api, worker = app
+    desk_address = await desk(api, node, eth=10**18)
+    user_id, _ = await user(api, node)
+    ids = await trade(api, "/order", user_id, ETH.id, "0.05")
+    answers = await asyncio.gather(*(api.post("/trade/approve", ids) for _ in range(20)))
+    trades = [assert_ok(answer) for answer in answers]
+    assert {(t["tradeId"], t["status"]) for t in trades} == {(ids["tradeId"], "completed")}
+    await settle(api, worker, node, ids)
+    assert node.nonce(desk_address) == 1  # one transaction
+    assert await records(worker, api.client_id, ids["tradeId"], DELIVERY) == 1
+    assert await balance(api, user_id, ETH.id) == Decimal("0.05")
+
+
+async def test_buys_of_five_users_approved_at_once_are_each_delivered_from_one_desk(
+    app: tuple[Api, Container], node: AnvilNode
+) -> None:
+    api, worker = app
+    desk_address = await desk(api, node, eth=10**18, usdt=100 * 10**6)
+    buyers = [(await user(api, node))[0] for _ in range(5)]
+    orders = [
+        await trade(api, "/order", u, asset.id, amount)
+        for u, (asset, amount) in zip(buyers, [(ETH, "0.01"), (USDT, "3")] * 3, strict=False)
+    ]
+    answers = await asyncio.gather(*(api.post("/trade/approve", ids) for ids in orders))
+    assert all(assert_ok(a)["status"] == "completed" for a in answers)
+    for ids in orders:
+        await settle(api, worker, node, ids)
+    assert node.nonce(desk_address) == 5  # one transaction each, nonces 0..4
+    assert await balance(api, buyers[0], ETH.id) == Decimal("0.01")
+    assert await balance(api, buyers[1], USDT.id) == Decimal(3)
