@@ -12,8 +12,9 @@ database's), `schema` (or null), `client_id`,
 It prints `READY` once set up, one line per finished step, and `DONE` at the end. In
 `deliver` it approves one buy and stops at `stop_at`, printing `STOPPED` and waiting there
 for the kill: `completed` (the trade completed, its settlement not yet carried on),
-`queued` (the delivery queued, nothing signed) or `signed` (the delivery signed and
-stored, not broadcast).
+`queued` (the delivery queued, nothing signed), `signed` (the delivery signed and
+stored, not broadcast) or `broadcast` (accepted by the network, the settlement not yet
+`sent`).
 """
 
 from __future__ import annotations
@@ -210,8 +211,18 @@ async def approve_buy(config: dict[str, Any], storage: Any) -> None:
         container.settlements().follow = stop
     elif stop_at == "queued":
         container.settlements()._deliver = stop
-    else:
+    elif stop_at == "signed":
         container.sends()._broadcast = stop
+    else:
+        settlements = container.settlements()
+        move = settlements._move
+
+        async def move_unless_sent(caller: Any, current: Any, new: Any) -> Any:
+            if new.status.value == "sent":
+                return await stop()
+            return await move(caller, current, new)
+
+        settlements._move = move_unless_sent
     print("READY", flush=True)
     await container.trading().approve(
         Caller(client, "approve-buy"), user_id=config["user_id"], trade_id=config["trade_id"]

@@ -1,10 +1,11 @@
 """Kill -9 between a buy's fill and its delivery: the coins are delivered exactly once, on
-SQLite and PostgreSQL (docs/settlement.md, "Exactly once").
+PostgreSQL (docs/settlement.md, "Exactly once").
 
 A child process (crash_worker.py, mode `deliver`) approves a buy on the sandbox chains and
 stops at a chosen point after the venue filled it: the trade `completed` with its
 settlement still `reserved`; the delivery `queued` with nothing signed; the delivery
-signed and stored, not broadcast. It is SIGKILLed there. A restarted service (a container
+signed and stored, not broadcast; the delivery accepted by the network, the settlement not
+yet `sent`. It is SIGKILLed there. A restarted service (a container
 of its own on the same database, minutes later) runs the `settle_coins` and `follow_sends`
 jobs: the settlement ends `settled`, with one send record under the delivery's first key,
 one transaction from the desk on the chain, and the user holds exactly the bought amount.
@@ -18,6 +19,7 @@ import os
 import secrets
 import signal
 import sys
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -38,8 +40,9 @@ from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.sealing import KdfParams
 from walletcore_sandbox.ledger import DATA_FILE as LEDGER_FILE
 from walletcore_sandbox.ledger import SandboxLedger
+from walletcore_sql.testing import create_schema_async, drop_schema_async, pg_test_url
 
-pytestmark = pytest.mark.trades
+pytestmark = [pytest.mark.trades, pytest.mark.postgres]
 WORKER = Path(__file__).with_name("crash_worker.py")
 PASSWORD = "correct horse battery"
 ETH = CONTRACT_CATALOG.asset_by_id(2)
@@ -49,7 +52,20 @@ STOPS = {
     "completed": (SettlementStatus.RESERVED, 0),
     "queued": (SettlementStatus.QUEUED, 0),
     "signed": (SettlementStatus.QUEUED, 1),
+    "broadcast": (SettlementStatus.QUEUED, 1),
 }
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[Store]:
+    """A PostgreSQL schema of its own, dropped after (the kill -9 tests of the sends and
+    trades run on SQLite too)."""
+    url = pg_test_url()
+    schema = await create_schema_async(url)
+    try:
+        yield Store("postgres", url, schema)
+    finally:
+        await drop_schema_async(url, schema)
 
 
 def _container(home: Path, master_key: bytes, storage: Any, clock: Any) -> Container:
@@ -139,12 +155,16 @@ async def test_a_buy_killed_between_its_fill_and_its_delivery_is_delivered_once(
         settlement = await reads.settlements.get(client.client_id, quote.trade_id)
         assert settlement is not None
         assert (settlement.status, settlement.attempt) == STOPS[stop_at], settlement
-        assert await _sent_from(home, desk) == []  # nothing on the chain yet
         first = f"walletcore:delivery:{quote.trade_id}:1"
         signed = await reads.sends.get(client.client_id, first)
+        if stop_at == "broadcast":  # on the chain once already
+            assert signed is not None and signed.tx_hash is not None, signed
+            assert [tx.tx_hash for tx in await _sent_from(home, desk)] == [signed.tx_hash]
+        else:
+            assert await _sent_from(home, desk) == []  # nothing on the chain yet
         if stop_at == "signed":  # stored before its broadcast: resumed with the same bytes
             assert signed is not None and signed.state is SendState.SIGNED, signed
-        else:
+        elif stop_at != "broadcast":
             assert signed is None
 
         jobs = restarted.jobs()
