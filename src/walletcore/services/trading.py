@@ -91,7 +91,7 @@ from walletcore.services.event_notes import trade_note
 from walletcore.services.expiries import SharedExpiries
 from walletcore.services.holdings import Holdings, check_backed
 from walletcore.services.remembered_quotes import RememberedQuotes
-from walletcore.services.settlements import Settlements
+from walletcore.services.settlements import NothingToCollect, Settlements
 from walletcore.services.wallets import given_password
 
 log = logging.getLogger("walletcore.trading")
@@ -414,6 +414,8 @@ class TradingService:
             trade = await self._load(caller, uid, tid)
             if self._settlements is None:
                 raise InvalidRequest("This service does not move the coins of trades")
+            if trade.side is not Side.SELL:  # a buy has nothing to collect: 409
+                raise NothingToCollect()
             if trade.status in IN_FLIGHT_STATUSES:
                 trade = await self._poll(caller, trade)
             checked = await self._settlements.check_password(caller, trade, secret)
