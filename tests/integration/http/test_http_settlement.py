@@ -387,3 +387,35 @@ async def test_a_sell_of_the_whole_balance_leaves_nothing_for_the_collection_fee
     assert refused.startswith("The wallet holds 1 ETH, less than the 1.0"), refused
     assert refused.endswith(" ETH to sell, the network fee of collecting it included")
     assert assert_ok(await api.post("/trade", ids))["status"] == "open"  # nothing traded
+
+
+async def test_a_wrong_password_on_approval_trades_nothing_and_holds_nothing(
+    api: Api, container: Container
+) -> None:
+    await desk_with(api, a2="1")
+    user, _ = await user_with(api, ETH, "1")
+    sell = assert_ok(
+        await api.post("/sell", {"userId": user, "assetId": ETH, "cryptoAmount": "0.3"})
+    )
+    ids = {"userId": user, "tradeId": sell["tradeId"]}
+    assert_error(await api.post("/trade/approve", {**ids, "password": "not the password"}), 401)
+    trade = assert_ok(await api.post("/trade", ids))
+    assert trade["status"] == "open" and "settlement" not in trade
+    assert_error(await api.post("/trade/collect", {**ids, "password": PASSWORD}), 409)  # open
+    buy = assert_ok(
+        await api.post("/order", {"userId": user, "assetId": ETH, "cryptoAmount": "0.1"})
+    )
+    bought = {"userId": user, "tradeId": buy["tradeId"]}
+    assert_error(await api.post("/trade/approve", {**bought, "password": PASSWORD}), 400)
+    assert_ok(await api.post("/trade/approve", bought))
+    assert_error(await api.post("/trade/collect", {**bought, "password": PASSWORD}), 409)
+    send = {
+        "userId": user,
+        "assetId": ETH,
+        "recipient": OUTSIDE[Chain.ETHEREUM],
+        "amount": "0.1",
+        "password": PASSWORD,
+    }
+    taken = await api.post("/send", send, X_Request_Id=f"{DELIVERY}{buy['tradeId']}:2")
+    assert_error(taken, 400)  # the service's own keys are not a client's to take
+    assert_ok(await api.post("/trade/approve", {**ids, "password": PASSWORD}))  # all of it free
