@@ -132,6 +132,21 @@ BUSINESS_RULES = (
     ),
     BusinessRule(
         400,
+        ("/trade/approve",),
+        "password is taken only when approving a sell$",
+        "whether the trade is a buy or a sell is state of the trade: only a sell's coins are "
+        "collected with the wallet password",
+    ),
+    BusinessRule(
+        400,
+        ("/trade/approve", "/trade/collect"),
+        "(Invalid password$|The wallet holds .*, less than the .* to sell|Not enough .* for "
+        "the network fee of collecting the sold coins)",
+        "a wrong wallet password on BITCOIN is a 400 (the /send rules), and the coins a sell "
+        "may still reserve are the wallet's balance less its other sells' holds: state",
+    ),
+    BusinessRule(
+        400,
         ("/create",),
         "password must be 8 to 256 characters$",
         "the length counts the NFC form the keystore hashes; JSON Schema counts the code "

@@ -43,6 +43,7 @@ from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import Auditor
 from walletcore.services.auth import AuthService
 from walletcore.services.deposits import DepositWatch
+from walletcore.services.desk import DeskAccounts, DeskSettings
 from walletcore.services.events import EventFeed
 from walletcore.services.health import HealthService
 from walletcore.services.holdings import WalletHoldings
@@ -252,6 +253,21 @@ def _settlements(settings: SettlementSettings, *parts: Any) -> Settlements | Non
     )
 
 
+def _desk(
+    settings: DeskSettings, settlement: SettlementSettings, *parts: Any
+) -> DeskAccounts | None:
+    """The desk's accounting (services/desk.py), unless trades move no coins."""
+    if not settlement.enabled:
+        return None
+    return DeskAccounts(
+        *parts,
+        tolerance=settings.tolerance,
+        sent_alert_seconds=settings.sent_alert_seconds,
+        balance_timeout_seconds=settings.balance_timeout_seconds,
+        max_attempts=settlement.max_attempts,
+    )
+
+
 class Container(containers.DeclarativeContainer):
     __self__ = providers.Self()
     settings = providers.Singleton(Settings)
@@ -303,6 +319,8 @@ class Container(containers.DeclarativeContainer):
         webhook_seconds=job_settings.provided.jobs_webhook_seconds,
         settlements=providers.Callable(lambda c: c.settlements, __self__),  # defined below
         settlement_seconds=job_settings.provided.jobs_settlement_seconds,
+        desk=providers.Callable(lambda c: c.desk, __self__),  # defined below
+        reconcile_seconds=job_settings.provided.jobs_reconcile_seconds,
     )
     in_process_jobs = providers.Singleton(InProcessJobs, jobs)
     # with jobs running, every process serves the table the refresh job stored
@@ -470,6 +488,18 @@ class Container(containers.DeclarativeContainer):
         auditor,
         transfers.provider,
         sends.provider,
+    )
+    # the desk's accounting and its reconciliation (services/desk.py, docs/settlement.md)
+    desk_settings = providers.Singleton(DeskSettings)
+    desk = providers.Singleton(
+        _desk,
+        desk_settings,
+        settlement_settings,
+        storage,
+        clock,
+        gateways.provider,
+        catalog,
+        auditor,
     )
     # what a user's wallet holds on chain: sells are backed by it (services/holdings.py)
     holdings = providers.Singleton(WalletHoldings, storage, gateways)

@@ -11,6 +11,7 @@ from typing import Any
 from walletcore.container import Container, check_profile, create_container
 from walletcore.domain.assets import Asset, Chain, FeePayer
 from walletcore.domain.clients import ApiClient
+from walletcore.domain.desk import DeskPause, Mismatch
 from walletcore.domain.errors import (
     AddressUnknown,
     ApiClientNotFound,
@@ -22,6 +23,7 @@ from walletcore.domain.ids import is_id
 from walletcore.domain.money import format_balance
 from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.ports import ChainGateway, Lifecycle
+from walletcore.services.desk import ClientDesk, DeskAccounts
 from walletcore.services.wallet_access import platform_wallet
 from walletcore.settings import Settings
 
@@ -64,6 +66,8 @@ async def _command(args: argparse.Namespace, container: Container) -> Any:
         return await _sends(args, container)
     if args.command == "webhooks":
         return await _webhooks(args, container)
+    if args.command == "desk":
+        return await _desk(args, container)
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover
 
 
@@ -352,6 +356,99 @@ async def _webhooks(args: argparse.Namespace, container: Container) -> Any:
         }
         for a in found
     ]
+
+
+async def _desk(args: argparse.Namespace, container: Container) -> Any:
+    """`walletcore desk show|pause|resume` (docs/settlement.md, "The desk's accounting")."""
+    accounts = container.desk()
+    if not isinstance(accounts, DeskAccounts):
+        raise InvalidRequest("Trades move no coins here (WALLETCORE_SETTLEMENT_ENABLED=false)")
+    client_id = None if args.client is None else args.client.strip().lower()
+    if args.action == "pause":
+        assert client_id is not None
+        return _pause_view(await accounts.pause(client_id, args.asset, args.reason))
+    if args.action == "resume":
+        assert client_id is not None
+        resumed = await accounts.resume(client_id, args.asset)
+        return {**_pause_view(resumed), "paused": False}
+    if not 0 <= args.limit <= 1000:
+        raise InvalidRequest("--limit is 0 to 1000")
+    try:
+        desks = await accounts.show(client_id, args.asset, recent=args.limit)
+    finally:
+        await _close_gateways(container.gateways())
+    return [_desk_view(d, container) for d in desks]
+
+
+def _desk_view(desk: ClientDesk, container: Container) -> dict[str, Any]:
+    catalog = container.catalog()
+
+    def amount(units: int, asset_id: int) -> str:
+        return format_balance(units, catalog.asset_by_id(asset_id).decimals)
+
+    def mismatch(m: Mismatch) -> dict[str, Any]:
+        return {
+            "kind": m.kind.value,
+            "assetId": m.asset_id,
+            "symbol": catalog.asset_by_id(m.asset_id).symbol,
+            "tradeIds": list(m.trade_ids),
+            "detail": m.detail,
+            "amount": amount(m.units, m.asset_id) if m.units else None,
+            "userId": m.user_id,
+        }
+
+    assets = []
+    for a in desk.assets:
+        assets.append(
+            {
+                "assetId": a.asset.id,
+                "symbol": a.asset.symbol,
+                "chain": a.asset.chain.value,
+                "address": a.address,
+                "balance": None if a.balance is None else amount(a.balance, a.asset.id),
+                "balanceError": a.balance_error,
+                "owed": amount(a.owed, a.asset.id),
+                "inFlight": amount(a.in_flight, a.asset.id),
+                "incoming": amount(a.incoming, a.asset.id),
+                "short": amount(a.short, a.asset.id),
+                "owedTrades": list(a.owed_trades),
+                "incomingTrades": list(a.incoming_trades),
+                "paused": None if a.pause is None else _pause_view(a.pause),
+                "mismatches": [mismatch(m) for m in a.mismatches],
+            }
+        )
+    return {
+        "clientId": desk.client_id,
+        "assets": assets,
+        "pauses": [_pause_view(p) for p in desk.pauses],
+        "mismatches": [mismatch(m) for m in desk.mismatches],
+        "settlements": [
+            {
+                "tradeId": s.trade_id,
+                "userId": s.user_id,
+                "side": s.side.value,
+                "assetId": s.asset_id,
+                "symbol": catalog.asset_by_id(s.asset_id).symbol if s.asset_id in catalog else None,
+                "amount": amount(s.units, s.asset_id) if s.asset_id in catalog else str(s.units),
+                "status": s.status.value,
+                "attempt": s.attempt,
+                "transfer": s.request_id,
+                "txHash": s.tx_hash,
+                "reason": s.reason,
+                "updatedAt": format_datetime(s.updated_at),
+            }
+            for s in desk.recent
+        ],
+    }
+
+
+def _pause_view(pause: DeskPause) -> dict[str, Any]:
+    return {
+        "clientId": pause.client_id,
+        "assetId": pause.asset_id,
+        "reason": pause.reason,
+        "pausedAt": format_datetime(pause.paused_at),
+    }
 
 
 async def _close_gateways(gateways: Any) -> None:

@@ -222,6 +222,34 @@ def parser() -> argparse.ArgumentParser:
                 help="the first event to deliver again (evt_...)",
             )
 
+    desk = _actions(
+        commands,
+        "desk",
+        "the desk's accounting: balances, what it owes and is owed, differences with the "
+        "chain, paused deliveries (docs/settlement.md)",
+    )
+    desk_show = desk.add_parser(
+        "show",
+        help="per client and asset: the desk's balance, owed deliveries, incoming "
+        "collections, differences, pauses, and the recent settlements",
+    )
+    desk_show.add_argument("--client", default=None, metavar="ID", help="one api client's")
+    desk_show.add_argument("--asset", type=int, default=None, metavar="ID", help="one asset's")
+    desk_show.add_argument(
+        "--limit", type=int, default=20, help="recent settlements shown per client (20)"
+    )
+    for action, text in (
+        ("pause", "pause the client's deliveries of an asset (each waits `short`)"),
+        ("resume", "deliver the asset again: remove the pause, by hand or the reconciliation's"),
+    ):
+        sub = desk.add_parser(action, help=text, description=text)
+        sub.add_argument("--client", required=True, metavar="ID", help="the api client's id")
+        sub.add_argument("--asset", required=True, type=int, metavar="ID", help="the asset id")
+        if action == "pause":
+            sub.add_argument(
+                "--reason", default=None, help="why (shown on the waiting settlements)"
+            )
+
     db = _actions(commands, "db", "database schema (the SQL storage)")
     db.add_parser("upgrade", help="apply the migrations shipped with this version")
     db.add_parser("current", help="print the schema revision of the database")

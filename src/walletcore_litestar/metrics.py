@@ -26,6 +26,11 @@ Names and labels (docs/operations.md):
 - `walletcore_deposit_scan_lag_blocks{chain}`: blocks between the node's head and the
   deposit scan's cursor after the last run in this process; `walletcore_deposit_scan_
   failures_total{chain}`: runs that stopped on an error (the next resumes at the cursor);
+- `walletcore_desk_balance{client,symbol}`, `walletcore_desk_owed{client,symbol}`,
+  `walletcore_desk_incoming{client,symbol}` (in the asset's units), `walletcore_desk_
+  mismatches{client,symbol}` and `walletcore_desk_deliveries_paused{client,symbol}` (1
+  paused): each api client's desk as the last `reconcile_desk` run in this process found
+  it; labels the client id and the asset's symbol only;
 - `walletcore_worker_up` (a `pid` label per live worker in multiprocess mode).
 """
 
@@ -59,6 +64,14 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST.replace("; charset=utf-8", "")
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 LEASE_BUCKETS = (0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 15, 30, 60, 180)
+#: The desk's gauges (`walletcore_desk_<name>{client,symbol}`), as the last reconciliation.
+_DESK_GAUGES = {
+    "balance": "The desk's balance on chain, in the asset's units",
+    "owed": "What the desk owes to deliveries not settled yet, in the asset's units",
+    "incoming": "What sells not collected yet will bring the desk, in the asset's units",
+    "mismatches": "Differences between the desk's ledger and the chain",
+    "deliveries_paused": "1 while the reconciliation or the operator pauses deliveries",
+}
 _LIVE_FILE = re.compile(r"\Agauge_live\w*?_(?P<pid>\d+)\.db\Z")
 
 
@@ -140,6 +153,7 @@ class PrometheusObserver(Observer):
         self._request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self._sends_pending: Gauge | None = None  # made by the first run of the follow job
         self._scan_gauges: tuple[Gauge, Counter] | None = None  # by the first deposit scan
+        self._desk_gauges: dict[str, Gauge] | None = None  # by the first reconciliation
 
     # -- the Observer ---------------------------------------------------------------------
     def request(self, method: str, route: str, status: int, seconds: float) -> None:
@@ -211,6 +225,37 @@ class PrometheusObserver(Observer):
             lag.labels(chain).set(max(0, head - cursor))
         if failed:
             failures.labels(chain).inc()
+
+    def desk_account(
+        self,
+        client_id: str,
+        symbol: str,
+        *,
+        balance: float | None,
+        owed: float,
+        incoming: float,
+        mismatches: int,
+        paused: bool,
+    ) -> None:
+        gauges = self._desk_gauges
+        if gauges is None:  # not before: a process that never reconciles shows no desk
+            gauges = self._desk_gauges = {
+                name: Gauge(
+                    f"walletcore_desk_{name}",
+                    text,
+                    ["client", "symbol"],
+                    registry=self.registry,
+                    multiprocess_mode="livemostrecent",
+                )
+                for name, text in _DESK_GAUGES.items()
+            }
+        labels = (client_id, symbol)
+        if balance is not None:
+            gauges["balance"].labels(*labels).set(balance)
+        gauges["owed"].labels(*labels).set(owed)
+        gauges["incoming"].labels(*labels).set(incoming)
+        gauges["mismatches"].labels(*labels).set(mismatches)
+        gauges["deliveries_paused"].labels(*labels).set(1 if paused else 0)
 
     # -- scraping -------------------------------------------------------------------------
     def worker_started(self) -> None:

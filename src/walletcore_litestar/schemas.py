@@ -36,6 +36,8 @@ from walletcore.services import market, wallets
 from walletcore.services.auth import IssuedToken
 from walletcore.services.wallets import PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH
 from walletcore_litestar.wire import (
+    DATETIME_PATTERN,
+    DECIMAL_PATTERN,
     HEX_ID_PATTERN,
     MAX_ASSET_DECIMALS,
     AssetIdIn,
@@ -107,12 +109,34 @@ class TradeRequest(Body):
     userId: UserIdIn | None = None
 
 
+#: `/trade/approve`'s optional password: a secret, hidden in the request's repr, never logged
+ApprovePasswordIn = Annotated[
+    str,
+    doc(
+        min_length=1,
+        max_length=PASSWORD_MAX_LENGTH,
+        description="a sell only: the wallet password chosen at /create (the /send rules, "
+        "checked before anything trades), to collect the sold coins to the desk as soon as "
+        "the sell completes; without it they wait for /trade/collect. Never stored",
+    ),
+]
+CollectPasswordIn = Annotated[
+    str,
+    doc(
+        min_length=1,
+        max_length=PASSWORD_MAX_LENGTH,
+        description="the wallet password chosen at /create (the /send rules): it signs the "
+        "collection; never stored",
+    ),
+]
+
+
 class ApproveRequest(Body):
     """`/trade/approve`: `password` only on a sell, to collect its coins at once."""
 
     tradeId: TradeIdIn
     userId: UserIdIn | None = None
-    password: PasswordIn | None = None
+    password: ApprovePasswordIn | None = None
 
     __repr__ = hiding("password")
 
@@ -121,7 +145,7 @@ class CollectRequest(Body):
     """`/trade/collect`: a completed sell's coins moved to the desk."""
 
     tradeId: TradeIdIn
-    password: PasswordIn
+    password: CollectPasswordIn
     userId: UserIdIn | None = None
 
     __repr__ = hiding("password")
@@ -244,11 +268,42 @@ class SettlementView(Result):
     """A trade's crypto leg on chain (docs/settlement.md): a buy's delivery from the desk
     or a sell's collection to it. Absent on a trade that moves no coins (not approved)."""
 
-    status: SettlementStatus
-    amount: DecimalString  # what moves, in the asset's units
-    updatedAt: DateTime
-    txHash: str | msgspec.UnsetType = msgspec.UNSET  # once a transfer was signed
-    reason: str | msgspec.UnsetType = msgspec.UNSET  # why it waits or failed
+    status: Annotated[
+        SettlementStatus,
+        doc(
+            description="where the coins are: reserved (approved; a sell's coins held), "
+            "awaiting_password (a sell completed: POST /trade/collect), queued (a buy "
+            "completed, its delivery about to go), short (the desk cannot deliver yet: see "
+            "reason), sent (on chain, followed), settled (moved: final), failed (the "
+            "transfer failed on chain, nothing moved), released (the trade did not "
+            "complete: nothing moves, final)"
+        ),
+    ]
+    amount: Annotated[
+        str,
+        doc(
+            pattern=DECIMAL_PATTERN,
+            description="what moves, in the asset's units: the executed crypto amount once "
+            "the trade completed, the quoted one before",
+        ),
+    ]
+    updatedAt: Annotated[
+        str, doc(pattern=DATETIME_PATTERN, description="when the status last changed (UTC)")
+    ]
+    txHash: (
+        Annotated[
+            str,
+            doc(
+                description="the transfer's current transaction, once signed (a bumped or "
+                "re-signed replacement shows its new hash)"
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+    reason: (
+        Annotated[str, doc(description="why it waits or failed: never a secret")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
     @classmethod
     def of(cls, settlement: Settlement, decimals: int) -> SettlementView:
@@ -280,7 +335,17 @@ class TradeView(Result):
     completedAt: DateTime | None
     reference: str | msgspec.UnsetType = msgspec.UNSET  # when the fill carried one
     failureReason: str | msgspec.UnsetType = msgspec.UNSET  # on a failed trade
-    settlement: SettlementView | msgspec.UnsetType = msgspec.UNSET  # when coins move
+    settlement: (
+        Annotated[
+            SettlementView,
+            doc(
+                description="the trade's coins on chain (docs/settlement.md): a buy's delivery "
+                "from the desk, a sell's collection to it; absent on a trade never approved, "
+                "or where trades move no coins"
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
     @classmethod
     def of(cls, trade: Trade) -> TradeView:

@@ -12,6 +12,7 @@ from walletcore.domain.assets import Chain, FeePayer, Fiat
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCursor, Watched
+from walletcore.domain.desk import DeskPause
 from walletcore.domain.events import Event, EventNote, EventPosition
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState, Spend
 from walletcore.domain.settlement import Settlement, SettlementStatus
@@ -685,4 +686,23 @@ def attempt_from(row: Row) -> DeliveryAttempt:
         seconds=int(row["duration_ms"]) / 1000,
         result=AttemptResult(row["result"]),
         next_attempt_at=row["next_attempt_at"],
+    )
+
+
+# desk pauses ----------------------------------------------------------------------------
+def desk_pause_values(pause: DeskPause) -> dict[str, Any]:
+    return {
+        "client_id": pause.client_id,
+        "asset_id": pause.asset_id,
+        "reason": pause.reason,
+        "paused_at": pause.paused_at,
+    }
+
+
+def desk_pause_from(row: Row) -> DeskPause:
+    return DeskPause(
+        client_id=row["client_id"],
+        asset_id=int(row["asset_id"]),
+        reason=row["reason"],
+        paused_at=row["paused_at"],
     )

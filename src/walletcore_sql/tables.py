@@ -534,3 +534,14 @@ Index(
     settlements.c.created_at.desc(),
     settlements.c.trade_id.desc(),
 )
+
+# Deliveries of an asset paused for an api client (walletcore.domain.desk): by the desk's
+# reconciliation when a shortfall exceeds the operator's tolerance, or by the operator.
+desk_pauses = Table(
+    "desk_pauses",
+    metadata,
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), primary_key=True),
+    Column("asset_id", Integer, primary_key=True),
+    Column("reason", Text, nullable=False),
+    Column("paused_at", UTCDateTime, nullable=False),
+)

@@ -32,6 +32,7 @@ TEST_DATABASE_URL_ENV = "WALLETCORE_TEST_DATABASE_URL"
 DEFAULT_TEST_DATABASE_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 #: Every table the migrations create, children first.
 TABLES = (
+    "desk_pauses",
     "settlements",
     "webhook_attempts",
     "webhook_endpoints",

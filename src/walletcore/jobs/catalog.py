@@ -22,6 +22,12 @@
   ended moved on (the recovery of a process killed between a fill and its transfer).
   Every move is a compare-and-set with its entry and event.
 
+- `reconcile_desk`: every api client's desk accounted (walletcore.services.desk): its
+  balance on chain against the deliveries it owes, each wallet's balance against what its
+  sells hold; every difference logged, an entry when a client's differences changed, an
+  asset's deliveries paused when a shortfall exceeds its tolerance; the figures told to
+  the observer (`desk_account`).
+
 - `deliver_webhooks`: every due webhook endpoint leased to the run and its events posted
   in feed order (walletcore.services.webhooks): a 2xx moves its cursor, a failure
   schedules the next attempt, each by compare-and-set, so two runs never post to one
@@ -37,6 +43,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any, Protocol
 
 from walletcore.domain.errors import PriceUnavailable
@@ -45,6 +52,7 @@ from walletcore.domain.sends import SendRecord
 from walletcore.ports import Clock, Observer, Storage
 from walletcore.pricing import PriceTable, usable_prices
 from walletcore.services.deposits import DepositWatch
+from walletcore.services.desk import DeskAccounts
 from walletcore.services.events import EventFeed
 from walletcore.services.settlements import Settlements
 from walletcore.services.trading import TradingService
@@ -99,6 +107,8 @@ class Jobs:
         webhook_seconds: float = 2.0,
         settlements: Callable[[], Settlements | None] | None = None,
         settlement_seconds: float = 5.0,
+        desk: Callable[[], DeskAccounts | None] | None = None,
+        reconcile_seconds: float = 300.0,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -121,6 +131,8 @@ class Jobs:
         self.webhook_seconds = webhook_seconds
         self._settlements = settlements
         self.settlement_seconds = settlement_seconds
+        self._desk = desk
+        self.reconcile_seconds = reconcile_seconds
 
     async def aclose(self) -> None:
         """Close the upstream feed if a refresh built it (its HTTP client, say), and the
@@ -145,6 +157,11 @@ class Jobs:
             *(
                 [PeriodicJob("settle_coins", self.settlement_seconds, self.settle_coins)]
                 if self._settlements is not None
+                else []
+            ),
+            *(
+                [PeriodicJob("reconcile_desk", self.reconcile_seconds, self.reconcile_desk)]
+                if self._desk is not None
                 else []
             ),
             *(
@@ -274,6 +291,32 @@ class Jobs:
                 report.errors,
             )
         return report.moved
+
+    async def reconcile_desk(self) -> int:
+        """Account every client's desk (walletcore.services.desk) and tell the observer its
+        figures; how many differences it found. Nothing when trades move no coins."""
+        if self._desk is None:
+            raise RuntimeError("reconcile_desk needs the desk's accounting (Jobs(desk=))")
+        desk = self._desk()
+        if desk is None:  # WALLETCORE_SETTLEMENT_ENABLED=false
+            return 0
+        desks = await desk.reconcile(f"job-reconcile-{new_id()}")
+        for client in desks:
+            for account in client.assets:
+                asset = account.asset
+                scale = Decimal(10) ** asset.decimals
+                self.observer.desk_account(
+                    client.client_id,
+                    asset.symbol,
+                    balance=None if account.balance is None else float(account.balance / scale),
+                    owed=float(account.owed / scale),
+                    incoming=float(account.incoming / scale),
+                    mismatches=len(account.mismatches),
+                    paused=account.pause is not None,
+                )
+        found = sum(len(c.mismatches) for c in desks)
+        log.info("desk: %d clients reconciled, %d differences", len(desks), found)
+        return found
 
     async def scan_deposits(self) -> int:
         """Scan every scanning chain for deposits (walletcore.services.deposits); how many

@@ -56,6 +56,9 @@ class JobSettings(BaseSettings):
     #: Seconds between two runs of the settlement job (trades' deliveries and collections
     #: carried on; docs/settlement.md).
     jobs_settlement_seconds: float = Field(default=5.0, gt=0)
+    #: Seconds between two runs of the desk's reconciliation (every client's desk and
+    #: held sells compared with the chain; docs/settlement.md, "The desk's accounting").
+    jobs_reconcile_seconds: float = Field(default=300.0, gt=0)
     #: Seconds between two runs of the webhook delivery (every due endpoint: its events
     #: after its cursor posted in order; docs/events.md, "Webhooks").
     jobs_webhook_seconds: float = Field(default=2.0, gt=0)

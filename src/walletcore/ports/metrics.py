@@ -3,7 +3,8 @@
 The core knows no metrics library. The HTTP binding implements an `Observer` on Prometheus
 (`walletcore_litestar.metrics`) and hooks it to the adapters; an embedder may implement one
 on anything else. Every method has a no-op default, so an observer names only what it keeps.
-Label values are bounded: route templates, chain names, error kinds, never ids or amounts.
+Label values are bounded: route templates, chain names, error kinds, asset symbols, never
+amounts; the one id is an api client's (the desk's figures), of which a deployment has few.
 """
 
 from __future__ import annotations
@@ -61,6 +62,21 @@ class Observer:
     ) -> None:
         """A run of the `scan_deposits` job on `chain` ended: the node's head and the
         cursor's height after it (None: not read), how long it took, whether it failed."""
+
+    def desk_account(
+        self,
+        client_id: str,
+        symbol: str,
+        *,
+        balance: float | None,
+        owed: float,
+        incoming: float,
+        mismatches: int,
+        paused: bool,
+    ) -> None:
+        """After a run of the `reconcile_desk` job, one client's desk in one asset (in the
+        asset's units): its balance on chain (None: not read), what it owes to deliveries,
+        what collections will bring, how many differences, whether deliveries are paused."""
 
 
 __all__ = [

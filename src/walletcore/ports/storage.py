@@ -40,6 +40,7 @@ from walletcore.domain.assets import Chain
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.deposits import BlockRef, Deposit, ScanCursor, Watched
+from walletcore.domain.desk import DeskPause
 from walletcore.domain.events import EventNote, EventPage, EventPosition
 from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.settlement import Settlement, SettlementStatus
@@ -301,6 +302,28 @@ class SettlementStore(Protocol):
         ...
 
 
+class DeskPauseStore(Protocol):
+    """Deliveries of an asset paused for an api client (walletcore.domain.desk): at most one
+    pause per (client, asset)."""
+
+    async def pause(self, pause: DeskPause, *, entry: AuditEntry | None = None) -> bool:
+        """Store the pause, then (only then) `entry`; False (nothing written) when that
+        client's asset is paused already (the standing pause is kept)."""
+        ...
+
+    async def resume(
+        self, client_id: str, asset_id: int, *, entry: AuditEntry | None = None
+    ) -> bool:
+        """Remove the pause, then (only then) `entry`; False when there was none."""
+        ...
+
+    async def get(self, client_id: str, asset_id: int) -> DeskPause | None: ...
+
+    async def of_client(self, client_id: str) -> list[DeskPause]:
+        """The client's pauses, by asset id."""
+        ...
+
+
 class AuditStore(Protocol):
     """The append-only audit log (walletcore.domain.audit), and the event feed's outbox:
     an entry that carries an `event` writes that event too, in the same unit."""
@@ -410,6 +433,8 @@ class UnitOfWork(Protocol):
     events: EventStore
     #: trades' crypto legs on chain: holds, deliveries, collections
     settlements: SettlementStore
+    #: deliveries paused by the desk's reconciliation or the operator
+    desk_pauses: DeskPauseStore
     #: the api clients' webhook endpoints and delivery log (walletcore.ports.webhooks)
     webhooks: WebhookStore
     #: the deployment's shared price table (walletcore.ports.prices)
@@ -458,6 +483,7 @@ __all__ = [
     "AuditStore",
     "ClientStore",
     "DepositStore",
+    "DeskPauseStore",
     "EventStore",
     "SendStore",
     "SettlementStore",

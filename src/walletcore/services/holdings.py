@@ -91,9 +91,10 @@ def check_backed(held: int, asset: Asset, amount: Decimal, taken: int = 0) -> No
     holds = f"{format_balance(held, asset.decimals)} {asset.symbol}"
     if taken:
         free = format_balance(max(held - taken, 0), asset.decimals)
+        reserved = format_balance(taken, asset.decimals)
         holds = (
-            f"{holds}, of which {free} {asset.symbol} are free (the rest is reserved for sells "
-            "being settled or spent by sends in flight)"
+            f"{holds}, of which {free} {asset.symbol} are free ({reserved} {asset.symbol} "
+            "reserved for sells being settled or spent by sends in flight)"
         )
     raise InvalidRequest(
         f"The wallet holds {holds}, less than the {amount.normalize():f} {asset.symbol} to sell"

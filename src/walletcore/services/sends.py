@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-from walletcore.domain.assets import Chain
+from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.audit import AuditEntry
 from walletcore.domain.errors import (
     BroadcastTimeout,
@@ -414,7 +414,10 @@ class _HeldCoins:
         assert plan.balance_units is not None and request.user_id is not None
         self._balance = plan.balance_units
         self._asset = request.asset
-        self._units = request.amount_units
+        #: what leaves the wallet in the asset: the amount, and the fee when it pays it in it
+        user_fee = plan.asset.is_native and plan.fee_payer is FeePayer.USER
+        self._units = request.amount_units + (plan.fee.native_units if user_fee else 0)
+        self._needs = " with its network fee" if user_fee else ""
         self._client_id = client_id
         self._user_id = request.user_id
 
@@ -427,7 +430,7 @@ class _HeldCoins:
                 f"Insufficient {self._asset.symbol} balance: the wallet holds "
                 f"{show(self._balance, self._asset)}, of which {show(held, self._asset)} "
                 f"are reserved for sells being settled; {show(free, self._asset)} can be "
-                f"sent, the send needs {show(self._units, self._asset)}"
+                f"sent, the send needs {show(self._units, self._asset)}{self._needs}"
             )
 
 

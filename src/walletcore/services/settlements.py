@@ -21,8 +21,9 @@ Rules:
   carries the wallet password (`/trade/approve` with `password`, `/trade/collect`), else it
   waits `awaiting_password`; failed, expired, reopened or cancelled -> released.
 - A delivery the desk cannot make (short of the asset or of fee coin, no platform wallet,
-  no address of the user on the chain) is `short` with the reason, and tried again every
-  `retry_seconds` by the jobs; never silent, never sent twice.
+  no address of the user on the chain, the asset's deliveries paused by the desk's
+  reconciliation: walletcore.services.desk) is `short` with the reason, and tried again
+  every `retry_seconds` by the jobs; never silent, never sent twice.
 - Transfers go through the sends' idempotent flow (`SendService.transfer`) under the
   settlement's `transfer_key`: one signature per attempt, replayed when asked again,
   followed on chain by the lifecycle jobs (bump, re-fill, re-sign). `sent` becomes
@@ -122,6 +123,10 @@ class SettlementRun:
     errors: int = 0
 
 
+#: Addresses one process remembers (about 200 bytes each).
+_REMEMBERED_ADDRESSES = 100_000
+
+
 class NothingToCollect(Conflict):
     default_message = "Nothing to collect: only a completed sell's coins are collected"
 
@@ -155,6 +160,8 @@ class Settlements:
         self._retry = timedelta(seconds=retry_seconds)
         self._follow = timedelta(seconds=follow_seconds)
         self.max_attempts = max_attempts
+        #: (client, user or None for the desk, chain) -> address (`_addresses`)
+        self._known: dict[tuple[str, str | None, Chain], str] = {}
 
     def _gateway(self, chain: Chain) -> ChainGateway:
         return self._build_gateways()[chain]
@@ -185,10 +192,10 @@ class Settlements:
             raise password_error_for(self._transfers().description(asset.chain)) from None
         return secret
 
-    async def reserve(self, caller: Caller, trade: Trade, balance: int | None = None) -> None:
+    async def reserve(self, caller: Caller, trade: Trade, balance: int | None = None) -> Settlement:
         """The settlement of a trade being approved, before its order exists (module rules):
         a sell's coins held out of `balance` (what the wallet holds of the asset, read by
-        the approval), or `400`; a buy owed by the desk."""
+        the approval), or `400`; a buy owed by the desk. The settlement as stored after."""
         asset = self._policy.catalog.asset_by_id(trade.asset_id)
         units = _units(trade.quote.crypto_amount, asset)
         now = self._clock.now()
@@ -211,10 +218,13 @@ class Settlements:
                     await unit.settlements.add(
                         settlement, entry=self._entry(caller, None, settlement)
                     )
-                elif stored.status is SettlementStatus.RELEASED:
-                    await self._move_in(unit, caller, stored, settlement)
-            return
-        await self._hold(caller, trade, asset, settlement, balance)
+                    return settlement
+                if stored.status is SettlementStatus.RELEASED:
+                    again = replace(settlement, attempt=stored.attempt)
+                    if await self._move_in(unit, caller, stored, again):
+                        return again
+                return stored
+        return await self._hold(caller, trade, asset, settlement, balance)
 
     async def _hold(
         self,
@@ -223,48 +233,70 @@ class Settlements:
         asset: Asset,
         settlement: Settlement,
         balance: int | None,
-    ) -> None:
-        async with self._storage.read() as unit:
-            wallet = await user_wallet(unit, caller.client_id, trade.user_id)
-            desk = await platform_wallet_or_none(unit, caller.client_id)
+    ) -> Settlement:
         native = self._policy.catalog.native_asset(asset.chain)
-        sender = wallet.addresses.get(asset.chain)
-        if balance is None:
-            balance = 0 if sender is None else await held(self._gateway(asset.chain), sender, asset)
-        fee_units = 0
-        recipient = None if desk is None else desk.addresses.get(asset.chain)
         user_pays = caller.client.fee_payer_for(asset.id) is FeePayer.USER
-        if user_pays and sender is not None and recipient is not None:
-            gateway = self._gateway(asset.chain)
-            quote = await gateway.fee(sender, recipient, asset, settlement.units)
-            fee_units = quote.native_units
+        fee_units = 0
         native_balance = balance
-        if fee_units and not asset.is_native and sender is not None:
-            native_balance = await held(self._gateway(asset.chain), sender, native)
+        if balance is None or user_pays:
+            sender, recipient = await self._addresses(caller.client_id, trade.user_id, asset.chain)
+            if balance is None:
+                balance = (
+                    0 if sender is None else await held(self._gateway(asset.chain), sender, asset)
+                )
+            native_balance = balance
+            if user_pays and sender is not None and recipient is not None:
+                gateway = self._gateway(asset.chain)
+                quote = await gateway.fee(sender, recipient, asset, settlement.units)
+                fee_units = quote.native_units
+                if fee_units and not asset.is_native:
+                    native_balance = await held(gateway, sender, native)
+        assert balance is not None and native_balance is not None
         settlement = replace(settlement, fee_units=fee_units, fee_asset_id=native.id)
         async with self._storage.write() as unit:
             await unit.settlements.lock_wallet(caller.client_id, trade.user_id)
             stored = await unit.settlements.get(caller.client_id, trade.trade_id)
             if stored is not None and stored.status is not SettlementStatus.RELEASED:
-                return  # held already (a concurrent approval of the same trade)
+                return stored  # held already (a concurrent approval of the same trade)
+            user = trade.user_id
             if asset.is_native:  # the amount and its fee out of the same coin
-                needed = settlement.units + fee_units
-                what = "to sell, the network fee of collecting it included" if fee_units else ""
-                await self._check_free(unit, caller, trade.user_id, asset, balance, needed, what)
-            else:
                 units = settlement.units
-                await self._check_free(unit, caller, trade.user_id, asset, balance, units)
+                await self._check_free(unit, caller, user, asset, balance, units, fee_units)
+            else:
+                await self._check_free(unit, caller, user, asset, balance, settlement.units)
                 if fee_units:
-                    what = "of the network fee of collecting the sold coins"
                     await self._check_free(
-                        unit, caller, trade.user_id, native, native_balance, fee_units, what
+                        unit, caller, user, native, native_balance, fee_units, fee_only=True
                     )
             if stored is None:
                 await unit.settlements.add(settlement, entry=self._entry(caller, None, settlement))
-            else:
-                await self._move_in(
-                    unit, caller, stored, replace(settlement, attempt=stored.attempt)
-                )
+                return settlement
+            again = replace(settlement, attempt=stored.attempt)
+            await self._move_in(unit, caller, stored, again)
+            return again
+
+    async def _addresses(
+        self, client_id: str, user_id: str, chain: Chain
+    ) -> tuple[str | None, str | None]:
+        """The user's and the desk's addresses on `chain` (None: none there yet), remembered
+        once known: an address derived from a sealed seed never changes (a chain not known
+        yet is read again). The user's wallet must exist (404)."""
+        user_key, desk_key = (client_id, user_id, chain), (client_id, None, chain)
+        sender, recipient = self._known.get(user_key), self._known.get(desk_key)
+        if sender is not None and recipient is not None:
+            return sender, recipient
+        async with self._storage.read() as unit:
+            wallet = await user_wallet(unit, client_id, user_id)
+            desk = await platform_wallet_or_none(unit, client_id)
+        sender = wallet.addresses.get(chain)
+        recipient = None if desk is None else desk.addresses.get(chain)
+        if len(self._known) >= _REMEMBERED_ADDRESSES:
+            self._known.clear()  # bounded: start over rather than grow
+        if sender is not None:
+            self._known[user_key] = sender
+        if recipient is not None:
+            self._known[desk_key] = recipient
+        return sender, recipient
 
     async def _check_free(
         self,
@@ -273,27 +305,37 @@ class Settlements:
         user_id: str,
         asset: Asset,
         balance: int,
-        needed: int,
-        what: str = "",
+        units: int,
+        fee_units: int = 0,
+        *,
+        fee_only: bool = False,
     ) -> None:
         """`400` unless the wallet's `balance` of `asset`, less what its sells hold and its
-        sends in flight spend, covers `needed` (this settlement's own part counted in): the
-        refusal names what is held, as a quote's does (`check_backed`)."""
+        sends in flight spend, covers `units` and `fee_units` (the collection's fee, when
+        the wallet pays it in this coin). `fee_only`: `units` is that fee, in the chain's
+        coin, of a token's sell."""
         holding = await unit.settlements.held(caller.client_id, user_id, asset.id)
         spending = await unit.sends.spending(caller.client_id, user_id, asset.id)
         free = balance - holding - spending
-        if free >= needed:
+        if free >= units + fee_units:
             return
         holds = show(balance, asset)
-        parts = []
-        if holding:
-            parts.append(f"{show(holding, asset)} reserved for other sells")
-        if spending:
-            parts.append(f"{show(spending, asset)} in sends not yet final")
-        if parts:
-            holds = f"{holds}, of which {show(max(free, 0), asset)} are free ({', '.join(parts)})"
+        if holding or spending:
+            holds = (
+                f"{holds}, of which {show(max(free, 0), asset)} are free "
+                f"({show(holding + spending, asset)} reserved for sells being settled or spent "
+                "by sends in flight)"
+            )
+        if fee_only:
+            raise InsufficientFunds(
+                f"Not enough {asset.symbol} for the network fee of collecting the sold coins: "
+                f"the wallet holds {holds}, the fee is {show(units, asset)}"
+            )
+        fee = (
+            f" and the {show(fee_units, asset)} network fee of collecting them" if fee_units else ""
+        )
         raise InsufficientFunds(
-            f"The wallet holds {holds}, less than the {show(needed, asset)} {what or 'to sell'}"
+            f"The wallet holds {holds}, less than the {show(units, asset)} to sell{fee}"
         )
 
     async def taken(self, client_id: str, user_id: str, asset_id: int) -> int:
@@ -329,12 +371,16 @@ class Settlements:
         password: str | None = None,
         *,
         reopened: bool = False,
+        known: Settlement | None = None,
     ) -> Trade:
         """Carry the trade's settlement on from what the trade is now (module rules); the
         trade with its settlement as it stands after. A transfer that cannot be made now
-        leaves the settlement with its reason, never fails the request."""
-        async with self._storage.read() as unit:
-            settlement = await unit.settlements.get(trade.client_id, trade.trade_id)
+        leaves the settlement with its reason, never fails the request. `known`: the
+        settlement as this request stored it (`reserve`): not read again."""
+        settlement = known
+        if settlement is None:
+            async with self._storage.read() as unit:
+                settlement = await unit.settlements.get(trade.client_id, trade.trade_id)
         if settlement is None:
             return trade
         try:
@@ -345,7 +391,9 @@ class Settlements:
                 settlement = await unit.settlements.get(trade.client_id, trade.trade_id)
         return trade if settlement is None else replace(trade, settlement=settlement)
 
-    async def collect(self, caller: Caller, trade: Trade, password: str) -> Trade:
+    async def collect(
+        self, caller: Caller, trade: Trade, password: str, note: AuditNote | None = None
+    ) -> Trade:
         """`/trade/collect`: the sell's coins moved to the desk now, with the password
         (checked first: the `/send` rules). A collection already sent or settled is
         answered as it stands; a sell still executing or that did not complete is a 409."""
@@ -362,7 +410,9 @@ class Settlements:
             raise NothingToCollect(
                 "The sell has not completed yet: poll /trade, then collect once it is completed"
             )
-        settlement = await self._advance(caller, trade, settlement, password, strict=True)
+        settlement = await self._advance(
+            caller, trade, settlement, password, strict=True, note=note
+        )
         return replace(trade, settlement=settlement)
 
     async def _advance(
@@ -374,7 +424,10 @@ class Settlements:
         reopened: bool = False,
         *,
         strict: bool = False,
+        note: AuditNote | None = None,
     ) -> Settlement:
+        """`note`: the request's own (`/trade/collect`), which the collection's signature
+        is carried on; else the collection writes its entries under a note of its own."""
         status = settlement.status
         if status is SettlementStatus.RELEASED and trade.status is TradeStatus.COMPLETED:
             # released while a second approval of the reopened trade went through: the
@@ -391,15 +444,21 @@ class Settlements:
                 return settlement
             settlement = await self._completed(caller, trade, settlement)
             status = settlement.status
+        if status is SettlementStatus.SENT:  # its send's outcome, once the follow job has it
+            return await self.check_sent(caller, settlement)
         if settlement.side is Side.BUY:
-            if status in (SettlementStatus.QUEUED, SettlementStatus.SHORT):
+            # a delivery tried and refused waits for its time (`retry_seconds`), however
+            # often the trade is read
+            due = settlement.due_at is not None and settlement.due_at <= self._clock.now()
+            if status is SettlementStatus.QUEUED or (status is SettlementStatus.SHORT and due):
                 return await self._deliver(caller, settlement)
-            if status is SettlementStatus.FAILED and settlement.attempt < self.max_attempts:
+            retry = due and settlement.attempt < self.max_attempts
+            if status is SettlementStatus.FAILED and retry:
                 return await self._deliver(caller, settlement)
             return settlement
         waiting = status in (SettlementStatus.AWAITING_PASSWORD, SettlementStatus.FAILED)
         if waiting and password is not None:
-            return await self._collect(caller, settlement, password, strict=strict)
+            return await self._collect(caller, settlement, password, strict=strict, note=note)
         return settlement
 
     async def _completed(self, caller: Caller, trade: Trade, settlement: Settlement) -> Settlement:
@@ -474,8 +533,16 @@ class Settlements:
         gateway = self._gateway(asset.chain)
         native = self._policy.catalog.native_asset(asset.chain)
         async with self._storage.read() as unit:
+            pause = await unit.desk_pauses.get(caller.client_id, asset.id)
             desk = await platform_wallet_or_none(unit, caller.client_id)
             wallet = await user_wallet(unit, caller.client_id, settlement.user_id)
+        if pause is not None:
+            return await self._short(
+                caller,
+                settlement,
+                f"Deliveries of {asset.symbol} are paused by the desk's reconciliation: "
+                f"{pause.reason}; an operator resumes them",
+            )
         if desk is None:
             return await self._short(
                 caller,
@@ -516,7 +583,13 @@ class Settlements:
         return await self._transfer(caller, settlement, request, plan, note)
 
     async def _collect(
-        self, caller: Caller, settlement: Settlement, password: str, *, strict: bool
+        self,
+        caller: Caller,
+        settlement: Settlement,
+        password: str,
+        *,
+        strict: bool,
+        note: AuditNote | None = None,
     ) -> Settlement:
         asset = self._policy.catalog.asset_by_id(settlement.asset_id)
         gateway = self._gateway(asset.chain)
@@ -540,14 +613,15 @@ class Settlements:
         async def plan() -> Plan:
             return await _plan_collection(request, payer, gateway, native, wallet, desk, recipient)
 
-        note = AuditNote(
-            self._auditor,
-            "trade.collect",
-            caller.request_id,
-            caller.client_id,
-            settlement.user_id,
-            settlement.trade_id,
-        )
+        if note is None:
+            note = AuditNote(
+                self._auditor,
+                "trade.collect",
+                caller.request_id,
+                caller.client_id,
+                settlement.user_id,
+                settlement.trade_id,
+            )
         try:
             return await self._transfer(caller, settlement, request, plan, note, strict=strict)
         except WrongWalletPassword:
@@ -598,12 +672,13 @@ class Settlements:
             return await self._later(caller, settlement, exc.message)
         now = self._clock.now()
         if receipt.status == "failed":
+            retried = settlement.side is Side.BUY and settlement.attempt < self.max_attempts
             failed = settlement.moved(
                 SettlementStatus.FAILED,
                 now,
                 tx_hash=receipt.tx_hash,
                 reason="The transfer failed on chain; nothing moved",
-                due_at=now + self._retry if settlement.side is Side.BUY else None,
+                due_at=now + self._retry if retried else None,
             )
             return await self._move(caller, settlement, failed)
         sent = settlement.moved(
@@ -623,7 +698,7 @@ class Settlements:
         async with self._storage.read() as unit:
             record = await unit.sends.get(caller.client_id, key)
         now = self._clock.now()
-        outcome = _outcome(record)
+        outcome = transfer_outcome(record)
         if outcome is ChainStatus.SUCCESS:
             tx_hash = record.tx_hash if record is not None else None
             done = settlement.moved(SettlementStatus.SETTLED, now, tx_hash=tx_hash)
@@ -638,7 +713,11 @@ class Settlements:
                 due_at=now + self._retry if retried else None,
             )
             return await self._move(caller, settlement, failed)
-        due = replace(settlement, due_at=now + self._follow)
+        if settlement.due_at is not None and settlement.due_at > now:
+            return settlement  # looked at again when due: a read wrote nothing
+        # still pending: its current transaction shown (a bumped or re-signed replacement)
+        tx_hash = record.tx_hash if record is not None and record.tx_hash else settlement.tx_hash
+        due = replace(settlement, due_at=now + self._follow, tx_hash=tx_hash)
         async with self._storage.write() as unit:
             await unit.settlements.move(settlement, due)
         return due
@@ -773,7 +852,7 @@ def _short_of(holding: int, needed: int, asset: Asset) -> InsufficientFunds:
     )
 
 
-def _outcome(record: SendRecord | None) -> ChainStatus | None:
+def transfer_outcome(record: SendRecord | None) -> ChainStatus | None:
     """A settlement transfer's outcome on chain: success, failed, or None (not yet)."""
     if record is None:
         return None
@@ -793,4 +872,10 @@ def _units(amount: Decimal | None, asset: Asset) -> int:
     return to_base_units(amount, asset.decimals)
 
 
-__all__ = ["NothingToCollect", "SettlementRun", "SettlementSettings", "Settlements"]
+__all__ = [
+    "NothingToCollect",
+    "SettlementRun",
+    "SettlementSettings",
+    "Settlements",
+    "transfer_outcome",
+]

@@ -231,6 +231,8 @@ class TradingService:
         async with self._auditor.record(
             "trade.approve", caller.request_id, caller.client_id, user_id=uid, target=tid
         ) as note:
+            if password is not None:  # malformed is a 400 whatever the trade's state
+                given_password(password)
             remembered = self._storage.open_quote(caller.client_id, uid, tid)
             for _ in range(_MAX_RACE_RETRIES):
                 if remembered is not None:  # this process's quote: no read (module docstring)
@@ -261,12 +263,12 @@ class TradingService:
                 held = None
                 if trade.side is Side.SELL and trade.quote.crypto_amount is not None:
                     held = await self._holdings.units(caller.client_id, uid, asset)
-                    taken = await self._taken(caller, uid, asset)
-                    check_backed(held, asset, trade.quote.crypto_amount, taken)
-                secret = None
+                    if self._settlements is None:  # else the hold checks it, under a lock
+                        check_backed(held, asset, trade.quote.crypto_amount)
+                secret, reserved = None, None
                 if self._settlements is not None:
                     secret = await self._settlements.check_password(caller, trade, password)
-                    await self._settlements.reserve(caller, trade, held)
+                    reserved = await self._settlements.reserve(caller, trade, held)
                 executing = trade.start_approval(now)
                 if await self._approve(note, executing):
                     if self._settlements is None:
@@ -279,7 +281,7 @@ class TradingService:
                         reopened = isinstance(exc, PriceUnavailable)
                         await self._settlements.follow(caller, stored, reopened=reopened)
                         raise
-                    return await self._settlements.follow(caller, done, secret)
+                    return await self._settlements.follow(caller, done, secret, known=reserved)
             raise TradeNotApprovable("The trade changed while it was being approved; poll /trade")
 
     async def _approve(self, note: AuditNote, executing: Trade) -> bool:
@@ -414,13 +416,13 @@ class TradingService:
             trade = await self._load(caller, uid, tid)
             if self._settlements is None:
                 raise InvalidRequest("This service does not move the coins of trades")
-            if trade.side is not Side.SELL:  # a buy has nothing to collect: 409
+            if trade.side is not Side.SELL:  # a buy is delivered: nothing to collect (409)
                 raise NothingToCollect()
             if trade.status in IN_FLIGHT_STATUSES:
                 trade = await self._poll(caller, trade)
             checked = await self._settlements.check_password(caller, trade, secret)
             assert checked is not None
-            collected = await self._settlements.collect(caller, trade, checked)
+            collected = await self._settlements.collect(caller, trade, checked, note)
             note.target = tid
             return collected
 

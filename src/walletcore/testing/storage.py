@@ -13,7 +13,8 @@
   `update` add each address of the wallet not watched yet (an address never changes
   owner, and stays watched when a wallet's record changes).
 - Webhooks: the endpoints are a table like the others; the delivery log one keyed by a
-  serial, an attempt pruned staged as a tombstone (None) and dropped at commit.
+  serial, an attempt pruned staged as a tombstone (None) and dropped at commit. A desk
+  pause removed is staged the same way.
 - Lost on restart.
 """
 
@@ -41,6 +42,7 @@ from walletcore.domain.assets import Chain, Fiat
 from walletcore.domain.audit import AuditEntry, storable
 from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCursor, Watched
+from walletcore.domain.desk import DeskPause
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition, StorageError
 from walletcore.domain.events import Event, EventNote, EventPage, EventPosition
 from walletcore.domain.sends import SEND_LEASE, SendRecord, SendState
@@ -58,6 +60,7 @@ from walletcore.ports.storage import (
     AuditStore,
     ClientStore,
     DepositStore,
+    DeskPauseStore,
     EventStore,
     SendStore,
     SettlementStore,
@@ -96,12 +99,18 @@ class _Tables:
     webhook_attempts: MutableMapping[int, DeliveryAttempt | None] = field(default_factory=dict)
     #: (client id, trade id) -> the trade's settlement
     settlements: MutableMapping[tuple[str, str], Settlement] = field(default_factory=dict)
+    #: (client id, asset id) -> its deliveries' pause (None: removed by this unit)
+    desk_pauses: MutableMapping[tuple[str, int], DeskPause | None] = field(default_factory=dict)
 
     def drop_tombstones(self) -> None:
-        """The attempts a committed unit pruned, gone."""
-        gone = [k for k, v in self.webhook_attempts.items() if v is None]
-        for key in gone:
-            del self.webhook_attempts[key]
+        """The attempts a committed unit pruned, and the pauses it removed, gone."""
+        _drop_none(self.webhook_attempts)
+        _drop_none(self.desk_pauses)
+
+
+def _drop_none(table: MutableMapping[Any, Any]) -> None:
+    for key in [k for k, v in table.items() if v is None]:
+        del table[key]
 
 
 #: The delivery log's serials, shared by every in-memory storage (unique is all they need).
@@ -122,6 +131,7 @@ _TABLES = (
     "webhooks",
     "webhook_attempts",
     "settlements",
+    "desk_pauses",
 )
 
 
@@ -166,6 +176,7 @@ class _Unit(UnitOfWork):
         self.webhooks: WebhookStore = _Webhooks(self)
         self.prices: PriceRecords = _Prices(self)
         self.settlements: SettlementStore = _Settlements(self)
+        self.desk_pauses: DeskPauseStore = _DeskPauses(self)
 
     def check_writable(self) -> _Tables:
         if not self.writable:
@@ -542,6 +553,44 @@ class _Settlements(SettlementStore):
         return found[: max(limit, 0)]
 
 
+class _DeskPauses(DeskPauseStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    async def pause(self, pause: DeskPause, *, entry: AuditEntry | None = None) -> bool:
+        tables = self._unit.check_writable()
+        key = (pause.client_id, pause.asset_id)
+        if tables.desk_pauses.get(key) is not None:
+            return False
+        tables.desk_pauses[key] = pause
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def resume(
+        self, client_id: str, asset_id: int, *, entry: AuditEntry | None = None
+    ) -> bool:
+        tables = self._unit.check_writable()
+        key = (client_id, asset_id)
+        if tables.desk_pauses.get(key) is None:
+            return False
+        tables.desk_pauses[key] = None  # a tombstone: dropped when the unit commits
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def get(self, client_id: str, asset_id: int) -> DeskPause | None:
+        return self._unit.tables.desk_pauses.get((client_id, asset_id))
+
+    async def of_client(self, client_id: str) -> list[DeskPause]:
+        found = [
+            p
+            for p in self._unit.tables.desk_pauses.values()
+            if p is not None and p.client_id == client_id
+        ]
+        return sorted(found, key=lambda p: p.asset_id)
+
+
 class _Audit(AuditStore):
     def __init__(self, unit: _Unit) -> None:
         self._unit = unit
@@ -880,6 +929,7 @@ READS = frozenset(
         "held",
         "due",
         "listing",
+        "of_client",
     }
 )
 
@@ -936,6 +986,10 @@ class autocommit:
     @property
     def settlements(self) -> Any:
         return _Calls(self._storage, "settlements")
+
+    @property
+    def desk_pauses(self) -> Any:
+        return _Calls(self._storage, "desk_pauses")
 
 
 class _Calls:

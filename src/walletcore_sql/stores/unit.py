@@ -19,6 +19,7 @@ from walletcore.ports.storage import (
     AuditStore,
     ClientStore,
     DepositStore,
+    DeskPauseStore,
     EventStore,
     SendStore,
     SettlementStore,
@@ -31,6 +32,7 @@ from walletcore_sql.database import Database
 from walletcore_sql.stores.audit import SqlAudit
 from walletcore_sql.stores.clients import SqlClients
 from walletcore_sql.stores.deposits import SqlDeposits
+from walletcore_sql.stores.desk import SqlDeskPauses
 from walletcore_sql.stores.events import SqlEvents
 from walletcore_sql.stores.prices import SqlPrices
 from walletcore_sql.stores.sends import SqlSends
@@ -75,6 +77,7 @@ class SqlUnit(UnitOfWork):
         self.deposits: DepositStore = SqlDeposits(self)
         self.events: EventStore = SqlEvents(self)
         self.settlements: SettlementStore = SqlSettlements(self)
+        self.desk_pauses: DeskPauseStore = SqlDeskPauses(self)
         self.webhooks: WebhookStore = SqlWebhooks(self)
         self.prices: PriceRecords = SqlPrices(self)
 

@@ -7,9 +7,9 @@ held to the served OpenAPI document."""
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 

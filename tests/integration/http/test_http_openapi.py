@@ -169,6 +169,62 @@ async def test_request_bodies_list_their_required_fields(api: Api) -> None:
     assert [branch["required"] for branch in quote["oneOf"]] == [["cryptoAmount"], ["fiatAmount"]]
 
 
+async def test_collecting_a_sell_is_documented(api: Api) -> None:
+    doc = await document(api)
+    operation = doc["paths"]["/trade/collect"]["post"]
+    assert operation["summary"].startswith("Collect a completed sell's coins to the desk")
+    assert "/trade/approve" not in operation["summary"]
+    for words in ("without `password`", "platform wallet", "409", "Asked again"):
+        assert words in operation["description"], words
+    assert {"200", "400", "401", "404", "409"} <= set(operation["responses"])
+    result = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert result == "#/components/schemas/TradeEnvelope"
+    password = body_schema(doc, "/trade/collect")["properties"]["password"]
+    assert (password["type"], password["minLength"], password["maxLength"]) == ("string", 1, 256)
+    assert "never stored" in password["description"]
+
+
+async def test_approving_a_sell_documents_its_password(api: Api) -> None:
+    doc = await document(api)
+    approve = doc["paths"]["/trade/approve"]["post"]
+    assert "password" in approve["description"] and "/trade/collect" in approve["description"]
+    password = body_schema(doc, "/trade/approve")["properties"]["password"]["oneOf"]
+    assert password[1] == {"type": "null"}  # optional: a sell approved without it waits
+    assert (password[0]["type"], password[0]["minLength"], password[0]["maxLength"]) == (
+        "string",
+        1,
+        256,
+    )
+    for words in ("a sell only", "/trade/collect", "Never stored"):
+        assert words in password[0]["description"], words
+
+
+async def test_a_trade_documents_its_settlement(api: Api) -> None:
+    schemas = (await document(api))["components"]["schemas"]
+    field = schemas["TradeView"]["properties"]["settlement"]
+    assert field["allOf"] == [{"$ref": "#/components/schemas/SettlementView"}]
+    assert "absent on a trade never approved" in field["description"]
+    assert "settlement" not in schemas["TradeView"]["required"]
+    view = schemas["SettlementView"]
+    assert sorted(view["required"]) == ["amount", "status", "updatedAt"]
+    assert set(view["properties"]) == {"status", "amount", "updatedAt", "txHash", "reason"}
+    for name, prop in view["properties"].items():
+        assert prop["description"], name
+    assert view["properties"]["amount"]["pattern"] == r"^[0-9]+(\.[0-9]+)?$"
+    assert set(schemas["SettlementStatus"]["enum"]) == {
+        "reserved",
+        "awaiting_password",
+        "queued",
+        "short",
+        "sent",
+        "settled",
+        "failed",
+        "released",
+    }
+    described = view["properties"]["status"]["description"]
+    assert all(status in described for status in schemas["SettlementStatus"]["enum"])
+
+
 @pytest.mark.parametrize("path", ["/send", "/platform/send"])
 async def test_a_send_requires_its_idempotency_key(api: Api, path: str) -> None:
     parameters = (await document(api))["paths"][path]["post"]["parameters"]

@@ -384,8 +384,8 @@ async def test_a_sell_of_the_whole_balance_leaves_nothing_for_the_collection_fee
     )
     ids = {"userId": user, "tradeId": quote["tradeId"]}
     refused = assert_error(await api.post("/trade/approve", ids), 400)["message"]
-    assert refused.startswith("The wallet holds 1 ETH, less than the 1.0"), refused
-    assert refused.endswith(" ETH to sell, the network fee of collecting it included")
+    assert refused.startswith("The wallet holds 1 ETH, less than the 1 ETH to sell and the ")
+    assert refused.endswith(" ETH network fee of collecting them"), refused
     assert assert_ok(await api.post("/trade", ids))["status"] == "open"  # nothing traded
 
 

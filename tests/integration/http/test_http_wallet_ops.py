@@ -193,6 +193,52 @@ async def test_no_secret_in_logs_error_bodies_or_audit(
     assert any(e.action == "wallet.send" and e.outcome == "401" for e in audit)
 
 
+async def test_no_trade_password_in_logs_error_bodies_reprs_or_audit(
+    api: Api, container: Container, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The password of `/trade/approve` and `/trade/collect` signs a sell's collection: it
+    never reaches a log line, an answer, a settlement or the audit log."""
+    caplog.set_level(logging.DEBUG)
+    user, addresses, _ = await wallet(api)
+    await give(container, addresses["ETHEREUM"], 2, "1")
+    await container.wallets().provision_platform(api.client_id)
+    wrong, other = "wrong horse battery", "approve wrong"
+    bodies = []
+
+    async def sell() -> str:
+        quote = assert_ok(
+            await api.post("/sell", {"userId": user, "assetId": 2, "cryptoAmount": "0.1"})
+        )
+        return str(quote["tradeId"])
+
+    first = await sell()
+    for password in (other, PASSWORD):  # a wrong password, then the right one: collected
+        answer = await api.post(
+            "/trade/approve", {"userId": user, "tradeId": first, "password": password}
+        )
+        bodies.append(answer.text)
+    assert_ok(await api.post("/trade", {"userId": user, "tradeId": first}))
+    second = await sell()
+    waiting = assert_ok(await api.post("/trade/approve", {"userId": user, "tradeId": second}))
+    assert waiting["settlement"]["status"] == "awaiting_password"
+    for password in (wrong, PASSWORD, PASSWORD):  # wrong, collected, answered as it stands
+        answer = await api.post(
+            "/trade/collect", {"userId": user, "tradeId": second, "password": password}
+        )
+        bodies.append(answer.text)
+    assert '"status":"sent"' in bodies[-1].replace(" ", "")
+    audit = await autocommit(container.storage()).audit.newest(limit=500)
+    settlements = await autocommit(container.storage()).settlements.of_trades(
+        api.client_id, [first, second]
+    )
+    assert set(settlements) == {first, second}
+    texts = [caplog.text, *bodies, *map(repr, audit), *map(repr, settlements.values())]
+    for secret in (PASSWORD, wrong, other):
+        assert all(secret not in text for text in texts), secret
+    refused = {(e.action, e.outcome) for e in audit if e.outcome == "401"}
+    assert refused == {("trade.approve", "401"), ("trade.collect", "401")}
+
+
 # -- the platform wallet ---------------------------------------------------------------------
 PLATFORM = {
     "/platform/balance": {"assetId": 2},

@@ -4,6 +4,7 @@ including the records of the core, which never sees the id."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -112,7 +113,7 @@ async def test_a_record_of_the_core_carries_the_request_id(json_logs: Any, api: 
         found = [e for e in lines if e["logger"] == "walletcore.trading"]
         if found:
             break
-        time.sleep(0.05)
+        await asyncio.sleep(0.05)
     (failed,) = found
     # The trading service logs without knowing the request; the line knows it all the same.
     assert failed["level"] == "ERROR" and failed["requestId"] == "ops-json-approve"

@@ -48,6 +48,7 @@ TABLES = {
     "webhook_endpoints",
     "webhook_attempts",
     "settlements",
+    "desk_pauses",
 }
 HEAD = "0010"
 

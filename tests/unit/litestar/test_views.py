@@ -104,7 +104,13 @@ def test_the_bytes_keep_the_field_order_of_the_spec() -> None:
 def test_secrets_stay_out_of_reprs() -> None:
     from walletcore.services.auth import IssuedToken
     from walletcore.services.wallets import CreatedWallet as Created
-    from walletcore_litestar.schemas import AuthResult, CreatedWallet, CreateWalletRequest
+    from walletcore_litestar.schemas import (
+        ApproveRequest,
+        AuthResult,
+        CollectRequest,
+        CreatedWallet,
+        CreateWalletRequest,
+    )
     from walletcore_litestar.wallet_ops_schemas import WalletSendRequest
 
     shown = [
@@ -112,9 +118,13 @@ def test_secrets_stay_out_of_reprs() -> None:
         repr(AuthResult.of(IssuedToken("tok.en.secret", CREATED))),
         repr(CreateWalletRequest(password="correct horse battery")),
         repr(WalletSendRequest(assetId=2, recipient="x", amount="1", password="hunter22")),
+        repr(ApproveRequest(tradeId="a" * 24, password="approve secret")),
+        repr(CollectRequest(tradeId="a" * 24, password="collect secret")),
     ]
     for text in shown:
         assert "<hidden>" in text
     joined = " ".join(shown)
-    for secret in ("abandon", "tok.en.secret", "correct horse", "hunter22"):
+    for secret in ("abandon", "tok.en.secret", "correct horse", "hunter22", "approve secret"):
+        assert secret not in joined
+    for secret in ("collect secret",):
         assert secret not in joined

@@ -41,6 +41,7 @@ from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.ports.storage import Storage
 from walletcore.testing.contracts.auth_failures import AuthFailureStorageContract
 from walletcore.testing.contracts.deposits import DepositEventStorageContract
+from walletcore.testing.contracts.desk import DeskPauseStorageContract
 from walletcore.testing.contracts.jobs import JobStorageContract
 from walletcore.testing.contracts.settlements import SettlementStorageContract
 from walletcore.testing.contracts.webhooks import WebhookStorageContract
@@ -108,6 +109,7 @@ class StorageContract(
     DepositEventStorageContract,
     WebhookStorageContract,
     SettlementStorageContract,
+    DeskPauseStorageContract,
 ):
     """The contract; a subclass brings the `storage` fixture: an empty, ready Storage."""
 

@@ -6,7 +6,9 @@
   (`ix_settlements_held`) and a client's newest first (`ix_settlements_listing`);
 - `sends` gets what a user's send takes out of the wallet (`spend_user_id`,
   `spend_asset_id`, `spend_units`; NULL for the sends already there: none is counted),
-  with the partial index of those in flight (`ix_sends_spending`).
+  with the partial index of those in flight (`ix_sends_spending`);
+- `desk_pauses`: the deliveries of an asset paused for an api client, one row per
+  (client, asset) (walletcore.domain.desk).
 
 Nothing is dropped or rewritten: an upgrade only adds, and the new table starts empty.
 
@@ -93,6 +95,18 @@ def upgrade() -> None:
         ["client_id", sa.text("created_at DESC"), sa.text("trade_id DESC")],
     )
 
+    op.create_table(
+        "desk_pauses",
+        sa.Column("client_id", sa.String(ID), nullable=False),
+        sa.Column("asset_id", sa.Integer(), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=False),
+        sa.Column("paused_at", WHEN, nullable=False),
+        sa.PrimaryKeyConstraint("client_id", "asset_id", name="pk_desk_pauses"),
+        sa.ForeignKeyConstraint(
+            ["client_id"], ["api_clients.client_id"], name="fk_desk_pauses_client_id_api_clients"
+        ),
+    )
+
     # Nullable columns only: added in place on both databases.
     op.add_column("sends", sa.Column("spend_user_id", sa.String(ID), nullable=True))
     op.add_column("sends", sa.Column("spend_asset_id", sa.Integer(), nullable=True))
@@ -112,6 +126,7 @@ def downgrade() -> None:
         batch.drop_column("spend_units")
         batch.drop_column("spend_asset_id")
         batch.drop_column("spend_user_id")
+    op.drop_table("desk_pauses")
     op.drop_index("ix_settlements_listing", table_name="settlements")
     op.drop_index("ix_settlements_held", table_name="settlements")
     op.drop_index("ix_settlements_due", table_name="settlements")
