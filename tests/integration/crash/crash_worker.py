@@ -3,12 +3,18 @@ other until done, so the test can SIGKILL it anywhere in between.
 
     python crash_worker.py CONFIG.json
 
-CONFIG (JSON): `mode` (`trades` | `sends`), `kind` (`sqlite`, `postgres`), `url` (the
+CONFIG (JSON): `mode` (`trades` | `sends` | `deliver`), `kind` (`sqlite`, `postgres`), `url` (the
 database's), `schema` (or null), `client_id`,
 `user_id`, `run` (this run's number), `seed`; trades: `trade_ids`, `venue_log`; sends:
-`request_ids`, `home`, `master_key` (hex), `password`, `recipient`.
+`request_ids`, `home`, `master_key` (hex), `password`, `recipient`; deliver: `trade_id`,
+`home`, `master_key`, `stop_at`.
 
-It prints `READY` once set up, one line per finished step, and `DONE` at the end.
+It prints `READY` once set up, one line per finished step, and `DONE` at the end. In
+`deliver` it approves one buy and stops at `stop_at`, printing `STOPPED` and waiting there
+for the kill: `completed` (the trade completed, its settlement not yet carried on),
+`queued` (the delivery queued, nothing signed), `signed` (the delivery signed and
+stored, not broadcast) or `broadcast` (accepted by the network, the settlement not yet
+`sent`).
 """
 
 from __future__ import annotations
@@ -180,6 +186,50 @@ async def _warm_up(container: Any, storage: Any, config: dict[str, Any]) -> None
         verify(Chain.ETHEREUM, key.address, bytes(32), signature)
 
 
+async def approve_buy(config: dict[str, Any], storage: Any) -> None:
+    """Approve one buy and stop at `stop_at`, between the fill and the delivery."""
+    from walletcore.container import create_container
+    from walletcore_chains.keystore import SealedKeyStore
+    from walletcore_chains.sealing import KdfParams
+
+    keystore = SealedKeyStore(
+        bytes.fromhex(config["master_key"]),
+        kdf=KdfParams(opslimit=1, memlimit=64 * 1024),
+        allow_weak_kdf=True,
+    )
+    settings = Settings(home=Path(config["home"]))
+    container = create_container(settings, keystore=keystore, storage=storage)
+    client = await autocommit(storage).clients.get(config["client_id"])
+    assert client is not None
+
+    async def stop(*_: Any, **__: Any) -> Any:
+        print("STOPPED", flush=True)
+        await asyncio.Event().wait()  # until killed
+
+    stop_at = config["stop_at"]
+    if stop_at == "completed":
+        container.settlements().follow = stop
+    elif stop_at == "queued":
+        container.settlements()._deliver = stop
+    elif stop_at == "signed":
+        container.sends()._broadcast = stop
+    else:
+        settlements = container.settlements()
+        move = settlements._move
+
+        async def move_unless_sent(caller: Any, current: Any, new: Any) -> Any:
+            if new.status.value == "sent":
+                return await stop()
+            return await move(caller, current, new)
+
+        settlements._move = move_unless_sent
+    print("READY", flush=True)
+    await container.trading().approve(
+        Caller(client, "approve-buy"), user_id=config["user_id"], trade_id=config["trade_id"]
+    )
+    print("DONE", flush=True)
+
+
 def _storage(config: dict[str, Any]) -> SqlStorage:
     return SqlStorage(config["url"], migrate=False, schema=config["schema"])
 
@@ -191,6 +241,8 @@ async def main(path: str) -> None:
     try:
         if config["mode"] == "trades":
             await approve_trades(config, storage, rng)
+        elif config["mode"] == "deliver":
+            await approve_buy(config, storage)
         else:
             await make_sends(config, storage)
     finally:
