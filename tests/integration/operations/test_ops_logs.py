@@ -121,5 +121,10 @@ async def test_a_record_of_the_core_carries_the_request_id(json_logs: Any, api: 
     assert "RuntimeError" in failed["exception"]  # the traceback, inside the one line
     outside = logging.getLogger("walletcore.test")
     outside.warning("between requests")
-    (between,) = [e for e in json_logs() if e["message"] == "between requests"]
+    for _ in range(50):  # written by the logging thread: wait for it
+        between_lines = [e for e in json_logs() if e["message"] == "between requests"]
+        if between_lines:
+            break
+        await asyncio.sleep(0.05)
+    (between,) = between_lines
     assert "requestId" not in between
