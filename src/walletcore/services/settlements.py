@@ -60,7 +60,6 @@ from walletcore.domain.sends import ChainStatus, SendRecord
 from walletcore.domain.settlement import Settlement, SettlementStatus
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletRecord
-from walletcore.domain.wire import JsonValue
 from walletcore.ports import ChainGateway, Clock, KeyStore, Storage, Transfer, UnitOfWork
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
@@ -77,7 +76,7 @@ from walletcore.services.send_plan import (
 from walletcore.services.sends import SendService
 from walletcore.services.transfers import Transfers
 from walletcore.services.wallet_access import platform_wallet_or_none, user_wallet
-from walletcore.services.wallets import given_password, password_error_for
+from walletcore.services.wallets import password_error_for
 
 log = logging.getLogger("walletcore.settlements")
 
@@ -173,15 +172,15 @@ class Settlements:
         return self._build_sends()
 
     # -- approval -------------------------------------------------------------------------
-    async def check_password(self, caller: Caller, trade: Trade, password: JsonValue) -> str | None:
-        """The wallet password an approval carries, checked against the user's wallet
-        before anything trades (the `/send` rules: 400 malformed, the chain's wrong-password
-        answer); None when none was given. Only a sell takes one."""
-        if password is None:
-            return None
+    async def check_password(self, caller: Caller, trade: Trade, secret: str | None) -> None:
+        """The wallet password an approval or a collection carries (read by the caller with
+        `given_password`: 400 when malformed), checked against the user's wallet before
+        anything trades (the chain's wrong-password answer); nothing when none was given.
+        Only a sell takes one."""
+        if secret is None:
+            return
         if trade.side is not Side.SELL:
             raise InvalidRequest("password is taken only when approving a sell")
-        secret = given_password(password)
         asset = self._policy.catalog.asset_by_id(trade.asset_id)
         async with self._storage.read() as unit:
             wallet = await user_wallet(unit, caller.client_id, trade.user_id)
@@ -190,7 +189,6 @@ class Settlements:
                 pass
         except WrongWalletPassword:
             raise password_error_for(self._transfers().description(asset.chain)) from None
-        return secret
 
     async def reserve(self, caller: Caller, trade: Trade, balance: int | None = None) -> Settlement:
         """The settlement of a trade being approved, before its order exists (module rules):
@@ -346,12 +344,6 @@ class Settlements:
             return holding + await unit.sends.spending(client_id, user_id, asset_id)
 
     # -- the trade's end ------------------------------------------------------------------
-    async def attach(self, trade: Trade) -> Trade:
-        """The trade with its settlement, when it has one (one read)."""
-        async with self._storage.read() as unit:
-            settlement = await unit.settlements.get(trade.client_id, trade.trade_id)
-        return trade if settlement is None else replace(trade, settlement=settlement)
-
     async def attach_all(self, client_id: str, trades: list[Trade]) -> list[Trade]:
         """The trades of a page with their settlements (one read)."""
         if not trades:

@@ -231,8 +231,8 @@ class TradingService:
         async with self._auditor.record(
             "trade.approve", caller.request_id, caller.client_id, user_id=uid, target=tid
         ) as note:
-            if password is not None:  # malformed is a 400 whatever the trade's state
-                given_password(password)
+            # malformed is a 400 whatever the trade's state
+            secret = None if password is None else given_password(password)
             remembered = self._storage.open_quote(caller.client_id, uid, tid)
             for _ in range(_MAX_RACE_RETRIES):
                 if remembered is not None:  # this process's quote: no read (module docstring)
@@ -265,9 +265,9 @@ class TradingService:
                     held = await self._holdings.units(caller.client_id, uid, asset)
                     if self._settlements is None:  # else the hold checks it, under a lock
                         check_backed(held, asset, trade.quote.crypto_amount)
-                secret, reserved = None, None
+                reserved = None
                 if self._settlements is not None:
-                    secret = await self._settlements.check_password(caller, trade, password)
+                    await self._settlements.check_password(caller, trade, secret)
                     reserved = await self._settlements.reserve(caller, trade, held)
                 executing = trade.start_approval(now)
                 if await self._approve(note, executing):
@@ -420,9 +420,8 @@ class TradingService:
                 raise NothingToCollect()
             if trade.status in IN_FLIGHT_STATUSES:
                 trade = await self._poll(caller, trade)
-            checked = await self._settlements.check_password(caller, trade, secret)
-            assert checked is not None
-            collected = await self._settlements.collect(caller, trade, checked, note)
+            await self._settlements.check_password(caller, trade, secret)
+            collected = await self._settlements.collect(caller, trade, secret, note)
             note.target = tid
             return collected
 
@@ -452,7 +451,10 @@ class TradingService:
         if client is None:  # pragma: no cover - trades outlive no client
             return trade
         caller = Caller(client, request_id)
-        return await self._settled(caller, await self._poll(caller, trade))
+        after = await self._poll(caller, trade)
+        if after.status is trade.status:
+            return after  # nothing moved: its settlement has nothing new to do either
+        return await self._settled(caller, after)
 
     async def _poll(self, caller: Caller, trade: Trade) -> Trade:
         """Ask the venue about an in-flight trade and record what it says."""
