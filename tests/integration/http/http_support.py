@@ -10,9 +10,10 @@ also proves the document true.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import jsonschema_rs
@@ -23,6 +24,9 @@ from walletcore.container import Container
 from walletcore.domain.assets import CONTRACT_CHAINS, Chain
 from walletcore.services.auth import IssuedKey
 from walletcore_sql.engine import sqlite_url
+
+if TYPE_CHECKING:
+    from walletcore_chains.testing.bitcoind import Bitcoind
 
 PASSWORD = "correct horse battery"
 
@@ -216,3 +220,24 @@ def rpc_env(home: Path, *on_rpc: Chain) -> dict[str, str]:
         "WALLETCORE_CHAINS": "rpc",
         **{f"WALLETCORE_CHAIN_{c.value}": "sandbox" for c in CONTRACT_CHAINS if c not in on_rpc},
     }
+
+
+def regtest_bitcoind() -> Iterator[Bitcoind]:
+    """A regtest bitcoind with 101 blocks mined (the first coinbase spendable), stopped
+    after; the test is skipped where there is none. A module's fixture:
+    `node = pytest.fixture(scope="module")(regtest_bitcoind)`."""
+    import pytest
+
+    from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
+
+    binary = find_bitcoind()
+    if binary is None:
+        pytest.skip(
+            "no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND"
+        )
+    started = Bitcoind(binary).start()
+    started.mine(101)
+    try:
+        yield started
+    finally:
+        started.stop()

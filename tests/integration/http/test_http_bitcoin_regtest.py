@@ -4,12 +4,11 @@ the `bitcoin` plugin from variables alone, on the Core backend, the SQL storage'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from http_support import PASSWORD, Api, assert_error, assert_ok, rpc_env
+from http_support import PASSWORD, Api, assert_error, assert_ok, regtest_bitcoind, rpc_env
 
 from walletcore.clock import ManualClock
 from walletcore.container import Container, create_container
@@ -17,22 +16,9 @@ from walletcore.domain.assets import Chain
 from walletcore.settings import Settings
 from walletcore_chains.bitcoin.gateway import BitcoinGateway
 from walletcore_chains.keystore import SealedKeyStore
-from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
+from walletcore_chains.testing.bitcoind import Bitcoind
 
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[Bitcoind]:
-    binary = find_bitcoind()
-    if binary is None:
-        pytest.skip(
-            "no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND"
-        )
-    started = Bitcoind(binary).start()
-    started.mine(101)
-    try:
-        yield started
-    finally:
-        started.stop()
+node = pytest.fixture(scope="module", name="node")(regtest_bitcoind)
 
 
 @pytest.fixture

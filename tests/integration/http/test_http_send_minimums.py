@@ -6,12 +6,11 @@ anything is signed, and nothing reaches the mempool or the chain."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import PASSWORD, Api, assert_error, assert_ok, rpc_env
+from http_support import PASSWORD, Api, assert_error, assert_ok, regtest_bitcoind, rpc_env
 from solders.keypair import Keypair
 
 from walletcore.clock import ManualClock
@@ -21,7 +20,7 @@ from walletcore.settings import Settings
 from walletcore.testing import CONTRACT_CATALOG
 from walletcore_chains.keystore import SealedKeyStore
 from walletcore_chains.solana.devnet import DevnetSolanaGateway
-from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
+from walletcore_chains.testing.bitcoind import Bitcoind
 
 DUST = "the dust limit of its address type"
 NEW_ACCOUNT = "the rent-exempt minimum of a new SOLANA account"
@@ -39,19 +38,7 @@ def at_least(message: str, received: str, rule: str, symbol: str) -> str:
     return found.group(1)
 
 
-@pytest.fixture(scope="module")
-def node() -> Iterator[Bitcoind]:
-    binary = find_bitcoind()
-    if binary is None:
-        pytest.skip(
-            "no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND"
-        )
-    started = Bitcoind(binary).start()
-    started.mine(101)
-    try:
-        yield started
-    finally:
-        started.stop()
+node = pytest.fixture(scope="module", name="node")(regtest_bitcoind)
 
 
 class TestBitcoinRegtest:

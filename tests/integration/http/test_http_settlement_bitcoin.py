@@ -5,12 +5,12 @@ once mined and followed by the jobs; the amounts and fees as the node sees them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from http_support import PASSWORD, Api, assert_error, assert_ok, rpc_env, sign_in
+from http_support import PASSWORD, Api, assert_error, assert_ok, regtest_bitcoind, rpc_env, sign_in
 from settlement_support import (
     approved,
     balance,
@@ -27,24 +27,12 @@ from walletcore.domain.assets import Chain, FeePayer
 from walletcore.services.settlements import SettlementSettings
 from walletcore.settings import Settings
 from walletcore_chains.keystore import SealedKeyStore
-from walletcore_chains.testing.bitcoind import Bitcoind, find_bitcoind
+from walletcore_chains.testing.bitcoind import Bitcoind
 
 BTC = 1
 
 
-@pytest.fixture(scope="module")
-def node() -> Iterator[Bitcoind]:
-    binary = find_bitcoind()
-    if binary is None:
-        pytest.skip(
-            "no bitcoind: run `python3 dev.py test` (it installs one) or set WALLETCORE_BITCOIND"
-        )
-    started = Bitcoind(binary).start()
-    started.mine(101)
-    try:
-        yield started
-    finally:
-        started.stop()
+node = pytest.fixture(scope="module", name="node")(regtest_bitcoind)
 
 
 @pytest.fixture
