@@ -10,7 +10,7 @@ also proves the document true.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -241,3 +241,25 @@ def regtest_bitcoind() -> Iterator[Bitcoind]:
         yield started
     finally:
         started.stop()
+
+
+def served_cli(capsys: Any, *argv: str) -> Any:
+    """One operator command (`walletcore ...`) run in this process beside a served app:
+    it must succeed; its JSON answer."""
+    from walletcore_cli import main
+
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def until(read: Callable[[], Any], done: Callable[[Any], bool], seconds: float = 20.0) -> Any:
+    """`read()` every 0.1 s until `done` says yes of what it read, or `seconds` passed;
+    what it read last (the test asserts on it)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        found = read()
+        if done(found) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)

@@ -6,20 +6,17 @@ held to the served OpenAPI document."""
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import PASSWORD, assert_error, assert_ok, judge_responses_sync
+from http_support import PASSWORD, assert_error, assert_ok, judge_responses_sync, served_cli, until
 from litestar.testing import TestClient
 
 from walletcore.container import create_container
 from walletcore.settings import Settings
-from walletcore_cli import main
 from walletcore_litestar import create_app
 
 RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
@@ -35,28 +32,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-def until(read: Callable[[], Any], done: Callable[[Any], bool], seconds: float = 20.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        found = read()
-        if done(found) or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)
-
-
 def test_a_funded_wallet_and_a_send_are_on_the_feed_in_order(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     app = create_app(create_container(Settings(home=home, repo="sql")))
     with TestClient(app) as client:
         http = judge_responses_sync(client)
-        created = cli(capsys, "clients", "create", "--name", "Acme", "--assets", "2,21")
-        other = cli(capsys, "clients", "create", "--name", "Other", "--assets", "2")
+        created = served_cli(capsys, "clients", "create", "--name", "Acme", "--assets", "2,21")
+        other = served_cli(capsys, "clients", "create", "--name", "Other", "--assets", "2")
 
         def auth_of(issued: dict[str, str]) -> dict[str, str]:
             headers = {"x-client-id": issued["clientId"], "x-api-key": issued["apiKey"]}
@@ -67,7 +50,7 @@ def test_a_funded_wallet_and_a_send_are_on_the_feed_in_order(
         wallet = assert_ok(http.post("/create", json={"password": PASSWORD}, headers=auth))
         user, address = wallet["userId"], wallet["addresses"]["ETHEREUM"]
         time.sleep(0.5)  # the scan's cursor is placed before the coins arrive
-        cli(
+        served_cli(
             capsys,
             "sandbox",
             "fund",

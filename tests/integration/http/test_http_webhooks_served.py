@@ -7,23 +7,19 @@ its delivery log at `POST /webhooks/deliveries`, held to the served OpenAPI docu
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Callable
 from email.message import Message
 from pathlib import Path
-from typing import Any
 
 import pytest
-from http_support import PASSWORD, assert_ok, judge_responses_sync
+from http_support import PASSWORD, assert_ok, judge_responses_sync, served_cli, until
 from litestar.testing import TestClient
 from standardwebhooks.webhooks import Webhook
 
 from walletcore.container import create_container
 from walletcore.settings import Settings
 from walletcore.testing.http import LoopbackHttpServer
-from walletcore_cli import main
 from walletcore_litestar import create_app
 from walletcore_webhooks.sender import HttpxSender
 
@@ -56,20 +52,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-def until(read: Callable[[], Any], done: Callable[[Any], bool], seconds: float = 20.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        found = read()
-        if done(found) or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)
-
-
 def test_a_deposit_is_posted_to_the_clients_webhook_signed_and_in_order(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -81,9 +63,11 @@ def test_a_deposit_is_posted_to_the_clients_webhook_signed_and_in_order(
         app = create_app(container)
         with TestClient(app) as client:
             http = judge_responses_sync(client)
-            created = cli(capsys, "clients", "create", "--name", "Acme", "--assets", "2")
+            created = served_cli(capsys, "clients", "create", "--name", "Acme", "--assets", "2")
             client_id = created["clientId"]
-            hook = cli(capsys, "webhooks", "set", "--client", client_id, "--url", receiver.url)
+            hook = served_cli(
+                capsys, "webhooks", "set", "--client", client_id, "--url", receiver.url
+            )
             verifier = Webhook(hook["secret"])
             headers = {"x-client-id": client_id, "x-api-key": created["apiKey"]}
             token = assert_ok(http.post("/auth", headers=headers))["token"]
@@ -91,7 +75,7 @@ def test_a_deposit_is_posted_to_the_clients_webhook_signed_and_in_order(
             wallet = assert_ok(http.post("/create", json={"password": PASSWORD}, headers=auth))
             address = wallet["addresses"]["ETHEREUM"]
             time.sleep(0.5)  # the scan's cursor is placed before the coins arrive
-            cli(
+            served_cli(
                 capsys,
                 "sandbox",
                 "fund",
@@ -118,5 +102,5 @@ def test_a_deposit_is_posted_to_the_clients_webhook_signed_and_in_order(
             assert [(d["eventId"], d["result"], d["status"]) for d in reversed(log)] == [
                 (p["id"], "delivered", 204) for p in payloads
             ]
-            shown = cli(capsys, "webhooks", "show", "--client", client_id)
+            shown = served_cli(capsys, "webhooks", "show", "--client", client_id)
             assert shown["cursor"] == payloads[-1]["id"]
