@@ -263,3 +263,15 @@ def until(read: Callable[[], Any], done: Callable[[Any], bool], seconds: float =
         if done(found) or time.monotonic() > deadline:
             return found
         time.sleep(0.1)
+
+
+def served_home(tmp_path: Path, monkeypatch: Any, *fast_jobs: str) -> Path:
+    """A `WALLETCORE_HOME` for a served sandbox (the default storage: SQLite in it) whose
+    deposit scan and the named jobs (`"FOLLOW"`, `"WEBHOOK"`: `WALLETCORE_JOBS_<NAME>_SECONDS`)
+    run every 0.2 s, so a test sees them work within a second."""
+    folder = tmp_path / "home"
+    monkeypatch.setenv("WALLETCORE_HOME", str(folder))
+    monkeypatch.delenv("WALLETCORE_REPO", raising=False)
+    for job in ("DEPOSITS", *fast_jobs):
+        monkeypatch.setenv(f"WALLETCORE_JOBS_{job}_SECONDS", "0.2")
+    return folder

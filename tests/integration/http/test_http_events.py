@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_support import PASSWORD, assert_error, assert_ok, judge_responses_sync, served_cli, until
+from http_support import (
+    PASSWORD,
+    assert_error,
+    assert_ok,
+    judge_responses_sync,
+    served_cli,
+    served_home,
+    until,
+)
 from litestar.testing import TestClient
 
 from walletcore.container import create_container
@@ -24,12 +32,7 @@ RECIPIENT = "0x52908400098527886E0F7030069857D2E4169EE7"
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "home"
-    monkeypatch.setenv("WALLETCORE_HOME", str(folder))
-    monkeypatch.delenv("WALLETCORE_REPO", raising=False)  # the default: sql, SQLite in home
-    monkeypatch.setenv("WALLETCORE_JOBS_DEPOSITS_SECONDS", "0.2")
-    monkeypatch.setenv("WALLETCORE_JOBS_FOLLOW_SECONDS", "0.2")
-    return folder
+    return served_home(tmp_path, monkeypatch, "FOLLOW")
 
 
 def test_a_funded_wallet_and_a_send_are_on_the_feed_in_order(

@@ -13,7 +13,7 @@ from email.message import Message
 from pathlib import Path
 
 import pytest
-from http_support import PASSWORD, assert_ok, judge_responses_sync, served_cli, until
+from http_support import PASSWORD, assert_ok, judge_responses_sync, served_cli, served_home, until
 from litestar.testing import TestClient
 from standardwebhooks.webhooks import Webhook
 
@@ -44,12 +44,7 @@ class Receiver(LoopbackHttpServer):
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "home"
-    monkeypatch.setenv("WALLETCORE_HOME", str(folder))
-    monkeypatch.delenv("WALLETCORE_REPO", raising=False)  # the default: sql, SQLite in home
-    monkeypatch.setenv("WALLETCORE_JOBS_DEPOSITS_SECONDS", "0.2")
-    monkeypatch.setenv("WALLETCORE_JOBS_WEBHOOK_SECONDS", "0.2")
-    return folder
+    return served_home(tmp_path, monkeypatch, "WEBHOOK")
 
 
 def test_a_deposit_is_posted_to_the_clients_webhook_signed_and_in_order(
