@@ -11,6 +11,7 @@ per reason to change:
 - `deposits`: `DepositScanner` (a gateway's deposit scanning), `MEMPOOL`;
 - `follow`: `TransferFollower`, `Sighting`, `Replacement` (the transfer lifecycle);
 - `nonces`: `NonceLeases`, `NonceLease`;
+- `policies`: `PolicyStore` (withdrawal policies, on every unit of work);
 - `prices`: `PriceRecords` (the shared price table, on every unit of work), `StoredPrices`;
 - `runtime`: `Clock`, `Lifecycle`;
 - `health`: `HealthCheck`, `PriceAges` (optional, for readiness), `CheckFailed`;
@@ -40,6 +41,7 @@ from walletcore.ports.health import CheckFailed, HealthCheck, PriceAges
 from walletcore.ports.keys import ChainSigner, KeyStore, NewWallet
 from walletcore.ports.metrics import Observer
 from walletcore.ports.nonces import NonceLease, NonceLeases
+from walletcore.ports.policies import PolicyStore
 from walletcore.ports.prices import PriceRecords, StoredPrices
 from walletcore.ports.runtime import Clock, Lifecycle
 from walletcore.ports.storage import (
@@ -86,6 +88,7 @@ __all__ = [
     "NonceLease",
     "NonceLeases",
     "Observer",
+    "PolicyStore",
     "PriceAges",
     "PriceMap",
     "PriceRecords",

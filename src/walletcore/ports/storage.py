@@ -46,6 +46,7 @@ from walletcore.domain.sends import SEND_LEASE, SendRecord
 from walletcore.domain.settlement import Settlement, SettlementStatus
 from walletcore.domain.trade import Side, Trade, TradeStatus
 from walletcore.domain.wallet import WalletOwner, WalletRecord
+from walletcore.ports.policies import PolicyStore
 from walletcore.ports.prices import PriceRecords
 from walletcore.ports.webhooks import WebhookStore
 
@@ -439,6 +440,9 @@ class UnitOfWork(Protocol):
     webhooks: WebhookStore
     #: the deployment's shared price table (walletcore.ports.prices)
     prices: PriceRecords
+    #: withdrawal policies, the allowlist, velocity usage, approvals, operators
+    #: (walletcore.ports.policies)
+    policies: PolicyStore
 
 
 class Storage(Protocol):
