@@ -349,6 +349,12 @@ class DepositStore(Protocol):
         it from the same commit."""
         ...
 
+    async def whose(self, chain: Chain, address: str) -> Watched | None:
+        """Whose wallet `address` of `chain` is (as `watchlist` has it), or None: one read
+        of the watch list's key, so a policy can tell a transfer between wallets of one
+        api client from one that leaves them."""
+        ...
+
     async def cursor(self, chain: Chain) -> ScanCursor | None:
         """How far `chain` was scanned; None before its first scan."""
         ...

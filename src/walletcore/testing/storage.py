@@ -620,6 +620,9 @@ class _Deposits(DepositStore):
             if on == name
         }
 
+    async def whose(self, chain: Chain, address: str) -> Watched | None:
+        return self._unit.tables.watched.get((str(chain), address))
+
     async def cursor(self, chain: Chain) -> ScanCursor | None:
         return self._unit.tables.cursors.get(str(chain))
 

@@ -36,6 +36,9 @@ _WATCHLIST = select(
     watched_addresses.c.owner,
     watched_addresses.c.user_id,
 ).where(watched_addresses.c.chain == bind("chain"))
+_WHOSE = select(
+    watched_addresses.c.client_id, watched_addresses.c.owner, watched_addresses.c.user_id
+).where(watched_addresses.c.chain == bind("chain"), watched_addresses.c.address == bind("address"))
 _CURSOR = select(scan_cursors).where(scan_cursors.c.chain == bind("chain"))
 _CURSOR_MOVE = (
     update(scan_cursors)
@@ -127,6 +130,10 @@ class SqlDeposits(DepositStore):
     async def watchlist(self, chain: Chain) -> dict[str, Watched]:
         found = await self._unit.all(_WATCHLIST, {"b_chain": chain.value})
         return {row["address"]: rows.watched_from(row) for row in found}
+
+    async def whose(self, chain: Chain, address: str) -> Watched | None:
+        row = await self._unit.one(_WHOSE, {"b_chain": chain.value, "b_address": address})
+        return None if row is None else rows.watched_from(row)
 
     async def cursor(self, chain: Chain) -> ScanCursor | None:
         row = await self._unit.one(_CURSOR, {"b_chain": chain.value})

@@ -309,6 +309,11 @@ class DepositEventStorageContract:
         assert await db.deposits.watchlist(ETHEREUM) == {"0xa1": alice_is, "0xp": platform_is}
         assert await db.deposits.watchlist(BITCOIN) == {"bc1qa1": alice_is}
         assert await db.deposits.watchlist(Chain.TRON) == {}
+        # one address looked up: whose it is, on its chain only
+        assert await db.deposits.whose(ETHEREUM, "0xp") == platform_is
+        assert await db.deposits.whose(ETHEREUM, "0xa1") == alice_is
+        assert await db.deposits.whose(BITCOIN, "0xa1") is None
+        assert await db.deposits.whose(ETHEREUM, "0xnobody") is None
         # an updated wallet's new address is watched; the old one stays, still alice's
         wallet = await db.wallets.get(client_id, WalletOwner.USER, alice)
         assert wallet is not None
