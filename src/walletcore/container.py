@@ -48,6 +48,7 @@ from walletcore.services.events import EventFeed
 from walletcore.services.health import HealthService
 from walletcore.services.holdings import WalletHoldings
 from walletcore.services.market import MarketService
+from walletcore.services.policies import Policies
 from walletcore.services.sends import SendService
 from walletcore.services.settlements import Settlements, SettlementSettings
 from walletcore.services.tokens import TokenSigner
@@ -424,8 +425,10 @@ class Container(containers.DeclarativeContainer):
         transfer_settings,
         catalog=catalog,
     )
+    # withdrawal policies: every transfer checked before a key is unsealed (docs/policies.md)
+    policies = providers.Singleton(Policies, storage, clock, catalog, prices, auditor)
     sends = providers.Singleton(
-        SendService, storage, clock, keystore, gateways, asset_policy, auditor, transfers
+        SendService, storage, clock, keystore, gateways, asset_policy, auditor, transfers, policies
     )
     # deposits found by the chains' scanners, and the event feed (docs/events.md)
     deposit_watch = providers.Singleton(

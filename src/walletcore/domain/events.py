@@ -33,6 +33,12 @@ class EventType(StrEnum):
     SEND_SUCCESS = "send.success"
     SEND_FAILED = "send.failed"
     SEND_REPLACED = "send.replaced"
+    #: a withdrawal policy holds the transfer for operators' approval (nothing signed)
+    SEND_AWAITING_APPROVAL = "send.awaiting_approval"
+    #: its approvals are in: the next retry of its request signs it
+    SEND_APPROVED = "send.approved"
+    #: an operator rejected it, or its approval ran out of time: it is never signed
+    SEND_REJECTED = "send.rejected"
     TRADE_APPROVED = "trade.approved"
     TRADE_COMPLETED = "trade.completed"
     TRADE_FAILED = "trade.failed"

@@ -24,6 +24,12 @@ Rules:
   hold must still cover the amount, else `400` and nothing is sent. The stored record
   carries what it spends (`SendRecord.spend`), which a sell's approval counts while the
   send is in flight: the two are one decision, whichever comes first.
+- The withdrawal policy (walletcore.services.policies) decides every transfer (a send, a
+  platform send, the desk's delivery or collection) after it is planned and before
+  anything is prepared or unsealed: a refusal is `403` naming the rule, nothing signed;
+  a transfer held for operators' approval answers its approval (`HeldReceipt`, the HTTP
+  `202`) and is signed by the first retry of its request once approved. A transfer the
+  policy counted and that is refused later (a wrong password) gives its count back.
 - X-Request-Ids under `RESERVED_REQUEST_PREFIX` are the service's own transfers (a trade's
   delivery or collection): a client's send with one is a `400`.
 - Every send is audited (action, request id, outcome, user, tx hash); never a password,
@@ -43,6 +49,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from walletcore.domain.assets import Chain, FeePayer
 from walletcore.domain.audit import AuditEntry
@@ -56,6 +63,7 @@ from walletcore.domain.errors import (
     WrongWalletPassword,
 )
 from walletcore.domain.events import EventNote, EventType
+from walletcore.domain.policies import ORIGIN_OF_ENDPOINT, Approval, Origin, WalletKind
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState, Spend
 from walletcore.domain.settlement import RESERVED_REQUEST_PREFIX
 from walletcore.domain.wire import JsonValue
@@ -72,6 +80,12 @@ from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
 from walletcore.services.event_notes import send_note
+from walletcore.services.policies import (
+    DESK_INITIATOR,
+    AwaitingApproval,
+    Policies,
+    initiator_of_client,
+)
 from walletcore.services.send_plan import (
     Plan,
     SendRequest,
@@ -110,8 +124,10 @@ class SendService:
         policy: AssetPolicy,
         auditor: Auditor,
         transfers: Transfers,
+        policies: Policies,
     ) -> None:
         self._storage = storage
+        self._policies = policies
         self._clock = clock
         self._keystore = keystore
         self._gateways = gateways
@@ -129,8 +145,9 @@ class SendService:
         recipient: JsonValue,
         amount: JsonValue,
         password: JsonValue,
-    ) -> SendReceipt:
-        """`/send`: from the user's wallet; the fee payer rule of the asset applies."""
+    ) -> SendReceipt | HeldReceipt:
+        """`/send`: from the user's wallet; the fee payer rule of the asset applies. A
+        transfer a withdrawal policy holds answers its approval (`HeldReceipt`)."""
         async with self._auditor.record("wallet.send", caller.request_id, caller.client_id) as note:
             key = _required(request_id)
             uid = read_user_id(user_id)
@@ -159,7 +176,7 @@ class SendService:
                     sponsor,
                 )
 
-            return await self._run(caller, key, request, plan, note)
+            return await _held(self._run(caller, key, request, plan, note))
 
     async def platform_send(
         self,
@@ -169,7 +186,7 @@ class SendService:
         asset_id: JsonValue,
         recipient: JsonValue,
         amount: JsonValue,
-    ) -> SendReceipt:
+    ) -> SendReceipt | HeldReceipt:
         """`/platform/send`: from the api client's platform wallet, which pays the fee."""
         async with self._auditor.record(
             "platform.send", caller.request_id, caller.client_id, target="platform"
@@ -193,7 +210,7 @@ class SendService:
                     request, self._gateways[asset.chain], native, wallet
                 )
 
-            return await self._run(caller, key, request, plan, note)
+            return await _held(self._run(caller, key, request, plan, note))
 
     async def transfer(
         self,
@@ -205,7 +222,8 @@ class SendService:
     ) -> SendReceipt:
         """A transfer the service makes itself (a trade's delivery or collection) through
         the same idempotent flow as a send, under its own `request_id` (a reserved one):
-        signed once, replayed when asked again, followed on chain like any send."""
+        signed once, replayed when asked again, followed on chain like any send. The
+        withdrawal policy checks it too: `AwaitingApproval` when a rule holds it."""
         if not request_id.startswith(RESERVED_REQUEST_PREFIX):
             raise ValueError("the service's own transfers use reserved request ids")
         return await self._run(caller, request_id, request, plan, note)
@@ -260,8 +278,10 @@ class SendService:
         proves nothing was sent: the record is released for a retry."""
         try:
             ready = await plan()
+            await self._check_policy(record, request, ready, note)
             unsigned = await ready.gateway.prepare(ready.transfer, ready.fee)
-        except BaseException:
+        except BaseException as exc:
+            await self._give_back(record, exc)
             await self._release(record)
             raise
         try:
@@ -272,8 +292,9 @@ class SendService:
             entry = note.entry(target=transfer.tx_hash, detail="signed")
             guard = None if spend is None else _HeldCoins(ready, request, record.client_id)
             stored = await self._advance(record, new, entry, guard=guard)
-        except BaseException:
+        except BaseException as exc:
             await ready.gateway.release(unsigned)  # never broadcast: give its nonce back
+            await self._give_back(record, exc)
             await self._release(record)
             raise
         if not stored:
@@ -281,6 +302,38 @@ class SendService:
             raise IdempotencyConflict()  # taken over: the other request owns the send now
         note.carried(entry)
         return new
+
+    async def _check_policy(
+        self, record: SendRecord, request: SendRequest, plan: Plan, note: AuditNote
+    ) -> None:
+        """The withdrawal policy's decision, before anything is prepared or unsealed:
+        `PolicyDenied` (403) or `AwaitingApproval` stop the transfer here."""
+        origin = ORIGIN_OF_ENDPOINT[request.endpoint]
+        platform = origin in (Origin.PLATFORM_SEND, Origin.DELIVERY)
+        desk = origin in (Origin.DELIVERY, Origin.COLLECTION)
+        await self._policies.check(
+            record.client_id,
+            record.request_id,
+            wallet=WalletKind.PLATFORM if platform else WalletKind.USER,
+            origin=origin,
+            user_id=None if platform else request.user_id,
+            asset=plan.asset,
+            amount_units=request.amount_units,
+            recipient=request.recipient,
+            initiated_by=DESK_INITIATOR if desk else initiator_of_client(record.client_id),
+            note=note,
+        )
+
+    async def _give_back(self, record: SendRecord, exc: BaseException) -> None:
+        """A transfer refused after its policy counted it (a wrong password, too little
+        balance): the count goes. Not when it is held, or another request took it over
+        (that request's count is the same one), or the outcome is unknown."""
+        if (
+            isinstance(exc, DomainError)
+            and exc.status < 500
+            and not isinstance(exc, AwaitingApproval | IdempotencyConflict)
+        ):
+            await self._policies.give_back(record.client_id, record.request_id)
 
     async def _sign(
         self, plan: Plan, unsigned: UnsignedTransfer, password: str | None
@@ -380,6 +433,33 @@ class SendService:
             log.warning("could not release send record %s", record.request_id, exc_info=True)
 
 
+@dataclass(frozen=True, slots=True)
+class HeldReceipt:
+    """The answer to a send a withdrawal policy holds for operators' approval: nothing is
+    signed; the same request, sent again once approved, signs and sends it (once)."""
+
+    approval: Approval
+
+    def as_result(self) -> dict[str, JsonValue]:
+        approval = self.approval
+        return {
+            "txHash": None,
+            "status": "awaiting_approval",
+            "approvalId": approval.id,
+            "rule": approval.rule,
+            "approvals": len(approval.approvers),
+            "required": approval.required,
+            "expiresAt": approval.expires_at.isoformat(),
+        }
+
+
+async def _held(running: Awaitable[SendReceipt]) -> SendReceipt | HeldReceipt:
+    try:
+        return await running
+    except AwaitingApproval as held:
+        return HeldReceipt(held.approval)
+
+
 #: The event of a send the network accepted, by the status its answer had.
 _SEND_EVENTS = {
     "pending": EventType.SEND_PENDING,
@@ -434,4 +514,4 @@ class _HeldCoins:
             )
 
 
-__all__ = ["SendReceipt", "SendService"]
+__all__ = ["HeldReceipt", "SendReceipt", "SendService"]

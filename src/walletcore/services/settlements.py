@@ -64,6 +64,7 @@ from walletcore.ports import ChainGateway, Clock, KeyStore, Storage, Transfer, U
 from walletcore.services.assets import AssetPolicy
 from walletcore.services.audit import AuditNote, Auditor
 from walletcore.services.context import Caller
+from walletcore.services.policies import AwaitingApproval
 from walletcore.services.send_plan import (
     Plan,
     SendRequest,
@@ -646,6 +647,10 @@ class Settlements:
             receipt = await self._sends().transfer(caller, key, request, plan, note)
         except WrongWalletPassword:
             raise
+        except AwaitingApproval as held:  # the withdrawal policy holds it: tried again later
+            if settlement.side is Side.BUY:
+                return await self._short(caller, settlement, held.message)
+            return await self._wait(caller, settlement, held.message)
         except DomainError as exc:
             if exc.status == 401 or (strict and exc.status < 500 and exc.status != 409):
                 if settlement.side is Side.SELL and exc.status != 401:
