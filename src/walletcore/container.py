@@ -321,6 +321,7 @@ class Container(containers.DeclarativeContainer):
         settlements=providers.Callable(lambda c: c.settlements, __self__),  # defined below
         settlement_seconds=job_settings.provided.jobs_settlement_seconds,
         desk=providers.Callable(lambda c: c.desk, __self__),  # defined below
+        policies=providers.Callable(lambda c: c.policies, __self__),  # defined below
         reconcile_seconds=job_settings.provided.jobs_reconcile_seconds,
     )
     in_process_jobs = providers.Singleton(InProcessJobs, jobs)

@@ -33,6 +33,9 @@
   schedules the next attempt, each by compare-and-set, so two runs never post to one
   endpoint at once. `prune_webhook_deliveries`: the delivery log kept as long as the feed.
 
+- `prune_policy_usage`: the withdrawal policies' velocity counts older than the longest
+  window a policy may name, deleted (walletcore.services.policies).
+
 Errors leave the run (an engine retries it); nothing here loops or sleeps.
 """
 
@@ -54,6 +57,7 @@ from walletcore.pricing import PriceTable, usable_prices
 from walletcore.services.deposits import DepositWatch
 from walletcore.services.desk import DeskAccounts
 from walletcore.services.events import EventFeed
+from walletcore.services.policies import Policies
 from walletcore.services.settlements import Settlements
 from walletcore.services.trading import TradingService
 from walletcore.services.transfers import Followed, Transfers
@@ -109,6 +113,7 @@ class Jobs:
         settlement_seconds: float = 5.0,
         desk: Callable[[], DeskAccounts | None] | None = None,
         reconcile_seconds: float = 300.0,
+        policies: Callable[[], Policies] | None = None,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -133,6 +138,7 @@ class Jobs:
         self.settlement_seconds = settlement_seconds
         self._desk = desk
         self.reconcile_seconds = reconcile_seconds
+        self._policies = policies
 
     async def aclose(self) -> None:
         """Close the upstream feed if a refresh built it (its HTTP client, say), and the
@@ -184,6 +190,11 @@ class Jobs:
                     ),
                 ]
                 if self._webhooks is not None
+                else []
+            ),
+            *(
+                [PeriodicJob("prune_policy_usage", self.prune_seconds, self.prune_policy_usage)]
+                if self._policies is not None
                 else []
             ),
         ]
@@ -363,6 +374,12 @@ class Jobs:
         if self._webhooks is None:
             raise RuntimeError("prune_webhook_deliveries needs the webhooks (Jobs(webhooks=))")
         return await self._webhooks().prune()
+
+    async def prune_policy_usage(self) -> int:
+        """Delete the velocity counts no policy window reaches any more; how many."""
+        if self._policies is None:
+            raise RuntimeError("prune_policy_usage needs the policies (Jobs(policies=))")
+        return await self._policies().prune()
 
 
 __all__ = ["Jobs", "PeriodicJob", "PriceFeed"]
