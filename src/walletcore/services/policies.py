@@ -81,6 +81,8 @@ from walletcore.services.audit import AuditNote, Auditor
 
 log = logging.getLogger("walletcore.policies")
 
+#: The smallest step of a stored time: what separates "in the window" from "left it".
+_TICK = timedelta(microseconds=1)
 #: Counts older than the longest window a policy may name are pruned.
 USAGE_KEPT = timedelta(days=367)
 
@@ -170,9 +172,9 @@ class Policies:
             )
             current = in_force(await unit.policies.versions(client_id), now)
             decision = await _evaluate(unit, current, transfer, client_id, request_id, now, prices)
-            approval = None
+            approval, created = None, False
             if decision.action is Action.REQUIRE_APPROVAL:
-                decision, approval = await self._held(
+                decision, approval, created = await self._held(
                     unit, client_id, request_id, transfer, decision, initiated_by, now
                 )
             if decision.action is Action.DENY:
@@ -186,7 +188,7 @@ class Policies:
                 target=decision.rule,
                 detail=f"{decision.action}: {decision.reason}",
                 at=now,
-                event=_held_event(approval, request_id) if _new_hold(approval, now) else None,
+                event=_held_event(approval) if created else None,
             )
             await unit.audit.append(entry)
         note.carried(entry)
@@ -236,8 +238,9 @@ class Policies:
         decision: Decision,
         initiated_by: str,
         now: datetime,
-    ) -> tuple[Decision, Approval]:
-        """A transfer a `require_approval` rule matched: its approval, new or standing."""
+    ) -> tuple[Decision, Approval, bool]:
+        """A transfer a `require_approval` rule matched: the decision its approval makes,
+        the approval, and whether this decision created it."""
         approval = await unit.policies.approval(client_id, request_id)
         if approval is None:
             current = in_force(await unit.policies.versions(client_id), now)
@@ -255,7 +258,7 @@ class Policies:
             )
             if not await unit.policies.add_approval(approval):
                 raise InvalidRequest("The transfer's approval is being created by another request")
-            return decision, approval
+            return decision, approval, True
         status = approval.effective_status(now)
         if status is ApprovalStatus.EXPIRED and approval.status is ApprovalStatus.PENDING:
             expired = approval.expired(now)
@@ -281,6 +284,7 @@ class Policies:
                     version=decision.version,
                 ),
                 approval,
+                False,
             )
         if status in (ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED):
             why = approval.reason or str(status)
@@ -292,8 +296,9 @@ class Policies:
                     version=decision.version,
                 ),
                 approval,
+                False,
             )
-        return decision, approval  # still pending (or approved by fewer than now needed)
+        return decision, approval, False  # still pending (or approved by fewer than now needed)
 
     async def _transfer(
         self,
@@ -636,7 +641,9 @@ async def _conditions(
         value = prices.value(velocity, transfer.asset_id, transfer.amount_units, rule.name)
         if value is None:
             return None
-        since = now - timedelta(seconds=velocity.window_seconds)
+        # the window is (now - window, now]: a transfer made exactly `windowSeconds` ago
+        # has left it (`used` reads from `since` on)
+        since = now - timedelta(seconds=velocity.window_seconds) + _TICK
         counted = await unit.policies.used(
             client_id,
             since,
@@ -688,10 +695,6 @@ def _usage(client_id: str, request_id: str, transfer: Transfer, now: datetime) -
     )
 
 
-def _new_hold(approval: Approval | None, now: datetime) -> bool:
-    return approval is not None and approval.created_at == now
-
-
 def _transfer_data(approval: Approval) -> dict[str, Any]:
     transfer = approval.transfer
     return {
@@ -707,7 +710,7 @@ def _transfer_data(approval: Approval) -> dict[str, Any]:
     }
 
 
-def _held_event(approval: Approval | None, request_id: str) -> EventNote | None:
+def _held_event(approval: Approval | None) -> EventNote | None:
     if approval is None:
         return None
     return EventNote(EventType.SEND_AWAITING_APPROVAL, _transfer_data(approval))
