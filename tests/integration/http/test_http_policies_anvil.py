@@ -243,9 +243,7 @@ async def test_a_held_send_is_signed_once_after_two_operators_approve(
 
     sent = assert_ok(await api.post("/send", body, X_Request_Id="big-one"))
     assert node.pooled() == [sent["txHash"]]
-    replays = [
-        assert_ok(await api.post("/send", body, X_Request_Id="big-one")) for _ in range(3)
-    ]
+    replays = [assert_ok(await api.post("/send", body, X_Request_Id="big-one")) for _ in range(3)]
     assert {r["txHash"] for r in replays} == {sent["txHash"]}
     assert node.pooled() == [sent["txHash"]] and node.nonce(address, "pending") == 1
     node.mine(1)

@@ -39,8 +39,8 @@ from walletcore.clock import SystemClock
 from walletcore.container import Container, create_container
 from walletcore.settings import Settings
 from walletcore.testing import CONTRACT_CATALOG
-from walletcore_sandbox.ledger import DATA_FILE as LEDGER_FILE
 from walletcore_sandbox.faucet import fund
+from walletcore_sandbox.ledger import DATA_FILE as LEDGER_FILE
 from walletcore_sandbox.ledger import SandboxLedger
 from walletcore_sql.testing import create_database, drop_database
 
@@ -62,8 +62,8 @@ PASSWORD = "race the policy 1"
 
 @dataclass
 class Served:
-    """Two served processes on one WALLETCORE_HOME and database, and a container (the
-    operator's) on the same database."""
+    """Two served processes (one granian worker each) on one WALLETCORE_HOME and database,
+    and the settings of a container (the operator's) on that database."""
 
     servers: tuple[Server, Server]
     settings: Settings
@@ -102,7 +102,9 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         return
     url, name = create_database("wcrace")
     try:
-        yield from _serve("postgres", root, {"WALLETCORE_REPO": "sql", "WALLETCORE_DATABASE_URL": url})
+        yield from _serve(
+            "postgres", root, {"WALLETCORE_REPO": "sql", "WALLETCORE_DATABASE_URL": url}
+        )
     finally:
         drop_database(name)
 
@@ -115,7 +117,9 @@ async def operator(served: Served) -> AsyncIterator[Container]:
     await container.storage().aclose()
 
 
-async def new_client(served: Served, operator: Container, name: str) -> tuple[Client, dict[str, str]]:
+async def new_client(
+    served: Served, operator: Container, name: str
+) -> tuple[Client, dict[str, str]]:
     """An api client (fee payer USER) with `USERS` users (made over HTTP, on both
     processes), each holding 2 ETH: the client, and its users' ETHEREUM addresses by id."""
     issued = await operator.auth().create_client(name)
@@ -152,7 +156,9 @@ async def new_client(served: Served, operator: Container, name: str) -> tuple[Cl
     return client, users
 
 
-async def race(served: Served, client: Client, users: list[str]) -> list[tuple[str, httpx.Response]]:
+async def race(
+    served: Served, client: Client, users: list[str]
+) -> list[tuple[str, httpx.Response]]:
     """`SENDS` sends of `AMOUNT` ETH at once, the users in turn, every other one to the
     second process: (X-Request-Id, answer) of each."""
     token = client.token(served.first.base)
@@ -233,6 +239,8 @@ async def check_race(
         audit = await unit.audit.newest(limit=20 * SENDS)
     signed = {rid: r.tx_hash for rid, r in records.items() if r is not None and r.raw_tx}
     assert signed == sent  # the refused ones hold no transaction
+    spent = [r.spend for r in records.values() if r is not None and r.raw_tx]
+    assert sum(s.units for s in spent if s is not None) == sum(chain.values())
     for rid, _ in refused:
         record = records[rid]
         assert record is None or (record.tx_hash is None and record.raw_tx is None), record
