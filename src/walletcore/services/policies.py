@@ -75,9 +75,13 @@ from walletcore.domain.policies import (
     in_force,
     pending,
 )
+from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.domain.wallet import WalletOwner
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import Clock, PriceSource, Storage, UnitOfWork
 from walletcore.services.audit import AuditNote, Auditor
+from walletcore.services.context import Caller
+from walletcore.services.events import parse_limit
 
 log = logging.getLogger("walletcore.policies")
 
@@ -511,10 +515,36 @@ class Policies:
     ) -> list[Approval]:
         """Approvals as they stand now (a pending one past its time shows `expired`)."""
         now = self._clock.now()
+        stored = statuses
+        if stored is not None and ApprovalStatus.EXPIRED in stored:
+            stored = stored | {ApprovalStatus.PENDING}  # stored pending, past its time
         async with self._storage.read() as unit:
-            found = await unit.policies.approvals(client_id=client_id, limit=limit)
+            found = await unit.policies.approvals(client_id=client_id, statuses=stored, limit=limit)
         shown = [a if a.effective_status(now) is a.status else a.expired(now) for a in found]
         return [a for a in shown if statuses is None or a.status in statuses][:limit]
+
+    async def approval(self, approval_id: str) -> Approval:
+        """One approval as it stands now; `NotFound` when there is none such."""
+        now = self._clock.now()
+        async with self._storage.read() as unit:
+            found = await unit.policies.approval_by_id(approval_id)
+        if found is None:
+            raise NotFound(f"No approval {approval_id}")
+        return found if found.effective_status(now) is found.status else found.expired(now)
+
+    async def client_approvals(
+        self, caller: Caller, *, status: JsonValue = None, limit: JsonValue = None
+    ) -> list[Approval]:
+        """`POST /approvals`: the caller's own held transfers, newest first (of one status)."""
+        if status is None:
+            statuses = None
+        elif isinstance(status, str) and status in _STATUS_NAMES:
+            statuses = frozenset({ApprovalStatus(status)})
+        else:
+            raise InvalidRequest(f"status must be one of {', '.join(_STATUS_NAMES)}")
+        return await self.approvals(
+            client_id=caller.client_id, statuses=statuses, limit=parse_limit(limit)
+        )
 
     async def approve(self, approval_id: str, operator: Operator) -> Approval:
         return await self._decide_approval(
@@ -671,6 +701,7 @@ _WHAT = {
     Action.DENY: "denies",
     Action.REQUIRE_APPROVAL: "holds for approval",
 }
+_STATUS_NAMES = tuple(s.value for s in ApprovalStatus)
 _OUTCOMES = {Action.ALLOW: "ok", Action.DENY: "403", Action.REQUIRE_APPROVAL: "202"}
 
 
@@ -754,9 +785,9 @@ def approval_view(approval: Approval) -> dict[str, Any]:
         "symbol": transfer.symbol,
         "recipient": transfer.recipient,
         "destination": str(transfer.destination),
-        "createdAt": approval.created_at.isoformat(),
-        "expiresAt": approval.expires_at.isoformat(),
-        "decidedAt": approval.decided_at.isoformat() if approval.decided_at else None,
+        "createdAt": format_datetime(approval.created_at),
+        "expiresAt": format_datetime(approval.expires_at),
+        "decidedAt": format_optional_datetime(approval.decided_at),
         "reason": approval.reason,
     }
 
@@ -764,8 +795,8 @@ def approval_view(approval: Approval) -> dict[str, Any]:
 def version_view(version: PolicyVersion) -> dict[str, Any]:
     return {
         "version": version.version,
-        "setAt": version.set_at.isoformat(),
-        "effectiveAt": version.effective_at.isoformat(),
+        "setAt": format_datetime(version.set_at),
+        "effectiveAt": format_datetime(version.effective_at),
         "setBy": version.set_by,
         "policy": version.policy.document(),
     }
@@ -777,8 +808,8 @@ def allowlist_view(entry: AllowlistEntry) -> dict[str, Any]:
         "address": entry.address,
         "assetId": entry.asset_id,
         "label": entry.label,
-        "addedAt": entry.added_at.isoformat(),
-        "usableAt": entry.usable_at.isoformat(),
+        "addedAt": format_datetime(entry.added_at),
+        "usableAt": format_datetime(entry.usable_at),
     }
 
 

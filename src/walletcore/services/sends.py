@@ -66,6 +66,7 @@ from walletcore.domain.events import EventNote, EventType
 from walletcore.domain.policies import ORIGIN_OF_ENDPOINT, Approval, Origin, WalletKind
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState, Spend
 from walletcore.domain.settlement import RESERVED_REQUEST_PREFIX
+from walletcore.domain.times import format_datetime
 from walletcore.domain.wire import JsonValue
 from walletcore.ports import (
     ChainGateway,
@@ -449,7 +450,7 @@ class HeldReceipt:
             "rule": approval.rule,
             "approvals": len(approval.approvers),
             "required": approval.required,
-            "expiresAt": approval.expires_at.isoformat(),
+            "expiresAt": format_datetime(approval.expires_at),
         }
 
 
