@@ -527,6 +527,11 @@ async def _policies(args: argparse.Namespace, container: Container) -> Any:
     """`walletcore policies set|show|cancel|allow|disallow|evaluate` (docs/policies.md)."""
     policies = container.policies()
     client_id = args.client_id.strip().lower()
+    if not is_id(client_id):
+        raise ApiClientNotFound()
+    async with container.storage().read() as unit:
+        if await unit.clients.get(client_id) is None:
+            raise ApiClientNotFound()
     if args.action == "show":
         return overview_view(await policies.overview(client_id))
     if args.action == "evaluate":

@@ -124,7 +124,12 @@ def _policy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "writes nothing, exit status 0 whatever the decision",
     )
     _client_id(evaluate)
-    evaluate.add_argument("--wallet", required=True, choices=["user", "platform"])
+    evaluate.add_argument(
+        "--wallet",
+        required=True,
+        choices=["user", "platform"],
+        help="the sending wallet: a user's, or the client's platform wallet",
+    )
     evaluate.add_argument(
         "--user", default=None, metavar="USER_ID", help="the sending user (with --wallet user)"
     )
@@ -145,7 +150,7 @@ def _policy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     added.add_argument("name", metavar="NAME", help="1-64 letters, digits, '.', '_', '-'")
     operators.add_parser("list", help="the operators (never a key)")
     disabled = operators.add_parser("disable", help="disable an operator at once")
-    disabled.add_argument("name", metavar="NAME")
+    disabled.add_argument("name", metavar="NAME", help="the operator's name")
 
     approvals = _actions(
         commands,
@@ -155,7 +160,10 @@ def _policy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     listing = approvals.add_parser("list", help="approvals, newest first")
     listing.add_argument("--client", default=None, metavar="ID", help="one api client's")
     listing.add_argument(
-        "--status", default=None, choices=["pending", "approved", "rejected", "expired"]
+        "--status",
+        default=None,
+        choices=["pending", "approved", "rejected", "expired"],
+        help="only those in this status",
     )
     listing.add_argument("--limit", type=int, default=100, help="at most this many (100)")
     one = approvals.add_parser("show", help="one approval")

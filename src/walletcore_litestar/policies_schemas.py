@@ -111,7 +111,9 @@ class ApprovalView(Result):
     status: ApprovalStatusName
     rule: Annotated[str, doc(description="the rule that held it")]
     required: Annotated[int, doc(ge=1, description="operators who must approve it")]
-    approvals: Annotated[int, doc(ge=0, description="operators who approved it so far")]
+    approvals: Annotated[
+        int, doc(schema_extra={"minimum": 0}, description="operators who approved it so far")
+    ]
     assetId: AssetIdNumber
     amount: DecimalString
     recipient: str

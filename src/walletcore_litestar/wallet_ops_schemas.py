@@ -226,7 +226,9 @@ class HeldResult(Result):
     ]
     approvalId: Annotated[str, doc(description="the approval the operators decide (apr_...)")]
     rule: Annotated[str, doc(description="the withdrawal policy rule that holds the send")]
-    approvals: Annotated[int, doc(ge=0, description="operators who approved it so far")]
+    approvals: Annotated[
+        int, doc(schema_extra={"minimum": 0}, description="operators who approved it so far")
+    ]
     required: Annotated[int, doc(ge=1, description="operators who must approve it")]
     #: when it is refused unless approved
     expiresAt: DateTime

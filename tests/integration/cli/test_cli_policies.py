@@ -139,7 +139,10 @@ def test_a_policy_is_set_shown_and_a_pending_change_cancelled(
     missing = str(tmp_path / "missing.json")
     assert "Cannot read" in cli(capsys, "policies", "set", client, missing, status=1)
     document.write_text(json.dumps(max_eth("2")))
-    assert "No api client" in cli(capsys, "policies", "set", "f" * 24, str(document), status=1)
+    assert "Api client not found" in cli(
+        capsys, "policies", "set", "f" * 24, str(document), status=1
+    )
+    assert "Api client not found" in cli(capsys, "policies", "show", "nobody", status=1)
     assert cli(capsys, "policies", "show", client)["inForce"]["version"] == 1
 
     changes = [
