@@ -813,3 +813,78 @@ async def test_a_sell_whose_quote_lapsed_unapproved_has_no_settlement(market: Ma
     assert caught.value.status == 409
     assert await market.desk.db.settlements.get(trade.client_id, trade.trade_id) is None
     assert (await market.check(trade)).settlement is None
+
+
+# -- the withdrawal policy checks the desk's own transfers -----------------------------------
+async def _policy(market: Market, *rules: dict[str, Any], **document: Any) -> Any:
+    policies = market.desk.container.policies()
+    await policies.set_policy(
+        market.desk.client.client_id,
+        {"rules": list(rules), "default": "allow", **document},
+        set_by="test",
+    )
+    return policies
+
+
+async def test_a_delivery_the_policy_refuses_is_short_naming_the_rule(market: Market) -> None:
+    await _policy(
+        market,
+        {"name": "no-deliveries", "wallet": "platform", "action": "deny", "origins": ["delivery"]},
+    )
+    trade = await market.approve(await market.buy("0.3"))
+    assert trade.status is TradeStatus.COMPLETED
+    settlement = await market.settlement(trade)
+    assert settlement.status is S.SHORT
+    assert settlement.reason == (
+        "Transfer refused by withdrawal policy rule no-deliveries: the rule denies such transfers"
+    )
+    assert market.eth.prepared == []
+    (decision,) = await market.desk.audit("policy.decide")
+    assert (decision.outcome, decision.target) == ("403", "no-deliveries")
+
+
+async def test_a_delivery_held_for_approval_is_sent_once_approved(market: Market) -> None:
+    policies = await _policy(
+        market,
+        {
+            "name": "big-deliveries",
+            "wallet": "platform",
+            "action": "require_approval",
+            "approvals": 1,
+            "origins": ["delivery"],
+        },
+    )
+    operator, _ = await policies.add_operator("olga")
+    trade = await market.approve(await market.buy("0.3"))
+    settlement = await market.settlement(trade)
+    assert settlement.status is S.SHORT
+    assert settlement.reason is not None and "waits for 1 operator approval" in settlement.reason
+    (held,) = await policies.approvals(client_id=market.desk.client.client_id)
+    assert held.initiated_by == "desk" and held.transfer.origin == "delivery"
+    # the job tries again: still held, nothing prepared
+    market.desk.clock.advance(60)
+    await market.run()
+    assert market.eth.prepared == []
+    await policies.approve(held.id, operator)
+    market.desk.clock.advance(60)
+    await market.run()
+    sent = await market.settlement(trade)
+    assert sent.status is S.SENT
+    assert len(market.eth.prepared) == 1
+    market.desk.clock.advance(60)
+    await market.run()
+    assert len(market.eth.prepared) == 1
+
+
+async def test_a_collection_the_policy_refuses_keeps_the_sell_waiting(market: Market) -> None:
+    await _policy(
+        market,
+        {"name": "no-collections", "wallet": "user", "action": "deny", "origins": ["collection"]},
+    )
+    trade = await market.approve(await market.sell("0.5"), PASSWORD)
+    assert trade.status is TradeStatus.COMPLETED
+    settlement = await market.settlement(trade)
+    assert settlement.status is S.AWAITING_PASSWORD
+    assert settlement.reason is not None and "no-collections" in settlement.reason
+    assert market.eth.prepared == []
+    assert await market.held() == units(ETH, "0.5")  # still reserved for the collection
