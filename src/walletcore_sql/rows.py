@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
@@ -14,6 +15,19 @@ from walletcore.domain.clients import ApiClient, AuthFailures, User
 from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCursor, Watched
 from walletcore.domain.desk import DeskPause
 from walletcore.domain.events import Event, EventNote, EventPosition
+from walletcore.domain.policies import (
+    AllowlistEntry,
+    Approval,
+    ApprovalStatus,
+    Destination,
+    Operator,
+    Origin,
+    Policy,
+    PolicyVersion,
+    Transfer,
+    Usage,
+    WalletKind,
+)
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState, Spend
 from walletcore.domain.settlement import Settlement, SettlementStatus
 from walletcore.domain.trade import (
@@ -705,4 +719,173 @@ def desk_pause_from(row: Row) -> DeskPause:
         asset_id=int(row["asset_id"]),
         reason=row["reason"],
         paused_at=row["paused_at"],
+    )
+
+
+# withdrawal policies -----------------------------------------------------------------------
+def policy_version_values(version: PolicyVersion) -> dict[str, Any]:
+    return {
+        "client_id": version.client_id,
+        "version": version.version,
+        "document": version.policy.document(),
+        "set_at": version.set_at,
+        "effective_at": version.effective_at,
+        "set_by": version.set_by,
+    }
+
+
+def policy_version_from(row: Row) -> PolicyVersion:
+    document = row["document"]
+    if isinstance(document, str):  # a driver that hands JSON back as its text
+        document = json.loads(document)
+    return PolicyVersion(
+        client_id=row["client_id"],
+        version=int(row["version"]),
+        policy=Policy.parse(document),
+        set_at=row["set_at"],
+        effective_at=row["effective_at"],
+        set_by=row["set_by"],
+    )
+
+
+def allowlist_values(item: AllowlistEntry) -> dict[str, Any]:
+    return {
+        "client_id": item.client_id,
+        "chain": Chain(item.chain).value,
+        "address": item.address,
+        "asset_id": item.asset_id,
+        "label": item.label,
+        "added_at": item.added_at,
+        "usable_at": item.usable_at,
+        "added_by": item.added_by,
+    }
+
+
+def allowlist_from(row: Row) -> AllowlistEntry:
+    asset_id = row["asset_id"]
+    return AllowlistEntry(
+        client_id=row["client_id"],
+        chain=Chain(row["chain"]),
+        address=row["address"],
+        label=row["label"],
+        added_at=row["added_at"],
+        usable_at=row["usable_at"],
+        asset_id=None if asset_id is None else int(asset_id),
+        added_by=row["added_by"],
+    )
+
+
+def usage_values(usage: Usage) -> dict[str, Any]:
+    return {
+        "client_id": usage.client_id,
+        "request_id": usage.request_id,
+        "wallet": WalletKind(usage.wallet).value,
+        "origin": Origin(usage.origin).value,
+        "user_id": usage.user_id,
+        "chain": Chain(usage.chain).value,
+        "asset_id": usage.asset_id,
+        "amount_units": usage.amount_units,
+        "at": usage.at,
+    }
+
+
+def usage_from(row: Row) -> Usage:
+    return Usage(
+        client_id=row["client_id"],
+        request_id=row["request_id"],
+        wallet=WalletKind(row["wallet"]),
+        origin=Origin(row["origin"]),
+        user_id=row["user_id"],
+        chain=Chain(row["chain"]),
+        asset_id=int(row["asset_id"]),
+        amount_units=int(row["amount_units"]),
+        at=row["at"],
+    )
+
+
+def approvers_text(approvers: tuple[str, ...]) -> str:
+    """An approval's approvers as stored: one JSON text per list, so the compare-and-set
+    compares the text (`transfer_approvals.approvers`)."""
+    return json.dumps(list(approvers), ensure_ascii=True, separators=(",", ":"))
+
+
+def approval_values(approval: Approval) -> dict[str, Any]:
+    transfer = approval.transfer
+    return {
+        "id": approval.id,
+        "client_id": approval.client_id,
+        "request_id": approval.request_id,
+        "rule": approval.rule,
+        "required": approval.required,
+        "initiated_by": approval.initiated_by,
+        "wallet": WalletKind(transfer.wallet).value,
+        "origin": Origin(transfer.origin).value,
+        "user_id": transfer.user_id,
+        "chain": Chain(transfer.chain).value,
+        "asset_id": transfer.asset_id,
+        "symbol": transfer.symbol,
+        "decimals": transfer.decimals,
+        "amount_units": transfer.amount_units,
+        "recipient": transfer.recipient,
+        "destination": Destination(transfer.destination).value,
+        "created_at": approval.created_at,
+        "expires_at": approval.expires_at,
+        **approval_move_values(approval),
+    }
+
+
+def approval_move_values(approval: Approval) -> dict[str, Any]:
+    """What a move of an approval writes (`PolicyStore.move_approval`)."""
+    return {
+        "status": ApprovalStatus(approval.status).value,
+        "approvers": approvers_text(approval.approvers),
+        "decided_at": approval.decided_at,
+        "reason": approval.reason,
+    }
+
+
+def approval_from(row: Row) -> Approval:
+    return Approval(
+        id=row["id"],
+        client_id=row["client_id"],
+        request_id=row["request_id"],
+        rule=row["rule"],
+        required=int(row["required"]),
+        initiated_by=row["initiated_by"],
+        transfer=Transfer(
+            wallet=WalletKind(row["wallet"]),
+            origin=Origin(row["origin"]),
+            user_id=row["user_id"],
+            chain=Chain(row["chain"]),
+            asset_id=int(row["asset_id"]),
+            symbol=row["symbol"],
+            decimals=int(row["decimals"]),
+            amount_units=int(row["amount_units"]),
+            recipient=row["recipient"],
+            destination=Destination(row["destination"]),
+        ),
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        status=ApprovalStatus(row["status"]),
+        approvers=tuple(str(name) for name in json.loads(row["approvers"])),
+        decided_at=row["decided_at"],
+        reason=row["reason"],
+    )
+
+
+def operator_values(operator: Operator) -> dict[str, Any]:
+    return {
+        "name": operator.name,
+        "key_hash": operator.key_hash,
+        "created_at": operator.created_at,
+        "disabled_at": operator.disabled_at,
+    }
+
+
+def operator_from(row: Row) -> Operator:
+    return Operator(
+        name=row["name"],
+        key_hash=row["key_hash"],
+        created_at=row["created_at"],
+        disabled_at=row["disabled_at"],
     )

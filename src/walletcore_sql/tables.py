@@ -545,3 +545,140 @@ desk_pauses = Table(
     Column("reason", Text, nullable=False),
     Column("paused_at", UTCDateTime, nullable=False),
 )
+
+# -- withdrawal policies (walletcore.domain.policies, docs/policies.md) ---------------------
+APPROVAL_STATUSES = "('pending', 'approved', 'rejected', 'expired')"
+WALLET_KINDS = "('user', 'platform')"
+
+#: The versions of each api client's policy, append-only, numbered 1, 2, ... per client
+#: (`PolicyStore.add_version`); a version not in force yet may be cancelled (deleted).
+policy_versions = Table(
+    "policy_versions",
+    metadata,
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("document", JSON, nullable=False),  # `Policy.document()`, read by `Policy.parse`
+    Column("set_at", UTCDateTime, nullable=False),
+    Column("effective_at", UTCDateTime, nullable=False),
+    Column("set_by", Text, nullable=False),
+    CheckConstraint("version >= 1", name="version"),
+)
+
+#: The destinations an api client may send to, per chain and optionally per asset. One
+#: entry per (client, chain, address, asset): two partial unique indexes, as a NULL asset
+#: (any of the chain's) is distinct from every other NULL in a unique index on both
+#: databases.
+allowlist = Table(
+    "allowlist",
+    metadata,
+    Column("entry_id", BigId, primary_key=True, autoincrement=True),
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), nullable=False),
+    Column("chain", String(24), nullable=False),
+    Column("address", String(128), nullable=False),
+    Column("asset_id", Integer, nullable=True),  # null: any asset of the chain
+    Column("label", Text, nullable=False),
+    Column("added_at", UTCDateTime, nullable=False),
+    Column("usable_at", UTCDateTime, nullable=False),  # the cooling-off's end
+    Column("added_by", Text, nullable=False),
+    Index(
+        "uq_allowlist_asset",
+        "client_id",
+        "chain",
+        "address",
+        "asset_id",
+        unique=True,
+        postgresql_where=text("asset_id IS NOT NULL"),
+        sqlite_where=text("asset_id IS NOT NULL"),
+    ),
+    Index(
+        "uq_allowlist_chain",
+        "client_id",
+        "chain",
+        "address",
+        unique=True,
+        postgresql_where=text("asset_id IS NULL"),
+        sqlite_where=text("asset_id IS NULL"),
+    ),
+)
+
+#: Transfers counted against velocity limits, one per (client, X-Request-Id): counting a
+#: request again replaces its row (`PolicyStore.count`). Pruned past the longest window.
+policy_usage = Table(
+    "policy_usage",
+    metadata,
+    Column("client_id", String(ID), primary_key=True),
+    Column("request_id", String(255), primary_key=True),
+    Column("wallet", String(16), nullable=False),
+    Column("origin", String(16), nullable=False),
+    Column("user_id", String(ID), nullable=True),  # null: the platform wallet's
+    Column("chain", String(24), nullable=False),
+    Column("asset_id", Integer, nullable=False),
+    Column("amount_units", Units, nullable=False),  # exact base units (may exceed 2^63)
+    Column("at", UTCDateTime, nullable=False),
+    CheckConstraint(f"wallet IN {WALLET_KINDS}", name="wallet"),
+    # A decision's windows (`policies.used`): a client's counts since an instant.
+    Index("ix_policy_usage_client_at", "client_id", "at"),
+    # The prune job (`policies.prune_usage`): the oldest of every client first.
+    Index("ix_policy_usage_at", "at"),
+)
+
+#: Transfers held by a `require_approval` rule, one per (client, X-Request-Id), moved by
+#: compare-and-set on (status, approvers). `approvers` is the JSON list as text, so the
+#: compare-and-set compares it as text (PostgreSQL's `json` has no equality).
+transfer_approvals = Table(
+    "transfer_approvals",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("client_id", String(ID), ForeignKey("api_clients.client_id"), nullable=False),
+    Column("request_id", String(255), nullable=False),
+    Column("rule", Text, nullable=False),
+    Column("required", Integer, nullable=False),
+    Column("initiated_by", Text, nullable=False),
+    # the transfer held (`walletcore.domain.policies.Transfer`)
+    Column("wallet", String(16), nullable=False),
+    Column("origin", String(16), nullable=False),
+    Column("user_id", String(ID), nullable=True),  # null: the platform wallet's
+    Column("chain", String(24), nullable=False),
+    Column("asset_id", Integer, nullable=False),
+    Column("symbol", String(16), nullable=False),
+    Column("decimals", Integer, nullable=False),
+    Column("amount_units", Units, nullable=False),
+    Column("recipient", String(128), nullable=False),
+    Column("destination", String(16), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("approvers", Text, nullable=False),  # a JSON list of names, in approval order
+    Column("decided_at", UTCDateTime, nullable=True),
+    Column("reason", Text, nullable=True),
+    CheckConstraint(f"status IN {APPROVAL_STATUSES}", name="status"),
+    CheckConstraint(f"wallet IN {WALLET_KINDS}", name="wallet"),
+    CheckConstraint("required >= 1", name="required"),
+    UniqueConstraint("client_id", "request_id"),
+)
+
+# `walletcore approvals list` (`policies.approvals`): newest first, of one client in some
+# statuses, or of every client.
+Index(
+    "ix_transfer_approvals_listing",
+    transfer_approvals.c.client_id,
+    transfer_approvals.c.status,
+    transfer_approvals.c.created_at.desc(),
+    transfer_approvals.c.id.desc(),
+)
+Index(
+    "ix_transfer_approvals_created",
+    transfer_approvals.c.created_at.desc(),
+    transfer_approvals.c.id.desc(),
+)
+
+#: The people who approve held transfers: a name and the SHA-256 of their key, never the
+#: key; disabled, never deleted.
+operators = Table(
+    "operators",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("key_hash", String(128), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("disabled_at", UTCDateTime, nullable=True),
+)

@@ -32,6 +32,11 @@ TEST_DATABASE_URL_ENV = "WALLETCORE_TEST_DATABASE_URL"
 DEFAULT_TEST_DATABASE_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 #: Every table the migrations create, children first.
 TABLES = (
+    "operators",
+    "transfer_approvals",
+    "policy_usage",
+    "allowlist",
+    "policy_versions",
     "desk_pauses",
     "settlements",
     "webhook_attempts",

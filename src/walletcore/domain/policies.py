@@ -269,7 +269,7 @@ class AllowlistEntry:
 
     def covers(self, chain: Chain, asset_id: int, address: str, now: datetime) -> bool:
         return (
-            self.chain is chain
+            self.chain == chain
             and (self.asset_id is None or self.asset_id == asset_id)
             and same_address(chain, self.address, address)
             and self.usable_at <= now

@@ -401,7 +401,7 @@ class Policies:
         label = label.strip()
         if not label or len(label) > 100:
             raise InvalidRequest("A destination needs a label of 1 to 100 characters")
-        if asset_id is not None and self._catalog.asset_by_id(asset_id).chain is not chain:
+        if asset_id is not None and self._catalog.asset_by_id(asset_id).chain != chain:
             raise InvalidRequest(f"Asset {asset_id} is not on {chain}")
         now = self._clock.now()
         async with self._storage.write() as unit:

@@ -45,6 +45,16 @@ from walletcore.domain.deposits import BlockRef, Deposit, DepositStatus, ScanCur
 from walletcore.domain.desk import DeskPause
 from walletcore.domain.errors import InvalidRequest, InvalidSendTransition, StorageError
 from walletcore.domain.events import Event, EventNote, EventPage, EventPosition
+from walletcore.domain.policies import (
+    AllowlistEntry,
+    Approval,
+    ApprovalStatus,
+    Operator,
+    Policy,
+    PolicyVersion,
+    Usage,
+    WalletKind,
+)
 from walletcore.domain.sends import SEND_LEASE, SendRecord, SendState
 from walletcore.domain.settlement import (
     DUE_STATUSES,
@@ -55,6 +65,7 @@ from walletcore.domain.settlement import (
 from walletcore.domain.trade import IN_FLIGHT_STATUSES, Side, Trade, TradeStatus, moved
 from walletcore.domain.wallet import WalletOwner, WalletRecord
 from walletcore.domain.webhooks import DeliveryAttempt, WebhookEndpoint
+from walletcore.ports.policies import PolicyStore
 from walletcore.ports.prices import PriceRecords, StoredPrices
 from walletcore.ports.storage import (
     AuditStore,
@@ -72,6 +83,8 @@ from walletcore.ports.storage import (
 from walletcore.ports.webhooks import WebhookStore
 
 WalletKey = tuple[str, WalletOwner, str | None]
+#: (client id, chain, address, asset id or None): one destination of an allowlist
+AllowKey = tuple[str, str, str, int | None]
 
 
 @dataclass
@@ -101,11 +114,27 @@ class _Tables:
     settlements: MutableMapping[tuple[str, str], Settlement] = field(default_factory=dict)
     #: (client id, asset id) -> its deliveries' pause (None: removed by this unit)
     desk_pauses: MutableMapping[tuple[str, int], DeskPause | None] = field(default_factory=dict)
+    #: (client id, version) -> a version of its policy (None: cancelled by this unit)
+    policy_versions: MutableMapping[tuple[str, int], PolicyVersion | None] = field(
+        default_factory=dict
+    )
+    #: a destination of a client's allowlist (None: removed by this unit)
+    allowlist: MutableMapping[AllowKey, AllowlistEntry | None] = field(default_factory=dict)
+    #: (client id, request id) -> a transfer counted (None: given back or pruned by this unit)
+    policy_usage: MutableMapping[tuple[str, str], Usage | None] = field(default_factory=dict)
+    #: approval id -> a held transfer's approval
+    approvals: MutableMapping[str, Approval] = field(default_factory=dict)
+    #: name -> an operator
+    operators: MutableMapping[str, Operator] = field(default_factory=dict)
 
     def drop_tombstones(self) -> None:
-        """The attempts a committed unit pruned, and the pauses it removed, gone."""
+        """The rows a committed unit pruned or removed (attempts, pauses, versions,
+        destinations, counts), gone."""
         _drop_none(self.webhook_attempts)
         _drop_none(self.desk_pauses)
+        _drop_none(self.policy_versions)
+        _drop_none(self.allowlist)
+        _drop_none(self.policy_usage)
 
 
 def _drop_none(table: MutableMapping[Any, Any]) -> None:
@@ -132,6 +161,11 @@ _TABLES = (
     "webhook_attempts",
     "settlements",
     "desk_pauses",
+    "policy_versions",
+    "allowlist",
+    "policy_usage",
+    "approvals",
+    "operators",
 )
 
 
@@ -177,6 +211,7 @@ class _Unit(UnitOfWork):
         self.prices: PriceRecords = _Prices(self)
         self.settlements: SettlementStore = _Settlements(self)
         self.desk_pauses: DeskPauseStore = _DeskPauses(self)
+        self.policies: PolicyStore = _Policies(self)
 
     def check_writable(self) -> _Tables:
         if not self.writable:
@@ -591,6 +626,228 @@ class _DeskPauses(DeskPauseStore):
         return sorted(found, key=lambda p: p.asset_id)
 
 
+class _Policies(PolicyStore):
+    def __init__(self, unit: _Unit) -> None:
+        self._unit = unit
+
+    # -- policies ------------------------------------------------------------------------
+    async def add_version(
+        self,
+        client_id: str,
+        policy: Policy,
+        *,
+        set_at: datetime,
+        effective_at: datetime,
+        set_by: str,
+        entry: AuditEntry | None = None,
+    ) -> PolicyVersion:
+        tables = self._unit.check_writable()
+        number = max((v.version for v in await self.versions(client_id)), default=0) + 1
+        version = PolicyVersion(client_id, number, policy, set_at, effective_at, set_by)
+        tables.policy_versions[(client_id, number)] = version
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return version
+
+    async def versions(self, client_id: str) -> list[PolicyVersion]:
+        found = [
+            v
+            for v in self._unit.tables.policy_versions.values()
+            if v is not None and v.client_id == client_id
+        ]
+        return sorted(found, key=lambda v: v.version)
+
+    async def cancel_version(
+        self, client_id: str, version: int, now: datetime, *, entry: AuditEntry | None = None
+    ) -> bool:
+        tables = self._unit.check_writable()
+        stored = tables.policy_versions.get((client_id, version))
+        if stored is None or stored.effective_at <= now:
+            return False
+        tables.policy_versions[(client_id, version)] = None  # a tombstone
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    # -- the allowlist -------------------------------------------------------------------
+    async def allow(self, item: AllowlistEntry, *, entry: AuditEntry | None = None) -> bool:
+        tables = self._unit.check_writable()
+        key = (item.client_id, item.chain.value, item.address, item.asset_id)
+        if tables.allowlist.get(key) is not None:
+            return False
+        tables.allowlist[key] = item
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def disallow(
+        self,
+        client_id: str,
+        chain: Chain,
+        address: str,
+        asset_id: int | None,
+        *,
+        entry: AuditEntry | None = None,
+    ) -> bool:
+        tables = self._unit.check_writable()
+        key = (client_id, Chain(chain).value, address, asset_id)
+        if tables.allowlist.get(key) is None:
+            return False
+        tables.allowlist[key] = None  # a tombstone
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def allowlist(self, client_id: str, chain: Chain | None = None) -> list[AllowlistEntry]:
+        found = [
+            e
+            for e in self._unit.tables.allowlist.values()
+            if e is not None and e.client_id == client_id and (chain is None or e.chain == chain)
+        ]
+        return sorted(found, key=_allowlist_order)
+
+    # -- decisions and velocity ----------------------------------------------------------
+    async def lock(self, client_id: str) -> None:
+        self._unit.check_writable()  # write units are one at a time here
+
+    async def count(self, usage: Usage) -> None:
+        if not isinstance(usage.amount_units, int) or not isinstance(usage.at, datetime):
+            raise TypeError("a count needs its amount in units and its time")
+        self._unit.check_writable().policy_usage[(usage.client_id, usage.request_id)] = usage
+
+    async def uncount(self, client_id: str, request_id: str) -> bool:
+        usage = self._unit.check_writable().policy_usage
+        if usage.get((client_id, request_id)) is None:
+            return False
+        usage[(client_id, request_id)] = None  # a tombstone
+        return True
+
+    async def used(
+        self,
+        client_id: str,
+        since: datetime,
+        *,
+        wallet: WalletKind | None = None,
+        user_id: str | None = None,
+    ) -> list[Usage]:
+        found = [
+            u
+            for u in self._unit.tables.policy_usage.values()
+            if u is not None
+            and u.client_id == client_id
+            and u.at >= since
+            and (wallet is None or u.wallet is wallet)
+            and (user_id is None or u.user_id == user_id)
+        ]
+        return sorted(found, key=lambda u: (u.at, u.request_id))
+
+    async def prune_usage(self, before: datetime, limit: int) -> int:
+        usage = self._unit.check_writable().policy_usage
+        old = [(u.at, key) for key, u in usage.items() if u is not None and u.at < before]
+        old.sort()
+        gone = old[: max(limit, 0)]
+        for _, key in gone:
+            usage[key] = None
+        return len(gone)
+
+    # -- approvals -----------------------------------------------------------------------
+    async def add_approval(self, approval: Approval, *, entry: AuditEntry | None = None) -> bool:
+        tables = self._unit.check_writable()
+        if approval.id in tables.approvals or (
+            await self.approval(approval.client_id, approval.request_id) is not None
+        ):
+            return False
+        tables.approvals[approval.id] = approval
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def approval(self, client_id: str, request_id: str) -> Approval | None:
+        for approval in self._unit.tables.approvals.values():
+            if (approval.client_id, approval.request_id) == (client_id, request_id):
+                return approval
+        return None
+
+    async def approval_by_id(self, approval_id: str) -> Approval | None:
+        return self._unit.tables.approvals.get(approval_id)
+
+    async def approvals(
+        self,
+        *,
+        client_id: str | None = None,
+        statuses: frozenset[ApprovalStatus] | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        found = [
+            a
+            for a in self._unit.tables.approvals.values()
+            if (client_id is None or a.client_id == client_id)
+            and (statuses is None or a.status in statuses)
+        ]
+        found.sort(key=lambda a: (a.created_at, a.id), reverse=True)
+        return found[: max(limit, 0)]
+
+    async def move_approval(
+        self, current: Approval, new: Approval, *, entry: AuditEntry | None = None
+    ) -> bool:
+        if (new.id, new.client_id, new.request_id) != (
+            current.id,
+            current.client_id,
+            current.request_id,
+        ):
+            raise ValueError("an approval moves within its own transfer")
+        tables = self._unit.check_writable()
+        stored = tables.approvals.get(current.id)
+        if stored is None or (stored.status, stored.approvers) != (
+            current.status,
+            current.approvers,
+        ):
+            return False
+        tables.approvals[current.id] = replace(
+            stored,
+            status=new.status,
+            approvers=tuple(new.approvers),
+            decided_at=new.decided_at,
+            reason=new.reason,
+        )
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    # -- operators -----------------------------------------------------------------------
+    async def add_operator(self, operator: Operator, *, entry: AuditEntry | None = None) -> bool:
+        operators = self._unit.check_writable().operators
+        if operator.name in operators:
+            return False
+        operators[operator.name] = operator
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+    async def operator(self, name: str) -> Operator | None:
+        return self._unit.tables.operators.get(name)
+
+    async def operators(self) -> list[Operator]:
+        return sorted(self._unit.tables.operators.values(), key=lambda o: o.name)
+
+    async def disable_operator(
+        self, name: str, at: datetime, *, entry: AuditEntry | None = None
+    ) -> bool:
+        operators = self._unit.check_writable().operators
+        stored = operators.get(name)
+        if stored is None or not stored.active:
+            return False
+        operators[name] = replace(stored, disabled_at=at)
+        if entry is not None:
+            await self._unit.audit.append(entry)
+        return True
+
+
+def _allowlist_order(entry: AllowlistEntry) -> tuple[str, str, bool, int]:
+    """By chain, address, asset (the chain's every asset first): as the SQL store sorts."""
+    return (entry.chain.value, entry.address, entry.asset_id is not None, entry.asset_id or 0)
+
+
 class _Audit(AuditStore):
     def __init__(self, unit: _Unit) -> None:
         self._unit = unit
@@ -933,6 +1190,14 @@ READS = frozenset(
         "due",
         "listing",
         "of_client",
+        "versions",
+        "allowlist",
+        "used",
+        "approval",
+        "approval_by_id",
+        "approvals",
+        "operator",
+        "operators",
     }
 )
 
@@ -993,6 +1258,10 @@ class autocommit:
     @property
     def desk_pauses(self) -> Any:
         return _Calls(self._storage, "desk_pauses")
+
+    @property
+    def policies(self) -> Any:
+        return _Calls(self._storage, "policies")
 
 
 class _Calls:

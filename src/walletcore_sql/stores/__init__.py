@@ -2,8 +2,8 @@
 
 - `unit`: `SqlUnit` (the stores of one unit, its deferred inserts) and `LazyWriter`;
 - `clients`, `wallets`, `trades`, `sends`, `audit`, `deposits`, `events`, `prices`,
-  `webhooks`, `settlements`: one store each, with its statements (built once, at import, with named
-  binds) and its dialect's upserts;
+  `webhooks`, `settlements`, `desk` (the desk's pauses), `policies`: one store each, with
+  its statements (built once, at import, with named binds) and its dialect's upserts;
 - `statements`: what they share (the named binds, the deferred inserts and the one
   statement several of them make, the upserts built once per dialect).
 """

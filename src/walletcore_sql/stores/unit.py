@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Table
 
+from walletcore.ports.policies import PolicyStore
 from walletcore.ports.prices import PriceRecords
 from walletcore.ports.storage import (
     AuditStore,
@@ -34,6 +35,7 @@ from walletcore_sql.stores.clients import SqlClients
 from walletcore_sql.stores.deposits import SqlDeposits
 from walletcore_sql.stores.desk import SqlDeskPauses
 from walletcore_sql.stores.events import SqlEvents
+from walletcore_sql.stores.policies import SqlPolicies
 from walletcore_sql.stores.prices import SqlPrices
 from walletcore_sql.stores.sends import SqlSends
 from walletcore_sql.stores.settlements import SqlSettlements
@@ -80,6 +82,7 @@ class SqlUnit(UnitOfWork):
         self.desk_pauses: DeskPauseStore = SqlDeskPauses(self)
         self.webhooks: WebhookStore = SqlWebhooks(self)
         self.prices: PriceRecords = SqlPrices(self)
+        self.policies: PolicyStore = SqlPolicies(self)
 
     def writer(self) -> Any:
         """The connection, for a write; `RuntimeError` in a read unit."""

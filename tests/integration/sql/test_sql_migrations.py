@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from walletcore.domain.assets import Chain
 from walletcore.domain.clients import AuthFailures, User
 from walletcore.domain.deposits import Watched
+from walletcore.domain.policies import Policy
 from walletcore.domain.sends import Spend
 from walletcore.domain.settlement import Settlement, SettlementStatus
 from walletcore.domain.trade import Side
@@ -49,8 +50,13 @@ TABLES = {
     "webhook_attempts",
     "settlements",
     "desk_pauses",
+    "policy_versions",
+    "allowlist",
+    "policy_usage",
+    "transfer_approvals",
+    "operators",
 }
-HEAD = "0010"
+HEAD = "0011"
 
 
 async def _sync(db: Db, work):  # type: ignore[no-untyped-def]
@@ -384,6 +390,60 @@ async def test_a_0009_database_keeps_its_sends_without_a_spend_and_holds_nothing
         )
         with pytest.raises(IntegrityError):
             await _sync(database, lambda c, statement=statement: c.execute(statement))
+
+
+async def test_a_0010_database_gets_empty_policy_tables_and_one_destination_per_key(
+    database: Db,
+) -> None:
+    """0011 adds the withdrawal policies' tables, empty (a client without a policy is not
+    guarded); the allowlist keeps one destination per (client, chain, address, asset),
+    one of any asset (a NULL asset) included, on both databases."""
+    await migrate.upgrade_async(database.url, schema=database.schema, revision="0010")
+    await _sync(
+        database,
+        lambda c: c.execute(
+            text(
+                "INSERT INTO api_clients (client_id, name, key_hash, enabled_assets, "
+                "fee_payer, asset_fee_payers, disabled, key_generation) "
+                "VALUES ('c1', 'n', 'h', '[]', 'USER', '{}', false, 1)"
+            )
+        ),
+    )
+    assert await migrate.upgrade_async(database.url, schema=database.schema) == HEAD
+    storage = SqlStorage(database.url, migrate=False, schema=database.schema)
+    try:
+        db = autocommit(storage)
+        assert await db.policies.versions("c1") == []
+        assert await db.policies.allowlist("c1") == []
+        assert await db.policies.approvals() == []
+        assert await db.policies.operators() == []
+        at = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
+        version = await db.policies.add_version(
+            "c1", Policy(), set_at=at, effective_at=at, set_by="cli"
+        )
+        assert version.version == 1
+    finally:
+        await storage.aclose()
+    row = (
+        "INSERT INTO allowlist (client_id, chain, address, asset_id, label, added_at, "
+        "usable_at, added_by) VALUES ('c1', 'ETHEREUM', '0xab', {asset}, 'l', "
+        "CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 'cli')"
+    )
+    for asset in ("NULL", "2"):
+        statement = text(row.format(asset=asset))
+        await _sync(database, lambda c, statement=statement: c.execute(statement))
+        with pytest.raises(IntegrityError):
+            await _sync(database, lambda c, statement=statement: c.execute(statement))
+    # an approval's status is one of the domain's
+    approval = text(
+        "INSERT INTO transfer_approvals (id, client_id, request_id, rule, required, "
+        "initiated_by, wallet, origin, chain, asset_id, symbol, decimals, amount_units, "
+        "recipient, destination, created_at, expires_at, status, approvers) VALUES ('a1', "
+        "'c1', 'r1', 'big', 1, 'cli', 'user', 'send', 'ETHEREUM', 2, 'ETH', 18, '1', '0xab', "
+        "'other', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 'lost', '[]')"
+    )
+    with pytest.raises(IntegrityError):
+        await _sync(database, lambda c: c.execute(approval))
 
 
 async def test_check_schema_refuses_an_unmigrated_database(database: Db) -> None:

@@ -43,6 +43,7 @@ from walletcore.testing.contracts.auth_failures import AuthFailureStorageContrac
 from walletcore.testing.contracts.deposits import DepositEventStorageContract
 from walletcore.testing.contracts.desk import DeskPauseStorageContract
 from walletcore.testing.contracts.jobs import JobStorageContract
+from walletcore.testing.contracts.policies import PolicyStorageContract
 from walletcore.testing.contracts.settlements import SettlementStorageContract
 from walletcore.testing.contracts.webhooks import WebhookStorageContract
 from walletcore.testing.storage import autocommit
@@ -110,6 +111,7 @@ class StorageContract(
     WebhookStorageContract,
     SettlementStorageContract,
     DeskPauseStorageContract,
+    PolicyStorageContract,
 ):
     """The contract; a subclass brings the `storage` fixture: an empty, ready Storage."""
 
