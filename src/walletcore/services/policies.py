@@ -170,9 +170,9 @@ class Policies:
             )
             current = in_force(await unit.policies.versions(client_id), now)
             decision = await _evaluate(unit, current, transfer, client_id, request_id, now, prices)
-            approval = None
+            approval, created = None, False
             if decision.action is Action.REQUIRE_APPROVAL:
-                decision, approval = await self._held(
+                decision, approval, created = await self._held(
                     unit, client_id, request_id, transfer, decision, initiated_by, now
                 )
             if decision.action is Action.DENY:
@@ -186,7 +186,7 @@ class Policies:
                 target=decision.rule,
                 detail=f"{decision.action}: {decision.reason}",
                 at=now,
-                event=_held_event(approval, request_id) if _new_hold(approval, now) else None,
+                event=_held_event(approval, request_id) if created else None,
             )
             await unit.audit.append(entry)
         note.carried(entry)
@@ -236,8 +236,9 @@ class Policies:
         decision: Decision,
         initiated_by: str,
         now: datetime,
-    ) -> tuple[Decision, Approval]:
-        """A transfer a `require_approval` rule matched: its approval, new or standing."""
+    ) -> tuple[Decision, Approval, bool]:
+        """A transfer a `require_approval` rule matched: its approval, new (True: the hold
+        is published once, whenever its request is retried) or standing."""
         approval = await unit.policies.approval(client_id, request_id)
         if approval is None:
             current = in_force(await unit.policies.versions(client_id), now)
@@ -255,7 +256,7 @@ class Policies:
             )
             if not await unit.policies.add_approval(approval):
                 raise InvalidRequest("The transfer's approval is being created by another request")
-            return decision, approval
+            return decision, approval, True
         status = approval.effective_status(now)
         if status is ApprovalStatus.EXPIRED and approval.status is ApprovalStatus.PENDING:
             expired = approval.expired(now)
@@ -281,6 +282,7 @@ class Policies:
                     version=decision.version,
                 ),
                 approval,
+                False,
             )
         if status in (ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED):
             why = approval.reason or str(status)
@@ -292,8 +294,9 @@ class Policies:
                     version=decision.version,
                 ),
                 approval,
+                False,
             )
-        return decision, approval  # still pending (or approved by fewer than now needed)
+        return decision, approval, False  # still pending (or approved by fewer than now needed)
 
     async def _transfer(
         self,
@@ -645,7 +648,10 @@ async def _conditions(
         )
         total = value
         for usage in counted:
-            if usage.request_id == request_id or not _counted_by(rule, usage):
+            # rolling: a transfer made exactly `windowSeconds` ago has left the window
+            if usage.at <= since or usage.request_id == request_id:
+                continue
+            if not _counted_by(rule, usage):
                 continue
             total += prices.value(velocity, usage.asset_id, usage.amount_units, rule.name) or 0
         if total <= velocity.amount:
@@ -686,10 +692,6 @@ def _usage(client_id: str, request_id: str, transfer: Transfer, now: datetime) -
         transfer.amount_units,
         now,
     )
-
-
-def _new_hold(approval: Approval | None, now: datetime) -> bool:
-    return approval is not None and approval.created_at == now
 
 
 def _transfer_data(approval: Approval) -> dict[str, Any]:

@@ -283,6 +283,7 @@ async def test_a_velocity_limit_per_client_in_fiat_counts_every_asset_and_user(
         )
     )
     other = await desk.user()
+    desk.fund(desk.address(other, ETH), ETH, "1")  # its token sends' fees
     desk.fund(desk.address(other, USDT), USDT, "100")
     await guarded.send("60", USDT)
     error = await refused(desk.send(other, USDT, "45", request_id="other-1"))
