@@ -131,9 +131,9 @@ class Wallets:
         return [e for e in reversed(entries) if e.action == action]
 
     def held(self) -> Approval:
-        """The stored approval of the last send."""
+        """The stored approval of the last send (as it stands now)."""
         assert self.last is not None, "nothing was sent"
-        listed = self.run(self.policies.approvals(client_id=self.client_id))
+        listed: list[Approval] = self.run(self.policies.approvals(client_id=self.client_id))
         found = [a for a in listed if a.request_id == self.last[1]]
         assert len(found) == 1, "the last transfer was not held for approval"
         return found[0]
@@ -178,7 +178,9 @@ def seconds_of(text: str) -> int:
 # -- the policy in words ----------------------------------------------------------------
 _WALLETS = {"from a user's wallet": "user", "from the platform wallet": "platform"}
 _AMOUNT = r"(?P<amount>\d+(?:\.\d+)?) (?P<unit>[A-Z]+)"
-_DURATION = r"(?P<window>\d+ (?:second|minute|hour|day)s?(?: and \d+ (?:second|minute|hour|day)s?)*)"
+_DURATION = (
+    r"(?P<window>\d+ (?:second|minute|hour|day)s?(?: and \d+ (?:second|minute|hour|day)s?)*)"
+)
 _CONDITIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"of (?P<assets>[A-Z]+(?: and [A-Z]+)*)"), "assets"),
     (
@@ -188,7 +190,9 @@ _CONDITIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"to an allowlisted address"), "allowlisted"),
     (re.compile(rf"over {_AMOUNT}"), "over"),
     (
-        re.compile(rf"taking (?P<per>the user's|the api client's) total over {_AMOUNT} in {_DURATION}"),
+        re.compile(
+            rf"taking (?P<per>the user's|the api client's) total over {_AMOUNT} in {_DURATION}"
+        ),
         "velocity",
     ),
 ]
@@ -321,9 +325,7 @@ def operators(wallets: Wallets, names: str) -> None:
 
 
 @given(
-    parsers.parse(
-        'the operator allowlisted {whom} as "{label}", and its cooling-off has passed'
-    )
+    parsers.parse('the operator allowlisted {whom} as "{label}", and its cooling-off has passed')
 )
 def allowlisted(wallets: Wallets, whom: str, label: str) -> None:
     wallets.enact()
@@ -498,7 +500,11 @@ def sent(wallets: Wallets) -> None:
     assert body["amount"] in (units(amount, asset), units(amount, asset) - body["fee"]), body
 
 
-@then(parsers.re(r'the transfer is refused by the rule "(?P<rule>[^"]+)"(?:, because "(?P<why>[^"]+)")?$'))
+@then(
+    parsers.re(
+        r'the transfer is refused by the rule "(?P<rule>[^"]+)"(?:, because "(?P<why>[^"]+)")?$'
+    )
+)
 def refused(wallets: Wallets, rule: str, why: str | None) -> None:
     assert wallets.error is not None, f"expected a refusal, got {wallets.answer!r}"
     assert wallets.error.status == 403, wallets.error
@@ -569,7 +575,9 @@ def waits(wallets: Wallets, required: int, rule: str, count: int) -> None:
 def initiated_by_client(wallets: Wallets) -> None:
     initiator = wallets.held().initiated_by
     assert initiator == f"client:{wallets.client_id}"
-    assert initiator not in wallets.run(wallets.policies.operators())
+    operators = wallets.run(wallets.policies.operators())
+    assert {o.name for o in operators} == set(wallets.operators)
+    assert initiator not in wallets.operators
 
 
 @then(parsers.re(r"the transfer has (?P<count>\d+) approvals? of (?P<required>\d+)$"))
@@ -617,7 +625,9 @@ def refused_send_audited(wallets: Wallets, rule: str) -> None:
     assert refusals[0].detail.startswith(f"Transfer refused by withdrawal policy rule {rule}:")
 
 
-@then(parsers.parse("the api client's policy shows the change pending, in force {duration} from now"))
+@then(
+    parsers.parse("the api client's policy shows the change pending, in force {duration} from now")
+)
 def change_pending(wallets: Wallets, duration: str) -> None:
     overview = wallets.run(wallets.policies.overview(wallets.client_id))
     assert overview.in_force is not None and overview.in_force.version == 1
