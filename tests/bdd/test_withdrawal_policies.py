@@ -183,10 +183,6 @@ _DURATION = (
 )
 _CONDITIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"of (?P<assets>[A-Z]+(?: and [A-Z]+)*)"), "assets"),
-    (
-        re.compile(r"to an allowlisted address or a wallet of the api client"),
-        "allowlisted-or-own",
-    ),
     (re.compile(r"to an allowlisted address"), "allowlisted"),
     (re.compile(rf"over {_AMOUNT}"), "over"),
     (
@@ -225,8 +221,6 @@ def rule_of(name: str, transfers: str, decision: str) -> dict[str, Any]:
                 rule["assetIds"] = [ASSETS[s].id for s in found["assets"].split(" and ")]
             elif kind == "allowlisted":
                 rule["destinations"] = ["allowlisted"]
-            elif kind == "allowlisted-or-own":
-                rule["destinations"] = ["allowlisted", "own"]
             elif kind == "over":
                 rule["over"] = measure(found["amount"], found["unit"])
             else:
