@@ -581,6 +581,13 @@ class _Prices:
         self._table = table
         self._catalog = catalog
 
+    def name(self, measure: Measure) -> str | None:
+        """How a message names the measure's asset: `ETH on ETHEREUM`."""
+        if measure.asset_id is None:
+            return None
+        asset = self._catalog.asset_by_id(measure.asset_id)
+        return f"{asset.symbol} on {asset.chain}"
+
     def value(self, measure: Measure, asset_id: int, units: int, rule: str) -> Decimal | None:
         """`units` of `asset_id` in the measure's unit; None when the measure is in
         another asset (the rule does not apply to it)."""
@@ -635,7 +642,7 @@ async def _conditions(
         value = prices.value(rule.over, transfer.asset_id, transfer.amount_units, rule.name)
         if value is None or value <= rule.over.amount:
             return None
-        reasons.append(f"the transfer is over {rule.over.describe()}")
+        reasons.append(f"the transfer is over {rule.over.describe(prices.name(rule.over))}")
     if rule.velocity is not None:
         velocity = rule.velocity
         value = prices.value(velocity, transfer.asset_id, transfer.amount_units, rule.name)
@@ -657,7 +664,7 @@ async def _conditions(
             total += prices.value(velocity, usage.asset_id, usage.amount_units, rule.name) or 0
         if total <= velocity.amount:
             return None
-        reasons.append(f"it would take the total over {velocity.describe()}")
+        reasons.append(f"it would take the total over {velocity.describe(prices.name(velocity))}")
     if not reasons:
         reasons.append(f"the rule {_WHAT[rule.action]} such transfers")
     return "; ".join(reasons)
