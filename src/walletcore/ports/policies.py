@@ -2,7 +2,7 @@
 approvals and the operators who give them (walletcore.domain.policies). On every unit of
 work as `unit.policies`.
 
-Rules every adapter keeps (`walletcore.testing.contracts.PolicyContract` checks them):
+Rules every adapter keeps (`walletcore.testing.contracts.PolicyStorageContract` checks them):
 - `lock` makes the rest of the write unit the only policy decision of that api client
   until the unit ends: PostgreSQL takes a transaction-scoped advisory lock on the client;
   where write units are serial already (SQLite's `BEGIN IMMEDIATE`, memory) nothing. A

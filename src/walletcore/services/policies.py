@@ -85,6 +85,8 @@ from walletcore.services.events import parse_limit
 
 log = logging.getLogger("walletcore.policies")
 
+#: The smallest step of a stored time: what separates "in the window" from "left it".
+_TICK = timedelta(microseconds=1)
 #: Counts older than the longest window a policy may name are pruned.
 USAGE_KEPT = timedelta(days=367)
 
@@ -174,9 +176,9 @@ class Policies:
             )
             current = in_force(await unit.policies.versions(client_id), now)
             decision = await _evaluate(unit, current, transfer, client_id, request_id, now, prices)
-            approval = None
+            approval, created = None, False
             if decision.action is Action.REQUIRE_APPROVAL:
-                decision, approval = await self._held(
+                decision, approval, created = await self._held(
                     unit, client_id, request_id, transfer, decision, initiated_by, now
                 )
             if decision.action is Action.DENY:
@@ -190,7 +192,7 @@ class Policies:
                 target=decision.rule,
                 detail=f"{decision.action}: {decision.reason}",
                 at=now,
-                event=_held_event(approval, request_id) if _new_hold(approval, now) else None,
+                event=_held_event(approval) if created else None,
             )
             await unit.audit.append(entry)
         note.carried(entry)
@@ -240,8 +242,9 @@ class Policies:
         decision: Decision,
         initiated_by: str,
         now: datetime,
-    ) -> tuple[Decision, Approval]:
-        """A transfer a `require_approval` rule matched: its approval, new or standing."""
+    ) -> tuple[Decision, Approval, bool]:
+        """A transfer a `require_approval` rule matched: the decision its approval makes,
+        the approval, and whether this decision created it."""
         approval = await unit.policies.approval(client_id, request_id)
         if approval is None:
             current = in_force(await unit.policies.versions(client_id), now)
@@ -259,7 +262,7 @@ class Policies:
             )
             if not await unit.policies.add_approval(approval):
                 raise InvalidRequest("The transfer's approval is being created by another request")
-            return decision, approval
+            return decision, approval, True
         status = approval.effective_status(now)
         if status is ApprovalStatus.EXPIRED and approval.status is ApprovalStatus.PENDING:
             expired = approval.expired(now)
@@ -285,6 +288,7 @@ class Policies:
                     version=decision.version,
                 ),
                 approval,
+                False,
             )
         if status in (ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED):
             why = approval.reason or str(status)
@@ -296,8 +300,9 @@ class Policies:
                     version=decision.version,
                 ),
                 approval,
+                False,
             )
-        return decision, approval  # still pending (or approved by fewer than now needed)
+        return decision, approval, False  # still pending (or approved by fewer than now needed)
 
     async def _transfer(
         self,
@@ -606,6 +611,13 @@ class _Prices:
         self._table = table
         self._catalog = catalog
 
+    def name(self, measure: Measure) -> str | None:
+        """How a message names the measure's asset: `ETH on ETHEREUM`."""
+        if measure.asset_id is None:
+            return None
+        asset = self._catalog.asset_by_id(measure.asset_id)
+        return f"{asset.symbol} on {asset.chain}"
+
     def value(self, measure: Measure, asset_id: int, units: int, rule: str) -> Decimal | None:
         """`units` of `asset_id` in the measure's unit; None when the measure is in
         another asset (the rule does not apply to it)."""
@@ -660,13 +672,15 @@ async def _conditions(
         value = prices.value(rule.over, transfer.asset_id, transfer.amount_units, rule.name)
         if value is None or value <= rule.over.amount:
             return None
-        reasons.append(f"the transfer is over {rule.over.describe()}")
+        reasons.append(f"the transfer is over {rule.over.describe(prices.name(rule.over))}")
     if rule.velocity is not None:
         velocity = rule.velocity
         value = prices.value(velocity, transfer.asset_id, transfer.amount_units, rule.name)
         if value is None:
             return None
-        since = now - timedelta(seconds=velocity.window_seconds)
+        # the window is (now - window, now]: a transfer made exactly `windowSeconds` ago
+        # has left it (`used` reads from `since` on)
+        since = now - timedelta(seconds=velocity.window_seconds) + _TICK
         counted = await unit.policies.used(
             client_id,
             since,
@@ -680,7 +694,7 @@ async def _conditions(
             total += prices.value(velocity, usage.asset_id, usage.amount_units, rule.name) or 0
         if total <= velocity.amount:
             return None
-        reasons.append(f"it would take the total over {velocity.describe()}")
+        reasons.append(f"it would take the total over {velocity.describe(prices.name(velocity))}")
     if not reasons:
         reasons.append(f"the rule {_WHAT[rule.action]} such transfers")
     return "; ".join(reasons)
@@ -719,10 +733,6 @@ def _usage(client_id: str, request_id: str, transfer: Transfer, now: datetime) -
     )
 
 
-def _new_hold(approval: Approval | None, now: datetime) -> bool:
-    return approval is not None and approval.created_at == now
-
-
 def _transfer_data(approval: Approval) -> dict[str, Any]:
     transfer = approval.transfer
     return {
@@ -738,7 +748,7 @@ def _transfer_data(approval: Approval) -> dict[str, Any]:
     }
 
 
-def _held_event(approval: Approval | None, request_id: str) -> EventNote | None:
+def _held_event(approval: Approval | None) -> EventNote | None:
     if approval is None:
         return None
     return EventNote(EventType.SEND_AWAITING_APPROVAL, _transfer_data(approval))

@@ -212,8 +212,8 @@ async def test_a_per_transfer_limit_in_the_asset(guarded: Guarded) -> None:
     assert isinstance(await guarded.send("0.2"), SendReceipt)  # at the limit: allowed
     error = await refused(guarded.send("0.21"))
     assert error.message == (
-        "Transfer refused by withdrawal policy rule max-0.2-eth: the transfer is over 0.2 of "
-        "asset 2"
+        "Transfer refused by withdrawal policy rule max-0.2-eth: the transfer is over 0.2 ETH "
+        "on ETHEREUM"
     )
     # a limit in ETH says nothing of USDT
     assert isinstance(await guarded.send("50", USDT), SendReceipt)
@@ -257,7 +257,7 @@ async def test_a_rolling_velocity_limit_per_user(guarded: Guarded) -> None:
     error = await refused(guarded.send("0.01"))
     assert error.message == (
         "Transfer refused by withdrawal policy rule 0.3-eth-an-hour: it would take the total "
-        "over 0.3 of asset 2 per user in 3600 s"
+        "over 0.3 ETH on ETHEREUM per user in 3600 s"
     )
     # another user has a window of their own
     other = await desk.user()
@@ -284,6 +284,7 @@ async def test_a_velocity_limit_per_client_in_fiat_counts_every_asset_and_user(
     )
     other = await desk.user()
     desk.fund(desk.address(other, USDT), USDT, "100")
+    desk.fund(desk.address(other, ETH), ETH, "0.1")  # the network fee of a token send
     await guarded.send("60", USDT)
     error = await refused(desk.send(other, USDT, "45", request_id="other-1"))
     assert "over 100 USD per client in 86400 s" in error.message

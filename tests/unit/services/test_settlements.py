@@ -887,4 +887,5 @@ async def test_a_collection_the_policy_refuses_keeps_the_sell_waiting(market: Ma
     assert settlement.status is S.AWAITING_PASSWORD
     assert settlement.reason is not None and "no-collections" in settlement.reason
     assert market.eth.prepared == []
-    assert await market.held() == units(ETH, "0.5")  # still reserved for the collection
+    # still reserved for the collection, with its network fee
+    assert await market.held() == units(ETH, "0.5") + fee()
