@@ -240,7 +240,7 @@ def test_the_dry_run_names_the_rule_and_writes_nothing(
         "1.5",
     )
     assert (over["action"], over["rule"], over["version"]) == ("deny", "max-eth", 1)
-    assert over["destination"] == "other" and "over 1 of asset 2" in over["reason"]
+    assert over["destination"] == "other" and "over 1 ETH on ETHEREUM" in over["reason"]
     under = cli(
         capsys,
         "policies",
