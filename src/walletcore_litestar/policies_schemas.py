@@ -52,7 +52,6 @@ class PolicyVersionView(Result):
             "it replaces",
         ),
     ]
-    setBy: Annotated[str, doc(description="who set it: an operator's name, or `cli`")]
     policy: Annotated[
         dict[str, Any],
         doc(description="the policy document as the operator set it (docs/policies.md)"),
@@ -89,7 +88,7 @@ class PolicyView(Result):
 
     @classmethod
     def of(cls, overview: Overview) -> PolicyView:
-        return msgspec.convert(overview_view(overview), cls)
+        return msgspec.convert(overview_view(overview, operators=False), cls)
 
 
 class PolicyEnvelope(Envelope):

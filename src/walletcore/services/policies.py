@@ -802,14 +802,17 @@ def approval_view(approval: Approval) -> dict[str, Any]:
     }
 
 
-def version_view(version: PolicyVersion) -> dict[str, Any]:
-    return {
+def version_view(version: PolicyVersion, *, operators: bool = True) -> dict[str, Any]:
+    """A version of a policy; who set it only in the operator's view (`operators`)."""
+    shown = {
         "version": version.version,
         "setAt": format_datetime(version.set_at),
         "effectiveAt": format_datetime(version.effective_at),
-        "setBy": version.set_by,
         "policy": version.policy.document(),
     }
+    if operators:
+        shown["setBy"] = version.set_by
+    return shown
 
 
 def allowlist_view(entry: AllowlistEntry) -> dict[str, Any]:
@@ -823,11 +826,13 @@ def allowlist_view(entry: AllowlistEntry) -> dict[str, Any]:
     }
 
 
-def overview_view(overview: Overview) -> dict[str, Any]:
-    """A client's policy as `/policy` and `walletcore policies show` answer it."""
+def overview_view(overview: Overview, *, operators: bool = True) -> dict[str, Any]:
+    """A client's policy as `walletcore policies show` answers it, and `/policy` without
+    the operators' names (`operators=False`)."""
+    current = overview.in_force
     return {
-        "inForce": None if overview.in_force is None else version_view(overview.in_force),
-        "pending": [version_view(v) for v in overview.pending],
+        "inForce": None if current is None else version_view(current, operators=operators),
+        "pending": [version_view(v, operators=operators) for v in overview.pending],
         "allowlist": [allowlist_view(e) for e in overview.allowlist],
     }
 

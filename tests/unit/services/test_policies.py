@@ -51,6 +51,15 @@ async def refused(call: Any) -> DomainError:
     return caught.value
 
 
+def held_message(held: HeldReceipt) -> str:
+    approval = held.approval
+    return (
+        f"The transfer waits for {approval.required} operator approval(s) under withdrawal "
+        f"policy rule {approval.rule} (approval {approval.id}); retry the same request to "
+        "send it once approved"
+    )
+
+
 class Guarded:
     """A desk whose client has a policy: helpers to set it and read back decisions."""
 
@@ -360,6 +369,8 @@ async def test_a_held_transfer_is_signed_after_its_approvals_and_once(guarded: G
     )
     assert (result["approvals"], result["required"]) == (0, 2)
     assert guarded.prepared() == 0 and desk.keystore.unseals == 0
+    (entry,) = await desk.audit("wallet.send")
+    assert (entry.outcome, entry.detail) == ("202", held_message(held))
     # a retry while it waits: the same approval, still nothing signed
     again = await guarded.send("0.6", request_id="big-1")
     assert isinstance(again, HeldReceipt) and again.approval.id == held.approval.id
