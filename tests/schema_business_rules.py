@@ -54,7 +54,7 @@ class BusinessRule:
 
 _SENDS = ("/send", "/platform/send")
 _RECIPIENTS = ("/fee", "/platform/fee", *_SENDS)
-_PAGED = ("/events", "/deposits", "/webhooks/deliveries")
+_PAGED = ("/events", "/deposits", "/webhooks/deliveries", "/approvals")
 BUSINESS_RULES = (
     BusinessRule(
         400,

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
+import json
+import os
 import sys
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from walletcore.container import Container, check_profile, create_container
@@ -20,10 +25,19 @@ from walletcore.domain.errors import (
     InvalidRequest,
 )
 from walletcore.domain.ids import is_id
-from walletcore.domain.money import format_balance
+from walletcore.domain.money import format_balance, parse_amount, to_base_units
+from walletcore.domain.policies import ApprovalStatus, Operator, Origin, WalletKind
 from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.ports import ChainGateway, Lifecycle
 from walletcore.services.desk import ClientDesk, DeskAccounts
+from walletcore.services.policies import (
+    Policies,
+    allowlist_view,
+    approval_view,
+    decision_view,
+    overview_view,
+    version_view,
+)
 from walletcore.services.wallet_access import platform_wallet
 from walletcore.settings import Settings
 
@@ -68,6 +82,12 @@ async def _command(args: argparse.Namespace, container: Container) -> Any:
         return await _webhooks(args, container)
     if args.command == "desk":
         return await _desk(args, container)
+    if args.command == "policies":
+        return await _policies(args, container)
+    if args.command == "operators":
+        return await _operators(args, container)
+    if args.command == "approvals":
+        return await _approvals(args, container)
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover
 
 
@@ -449,6 +469,159 @@ def _pause_view(pause: DeskPause) -> dict[str, Any]:
         "reason": pause.reason,
         "pausedAt": format_datetime(pause.paused_at),
     }
+
+
+#: Where an operator's key is read from (else a prompt on a terminal; never an argument).
+OPERATOR_KEY_VARIABLE = "WALLETCORE_OPERATOR_KEY"
+
+
+def _operator_key(name: str) -> str:
+    """The key of the operator acting: `WALLETCORE_OPERATOR_KEY`, else asked on the
+    terminal without echo. Never from argv (a shell history, a process list), never
+    printed or logged."""
+    key = os.environ.get(OPERATOR_KEY_VARIABLE, "")
+    if key:
+        return key
+    if not sys.stdin.isatty():
+        raise InvalidRequest(
+            f"The operator key of {name} is needed: set {OPERATOR_KEY_VARIABLE}, or run the "
+            "command on a terminal to be asked for it"
+        )
+    return getpass.getpass(f"Operator key of {name}: ")
+
+
+async def _operator(policies: Policies, name: str) -> Operator:
+    """The operator `name`, authenticated with their key (`OperatorRefused` otherwise)."""
+    return await policies.authenticate(name, _operator_key(name))
+
+
+async def _acting(policies: Policies, name: str | None) -> str:
+    """Who makes a policy change: the operator named (authenticated), else `cli`."""
+    return "cli" if name is None else (await _operator(policies, name)).name
+
+
+def _policy_document(path: str) -> Any:
+    """The JSON document of FILE (`-`: stdin); a 1 with the reason when it is none."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"Cannot read the policy document {path}: {exc}") from None
+    try:
+        # amounts as written (0.1 is 0.1, not the float nearest it)
+        return json.loads(text, parse_float=Decimal)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(
+            f"The policy document is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+
+
+def _chain(text: str, container: Container) -> Chain:
+    name = text.strip().upper()
+    chains = container.catalog().chains
+    if name not in {c.value for c in chains}:
+        raise InvalidRequest(f"Unknown chain {text!r}: one of {', '.join(c.value for c in chains)}")
+    return Chain(name)
+
+
+async def _policies(args: argparse.Namespace, container: Container) -> Any:
+    """`walletcore policies set|show|cancel|allow|disallow|evaluate` (docs/policies.md)."""
+    policies = container.policies()
+    client_id = args.client_id.strip().lower()
+    if not is_id(client_id):
+        raise ApiClientNotFound()
+    async with container.storage().read() as unit:
+        if await unit.clients.get(client_id) is None:
+            raise ApiClientNotFound()
+    if args.action == "show":
+        return overview_view(await policies.overview(client_id))
+    if args.action == "evaluate":
+        return await _evaluate(args, client_id, container)
+    by = await _acting(policies, args.operator)
+    if args.action == "set":
+        document = _policy_document(args.file)
+        version = await policies.set_policy(client_id, document, set_by=by)
+        return version_view(version)
+    if args.action == "cancel":
+        await policies.cancel_policy(client_id, args.version, by=by)
+        return {"clientId": client_id, "version": args.version, "cancelled": True}
+    chain = _chain(args.chain, container)
+    address = container.address_validator()(chain, args.address)
+    if args.action == "allow":
+        entry = await policies.allow_address(
+            client_id, chain, address, args.label, asset_id=args.asset, by=by
+        )
+        return allowlist_view(entry)
+    await policies.disallow_address(client_id, chain, address, asset_id=args.asset, by=by)
+    return {"chain": chain.value, "address": address, "assetId": args.asset, "removed": True}
+
+
+async def _evaluate(args: argparse.Namespace, client_id: str, container: Container) -> Any:
+    """`walletcore policies evaluate`: the decision, written nowhere."""
+    wallet = WalletKind(args.wallet)
+    if wallet is WalletKind.USER and args.user is None:
+        raise InvalidRequest("--user is required with --wallet user")
+    if wallet is WalletKind.PLATFORM and args.user is not None:
+        raise InvalidRequest("--user goes with --wallet user only")
+    default = Origin.SEND if wallet is WalletKind.USER else Origin.PLATFORM_SEND
+    asset = container.catalog().asset_by_id(args.asset)
+    amount = parse_amount(args.amount, asset.decimals, "--amount")
+    recipient = container.address_validator()(asset.chain, args.to)
+    decision, transfer = await container.policies().evaluate(
+        client_id,
+        wallet=wallet,
+        origin=default if args.origin is None else Origin(args.origin),
+        user_id=None if args.user is None else args.user.strip().lower(),
+        asset=asset,
+        amount_units=to_base_units(amount, asset.decimals),
+        recipient=recipient,
+    )
+    return decision_view(decision, transfer)
+
+
+async def _operators(args: argparse.Namespace, container: Container) -> Any:
+    """`walletcore operators add|list|disable` (docs/policies.md, "Operators")."""
+    policies = container.policies()
+    if args.action == "add":
+        operator, key = await policies.add_operator(args.name)
+        print(
+            "Hand the key to the operator now: it is shown once and kept only as SHA-256.",
+            file=sys.stderr,
+        )
+        return {**_operator_view(operator), "key": key}
+    if args.action == "disable":
+        await policies.disable_operator(args.name)
+        return {"name": args.name, "active": False}
+    return [_operator_view(o) for o in await policies.operators()]
+
+
+def _operator_view(operator: Operator) -> dict[str, Any]:
+    return {
+        "name": operator.name,
+        "active": operator.active,
+        "createdAt": format_datetime(operator.created_at),
+        "disabledAt": format_optional_datetime(operator.disabled_at),
+    }
+
+
+async def _approvals(args: argparse.Namespace, container: Container) -> Any:
+    """`walletcore approvals list|show|approve|reject` (docs/policies.md, "Approvals")."""
+    policies = container.policies()
+    if args.action == "list":
+        if not 1 <= args.limit <= 1000:
+            raise InvalidRequest("--limit is 1 to 1000")
+        found = await policies.approvals(
+            client_id=None if args.client is None else args.client.strip().lower(),
+            statuses=None if args.status is None else frozenset({ApprovalStatus(args.status)}),
+            limit=args.limit,
+        )
+        return [approval_view(a) for a in found]
+    if args.action == "show":
+        return approval_view(await policies.approval(args.approval_id.strip()))
+    operator = await _operator(policies, args.operator)
+    approval_id = args.approval_id.strip()
+    if args.action == "approve":
+        return approval_view(await policies.approve(approval_id, operator))
+    return approval_view(await policies.reject(approval_id, operator, args.reason.strip()))
 
 
 async def _close_gateways(gateways: Any) -> None:

@@ -63,6 +63,119 @@ def _client_id(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("client_id", metavar="ID", help="the api client's id (clients list)")
 
 
+def _operator_option(sub: argparse.ArgumentParser, *, required: bool = False) -> None:
+    sub.add_argument(
+        "--operator",
+        required=required,
+        default=None,
+        metavar="NAME",
+        help="the operator acting (their key: WALLETCORE_OPERATOR_KEY, else prompted on a "
+        "terminal; never an argument)"
+        + ("" if required else "; recorded as who made the change, else `cli`"),
+    )
+
+
+def _policy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`walletcore policies|operators|approvals ...` (docs/policies.md)."""
+    policies = _actions(
+        commands,
+        "policies",
+        "withdrawal policies of an api client: set, show, cancel, the allowlist, a dry run "
+        "(docs/policies.md)",
+    )
+    put = policies.add_parser(
+        "set",
+        help="set a new version of the client's policy (in force after the delay)",
+        description="set a new version of the client's policy from a JSON document; it is "
+        "in force after the delay of the policy it replaces (a client's first: at once)",
+    )
+    _client_id(put)
+    put.add_argument("file", metavar="FILE", help="the policy document (JSON); - for stdin")
+    _operator_option(put)
+    shown = policies.add_parser(
+        "show", help="the version in force, the pending versions and the allowlist"
+    )
+    _client_id(shown)
+    cancel = policies.add_parser("cancel", help="cancel a version not yet in force")
+    _client_id(cancel)
+    cancel.add_argument("version", type=int, metavar="VERSION", help="the version's number")
+    _operator_option(cancel)
+    allow = policies.add_parser(
+        "allow",
+        help="add a destination to the client's allowlist (usable after the cooling-off)",
+    )
+    disallow = policies.add_parser(
+        "disallow", help="remove a destination from the client's allowlist (at once)"
+    )
+    for sub in (allow, disallow):
+        _client_id(sub)
+        sub.add_argument("chain", metavar="CHAIN", help="BITCOIN, ETHEREUM, BSC, TRON, ...")
+        sub.add_argument("address", metavar="ADDRESS", help="the destination's address")
+        sub.add_argument(
+            "--asset", type=int, default=None, metavar="ID", help="one asset of the chain"
+        )
+        if sub is allow:
+            sub.add_argument("--label", required=True, help="what the destination is, 1-100 chars")
+        _operator_option(sub)
+    evaluate = policies.add_parser(
+        "evaluate",
+        help="dry run: the decision a transfer would get now (writes nothing)",
+        description="dry run: the decision the client's policy would give a transfer now; "
+        "writes nothing, exit status 0 whatever the decision",
+    )
+    _client_id(evaluate)
+    evaluate.add_argument(
+        "--wallet",
+        required=True,
+        choices=["user", "platform"],
+        help="the sending wallet: a user's, or the client's platform wallet",
+    )
+    evaluate.add_argument(
+        "--user", default=None, metavar="USER_ID", help="the sending user (with --wallet user)"
+    )
+    evaluate.add_argument("--asset", required=True, type=int, metavar="ID", help="the asset id")
+    evaluate.add_argument("--to", required=True, metavar="ADDRESS", help="the recipient")
+    evaluate.add_argument("--amount", required=True, help='a decimal string, e.g. "1.5"')
+    evaluate.add_argument(
+        "--origin",
+        default=None,
+        choices=["send", "platform_send", "delivery", "collection"],
+        help="what asks for it (default: send for a user, platform_send for the platform)",
+    )
+
+    operators = _actions(
+        commands, "operators", "the operators who approve held transfers (docs/policies.md)"
+    )
+    added = operators.add_parser("add", help="add an operator; their key is shown once")
+    added.add_argument("name", metavar="NAME", help="1-64 letters, digits, '.', '_', '-'")
+    operators.add_parser("list", help="the operators (never a key)")
+    disabled = operators.add_parser("disable", help="disable an operator at once")
+    disabled.add_argument("name", metavar="NAME", help="the operator's name")
+
+    approvals = _actions(
+        commands,
+        "approvals",
+        "transfers held for operators' approval: list, show, approve, reject (docs/policies.md)",
+    )
+    listing = approvals.add_parser("list", help="approvals, newest first")
+    listing.add_argument("--client", default=None, metavar="ID", help="one api client's")
+    listing.add_argument(
+        "--status",
+        default=None,
+        choices=["pending", "approved", "rejected", "expired"],
+        help="only those in this status",
+    )
+    listing.add_argument("--limit", type=int, default=100, help="at most this many (100)")
+    one = approvals.add_parser("show", help="one approval")
+    one.add_argument("approval_id", metavar="ID", help="the approval's id (apr_...)")
+    approve = approvals.add_parser("approve", help="approve a held transfer as an operator")
+    reject = approvals.add_parser("reject", help="reject a held transfer as an operator")
+    for sub in (approve, reject):
+        sub.add_argument("approval_id", metavar="ID", help="the approval's id (apr_...)")
+        _operator_option(sub, required=True)
+    reject.add_argument("--reason", default="", help="why (shown with the refusal)")
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="walletcore",
@@ -249,6 +362,8 @@ def parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--reason", default=None, help="why (shown on the waiting settlements)"
             )
+
+    _policy_commands(commands)
 
     db = _actions(commands, "db", "database schema (the SQL storage)")
     db.add_parser("upgrade", help="apply the migrations shipped with this version")

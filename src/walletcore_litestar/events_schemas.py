@@ -14,6 +14,7 @@ import msgspec
 from walletcore.domain.deposits import Deposit
 from walletcore.domain.events import Event, EventPage, EventType
 from walletcore.domain.money import format_balance
+from walletcore.domain.policies import ApprovalStatus
 from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore_litestar.wire import (
     Body,
@@ -104,6 +105,22 @@ DEPOSIT_DATA = _shape(
     {},
 )
 
+APPROVAL_DATA = _shape(
+    "ApprovalEventData",
+    {
+        "approvalId": _TEXT,
+        "requestId": _TEXT,
+        "assetId": _INT,
+        "amount": _DECIMAL,
+        "recipient": _TEXT,
+        "rule": _TEXT,
+        "required": _INT,
+        "approvals": _INT,
+        "status": {"type": "string", "enum": [s.value for s in ApprovalStatus]},
+    },
+    {},
+)
+
 
 class EventsRequest(Body):
     """`/events`: read on after `after` (none: from the oldest event kept)."""
@@ -129,7 +146,7 @@ class EventView(msgspec.Struct, gc=False):
     schema_extra: ClassVar[dict[str, Any]] = {
         "properties": {
             "type": {"type": "string", "enum": [t.value for t in EventType]},
-            "data": {"anyOf": [TRADE_DATA, SEND_DATA, DEPOSIT_DATA]},
+            "data": {"anyOf": [TRADE_DATA, SEND_DATA, DEPOSIT_DATA, APPROVAL_DATA]},
         }
     }
 

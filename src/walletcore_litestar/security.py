@@ -41,6 +41,16 @@ async def require_platform_caller(request: Request[Any, Any, Any]) -> None:
         raise UserHeaderNotAllowed()
 
 
+async def require_client_caller(request: Request[Any, Any, Any]) -> None:
+    """The api client's own endpoints (`/policy`, `/approvals`): as the platform ones, a
+    valid token and no `X-USER-ID` (a 400)."""
+    await require_token(request)
+    if _header(request, USER_HEADER.encode()) is not None:
+        raise UserHeaderNotAllowed(
+            "X-USER-ID is not accepted here: this endpoint is the api client's, not a user's"
+        )
+
+
 def _header(request: Request[Any, Any, Any], name: bytes) -> str | None:
     """The first value of a header, read from the raw scope (cheaper than `Headers`)."""
     for key, value in request.scope["headers"]:

@@ -23,6 +23,7 @@ from walletcore.services.auth import AuthService
 from walletcore.services.events import EventFeed
 from walletcore.services.health import HealthService
 from walletcore.services.market import MarketService
+from walletcore.services.policies import Policies
 from walletcore.services.sends import SendService
 from walletcore.services.trading import TradingService
 from walletcore.services.wallet_reads import WalletReads
@@ -162,6 +163,10 @@ class Services:
     @cached_property
     def webhooks(self) -> Webhooks:
         return self.container.webhooks()
+
+    @cached_property
+    def policies(self) -> Policies:
+        return self.container.policies()
 
     @cached_property
     def catalog(self) -> Catalog:

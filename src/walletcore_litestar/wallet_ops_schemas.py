@@ -20,6 +20,7 @@ from walletcore.domain.wallet import TxRow
 from walletcore.ports import FeeQuote
 from walletcore.services.send_plan import fee_text
 from walletcore.services.send_record import SendReceipt
+from walletcore.services.sends import HeldReceipt
 from walletcore.services.wallet_reads import MAX_TX_HASH_CHARS
 from walletcore.services.wallet_reads import WalletInfo as Info
 from walletcore_litestar.wire import (
@@ -210,6 +211,33 @@ class SendResult(Result):
         return cls(receipt.tx_hash, receipt.status, receipt.fee, receipt.fee_payer)
 
 
+class HeldResult(Result):
+    """A send a withdrawal policy holds for operators' approval (answered `202`): nothing
+    is signed; the same request (its X-Request-Id), sent again once approved, signs and
+    sends it once and answers `200` with its `txHash`."""
+
+    txHash: Annotated[None, doc(description="null: nothing is signed yet")]
+    status: Annotated[
+        str,
+        doc(
+            schema_extra={"enum": ["awaiting_approval"]},
+            description="`awaiting_approval`: retry the same request once approved",
+        ),
+    ]
+    approvalId: Annotated[str, doc(description="the approval the operators decide (apr_...)")]
+    rule: Annotated[str, doc(description="the withdrawal policy rule that holds the send")]
+    approvals: Annotated[
+        int, doc(schema_extra={"minimum": 0}, description="operators who approved it so far")
+    ]
+    required: Annotated[int, doc(ge=1, description="operators who must approve it")]
+    #: when it is refused unless approved
+    expiresAt: DateTime
+
+    @classmethod
+    def of(cls, receipt: HeldReceipt) -> HeldResult:
+        return msgspec.convert(receipt.as_result(), cls)
+
+
 class BalanceEnvelope(Envelope):
     result: DecimalString
 
@@ -232,3 +260,9 @@ class FeeEnvelope(Envelope):
 
 class SendEnvelope(Envelope):
     result: SendResult
+
+
+class HeldEnvelope(Envelope):
+    """`/send`'s `202`: the send waits for operators' approval."""
+
+    result: HeldResult

@@ -46,6 +46,7 @@ ALLOWED = frozenset(
         "walletcore/testing/keys.py",
         "walletcore/testing/contracts/storage.py",
         "walletcore/testing/contracts/deposits.py",
+        "walletcore/testing/contracts/policies.py",
     }
 )
 

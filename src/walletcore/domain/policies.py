@@ -110,8 +110,12 @@ class Measure(_Model):
             raise ValueError("give exactly one of assetId and fiat")
         return self
 
-    def describe(self) -> str:
-        unit = str(self.fiat) if self.fiat is not None else f"of asset {self.asset_id}"
+    def describe(self, asset_name: str | None = None) -> str:
+        """`0.2 ETH on ETHEREUM` (`asset_name`: how to name the measure's asset), `100 USD`."""
+        if self.fiat is not None:
+            unit = str(self.fiat)
+        else:
+            unit = asset_name or f"of asset {self.asset_id}"
         return f"{_plain(self.amount)} {unit}"
 
 
@@ -119,8 +123,8 @@ class Velocity(Measure):
     window_seconds: Annotated[int, Field(gt=0, le=MAX_SECONDS)] = Field(alias="windowSeconds")
     per: Literal["user", "client"] = "user"
 
-    def describe(self) -> str:
-        return f"{super().describe()} per {self.per} in {self.window_seconds} s"
+    def describe(self, asset_name: str | None = None) -> str:
+        return f"{super().describe(asset_name)} per {self.per} in {self.window_seconds} s"
 
 
 class Rule(_Model):

@@ -75,9 +75,13 @@ from walletcore.domain.policies import (
     in_force,
     pending,
 )
+from walletcore.domain.times import format_datetime, format_optional_datetime
 from walletcore.domain.wallet import WalletOwner
+from walletcore.domain.wire import JsonValue
 from walletcore.ports import Clock, PriceSource, Storage, UnitOfWork
 from walletcore.services.audit import AuditNote, Auditor
+from walletcore.services.context import Caller
+from walletcore.services.events import parse_limit
 
 log = logging.getLogger("walletcore.policies")
 
@@ -516,10 +520,36 @@ class Policies:
     ) -> list[Approval]:
         """Approvals as they stand now (a pending one past its time shows `expired`)."""
         now = self._clock.now()
+        stored = statuses
+        if stored is not None and ApprovalStatus.EXPIRED in stored:
+            stored = stored | {ApprovalStatus.PENDING}  # stored pending, past its time
         async with self._storage.read() as unit:
-            found = await unit.policies.approvals(client_id=client_id, limit=limit)
+            found = await unit.policies.approvals(client_id=client_id, statuses=stored, limit=limit)
         shown = [a if a.effective_status(now) is a.status else a.expired(now) for a in found]
         return [a for a in shown if statuses is None or a.status in statuses][:limit]
+
+    async def approval(self, approval_id: str) -> Approval:
+        """One approval as it stands now; `NotFound` when there is none such."""
+        now = self._clock.now()
+        async with self._storage.read() as unit:
+            found = await unit.policies.approval_by_id(approval_id)
+        if found is None:
+            raise NotFound(f"No approval {approval_id}")
+        return found if found.effective_status(now) is found.status else found.expired(now)
+
+    async def client_approvals(
+        self, caller: Caller, *, status: JsonValue = None, limit: JsonValue = None
+    ) -> list[Approval]:
+        """`POST /approvals`: the caller's own held transfers, newest first (of one status)."""
+        if status is None:
+            statuses = None
+        elif isinstance(status, str) and status in _STATUS_NAMES:
+            statuses = frozenset({ApprovalStatus(status)})
+        else:
+            raise InvalidRequest(f"status must be one of {', '.join(_STATUS_NAMES)}")
+        return await self.approvals(
+            client_id=caller.client_id, statuses=statuses, limit=parse_limit(limit)
+        )
 
     async def approve(self, approval_id: str, operator: Operator) -> Approval:
         return await self._decide_approval(
@@ -581,6 +611,13 @@ class _Prices:
         self._table = table
         self._catalog = catalog
 
+    def name(self, measure: Measure) -> str | None:
+        """How a message names the measure's asset: `ETH on ETHEREUM`."""
+        if measure.asset_id is None:
+            return None
+        asset = self._catalog.asset_by_id(measure.asset_id)
+        return f"{asset.symbol} on {asset.chain}"
+
     def value(self, measure: Measure, asset_id: int, units: int, rule: str) -> Decimal | None:
         """`units` of `asset_id` in the measure's unit; None when the measure is in
         another asset (the rule does not apply to it)."""
@@ -635,7 +672,7 @@ async def _conditions(
         value = prices.value(rule.over, transfer.asset_id, transfer.amount_units, rule.name)
         if value is None or value <= rule.over.amount:
             return None
-        reasons.append(f"the transfer is over {rule.over.describe()}")
+        reasons.append(f"the transfer is over {rule.over.describe(prices.name(rule.over))}")
     if rule.velocity is not None:
         velocity = rule.velocity
         value = prices.value(velocity, transfer.asset_id, transfer.amount_units, rule.name)
@@ -657,7 +694,7 @@ async def _conditions(
             total += prices.value(velocity, usage.asset_id, usage.amount_units, rule.name) or 0
         if total <= velocity.amount:
             return None
-        reasons.append(f"it would take the total over {velocity.describe()}")
+        reasons.append(f"it would take the total over {velocity.describe(prices.name(velocity))}")
     if not reasons:
         reasons.append(f"the rule {_WHAT[rule.action]} such transfers")
     return "; ".join(reasons)
@@ -678,6 +715,7 @@ _WHAT = {
     Action.DENY: "denies",
     Action.REQUIRE_APPROVAL: "holds for approval",
 }
+_STATUS_NAMES = tuple(s.value for s in ApprovalStatus)
 _OUTCOMES = {Action.ALLOW: "ok", Action.DENY: "403", Action.REQUIRE_APPROVAL: "202"}
 
 
@@ -757,21 +795,24 @@ def approval_view(approval: Approval) -> dict[str, Any]:
         "symbol": transfer.symbol,
         "recipient": transfer.recipient,
         "destination": str(transfer.destination),
-        "createdAt": approval.created_at.isoformat(),
-        "expiresAt": approval.expires_at.isoformat(),
-        "decidedAt": approval.decided_at.isoformat() if approval.decided_at else None,
+        "createdAt": format_datetime(approval.created_at),
+        "expiresAt": format_datetime(approval.expires_at),
+        "decidedAt": format_optional_datetime(approval.decided_at),
         "reason": approval.reason,
     }
 
 
-def version_view(version: PolicyVersion) -> dict[str, Any]:
-    return {
+def version_view(version: PolicyVersion, *, operators: bool = True) -> dict[str, Any]:
+    """A version of a policy; who set it only in the operator's view (`operators`)."""
+    shown = {
         "version": version.version,
-        "setAt": version.set_at.isoformat(),
-        "effectiveAt": version.effective_at.isoformat(),
-        "setBy": version.set_by,
+        "setAt": format_datetime(version.set_at),
+        "effectiveAt": format_datetime(version.effective_at),
         "policy": version.policy.document(),
     }
+    if operators:
+        shown["setBy"] = version.set_by
+    return shown
 
 
 def allowlist_view(entry: AllowlistEntry) -> dict[str, Any]:
@@ -780,16 +821,18 @@ def allowlist_view(entry: AllowlistEntry) -> dict[str, Any]:
         "address": entry.address,
         "assetId": entry.asset_id,
         "label": entry.label,
-        "addedAt": entry.added_at.isoformat(),
-        "usableAt": entry.usable_at.isoformat(),
+        "addedAt": format_datetime(entry.added_at),
+        "usableAt": format_datetime(entry.usable_at),
     }
 
 
-def overview_view(overview: Overview) -> dict[str, Any]:
-    """A client's policy as `/policy` and `walletcore policies show` answer it."""
+def overview_view(overview: Overview, *, operators: bool = True) -> dict[str, Any]:
+    """A client's policy as `walletcore policies show` answers it, and `/policy` without
+    the operators' names (`operators=False`)."""
+    current = overview.in_force
     return {
-        "inForce": None if overview.in_force is None else version_view(overview.in_force),
-        "pending": [version_view(v) for v in overview.pending],
+        "inForce": None if current is None else version_view(current, operators=operators),
+        "pending": [version_view(v, operators=operators) for v in overview.pending],
         "allowlist": [allowlist_view(e) for e in overview.allowlist],
     }
 

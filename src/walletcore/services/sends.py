@@ -66,6 +66,7 @@ from walletcore.domain.events import EventNote, EventType
 from walletcore.domain.policies import ORIGIN_OF_ENDPOINT, Approval, Origin, WalletKind
 from walletcore.domain.sends import ChainStatus, SendRecord, SendState, Spend
 from walletcore.domain.settlement import RESERVED_REQUEST_PREFIX
+from walletcore.domain.times import format_datetime
 from walletcore.domain.wire import JsonValue
 from walletcore.ports import (
     ChainGateway,
@@ -148,35 +149,40 @@ class SendService:
     ) -> SendReceipt | HeldReceipt:
         """`/send`: from the user's wallet; the fee payer rule of the asset applies. A
         transfer a withdrawal policy holds answers its approval (`HeldReceipt`)."""
-        async with self._auditor.record("wallet.send", caller.request_id, caller.client_id) as note:
-            key = _required(request_id)
-            uid = read_user_id(user_id)
-            note.user_id = uid
-            asset = read_asset(self._policy.catalog, asset_id)
-            request = SendRequest(
-                "send",
-                uid,
-                asset,
-                self._gateways[asset.chain].validate_address(recipient),
-                read_amount(amount, asset),
-                given_password(password),
-            )
-
-            async def plan() -> Plan:
-                resolved = self._policy.resolve(caller.client, asset.id, "send")
-                async with self._storage.read() as unit:
-                    wallet = await user_wallet(unit, caller.client_id, uid)
-                    sponsor = await platform_wallet_or_none(unit, caller.client_id)
-                return await plan_user_send(
-                    request,
-                    caller.client.fee_payer_for(resolved.id),
-                    self._gateways[asset.chain],
-                    self._policy.catalog.native_asset(asset.chain),
-                    wallet,
-                    sponsor,
+        try:
+            async with self._auditor.record(
+                "wallet.send", caller.request_id, caller.client_id
+            ) as note:
+                key = _required(request_id)
+                uid = read_user_id(user_id)
+                note.user_id = uid
+                asset = read_asset(self._policy.catalog, asset_id)
+                request = SendRequest(
+                    "send",
+                    uid,
+                    asset,
+                    self._gateways[asset.chain].validate_address(recipient),
+                    read_amount(amount, asset),
+                    given_password(password),
                 )
 
-            return await _held(self._run(caller, key, request, plan, note))
+                async def plan() -> Plan:
+                    resolved = self._policy.resolve(caller.client, asset.id, "send")
+                    async with self._storage.read() as unit:
+                        wallet = await user_wallet(unit, caller.client_id, uid)
+                        sponsor = await platform_wallet_or_none(unit, caller.client_id)
+                    return await plan_user_send(
+                        request,
+                        caller.client.fee_payer_for(resolved.id),
+                        self._gateways[asset.chain],
+                        self._policy.catalog.native_asset(asset.chain),
+                        wallet,
+                        sponsor,
+                    )
+
+                return await self._run(caller, key, request, plan, note)
+        except AwaitingApproval as held:  # audited as the 202 it answers
+            return HeldReceipt(held.approval)
 
     async def platform_send(
         self,
@@ -188,29 +194,32 @@ class SendService:
         amount: JsonValue,
     ) -> SendReceipt | HeldReceipt:
         """`/platform/send`: from the api client's platform wallet, which pays the fee."""
-        async with self._auditor.record(
-            "platform.send", caller.request_id, caller.client_id, target="platform"
-        ) as note:
-            key = _required(request_id)
-            asset = read_asset(self._policy.catalog, asset_id)
-            request = SendRequest(
-                "platform/send",
-                None,
-                asset,
-                self._gateways[asset.chain].validate_address(recipient),
-                read_amount(amount, asset),
-            )
-
-            async def plan() -> Plan:
-                self._policy.resolve(caller.client, asset.id, "platform/send")
-                async with self._storage.read() as unit:
-                    wallet = await platform_wallet(unit, caller.client_id)
-                native = self._policy.catalog.native_asset(asset.chain)
-                return await plan_platform_send(
-                    request, self._gateways[asset.chain], native, wallet
+        try:
+            async with self._auditor.record(
+                "platform.send", caller.request_id, caller.client_id, target="platform"
+            ) as note:
+                key = _required(request_id)
+                asset = read_asset(self._policy.catalog, asset_id)
+                request = SendRequest(
+                    "platform/send",
+                    None,
+                    asset,
+                    self._gateways[asset.chain].validate_address(recipient),
+                    read_amount(amount, asset),
                 )
 
-            return await _held(self._run(caller, key, request, plan, note))
+                async def plan() -> Plan:
+                    self._policy.resolve(caller.client, asset.id, "platform/send")
+                    async with self._storage.read() as unit:
+                        wallet = await platform_wallet(unit, caller.client_id)
+                    native = self._policy.catalog.native_asset(asset.chain)
+                    return await plan_platform_send(
+                        request, self._gateways[asset.chain], native, wallet
+                    )
+
+                return await self._run(caller, key, request, plan, note)
+        except AwaitingApproval as held:  # audited as the 202 it answers
+            return HeldReceipt(held.approval)
 
     async def transfer(
         self,
@@ -449,15 +458,8 @@ class HeldReceipt:
             "rule": approval.rule,
             "approvals": len(approval.approvers),
             "required": approval.required,
-            "expiresAt": approval.expires_at.isoformat(),
+            "expiresAt": format_datetime(approval.expires_at),
         }
-
-
-async def _held(running: Awaitable[SendReceipt]) -> SendReceipt | HeldReceipt:
-    try:
-        return await running
-    except AwaitingApproval as held:
-        return HeldReceipt(held.approval)
 
 
 #: The event of a send the network accepted, by the status its answer had.

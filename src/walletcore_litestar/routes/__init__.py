@@ -11,6 +11,7 @@ from walletcore_litestar.routes.events import EVENT_PATHS, EVENT_ROUTES
 from walletcore_litestar.routes.market import config, prices
 from walletcore_litestar.routes.operations import OPERATIONS_ROUTES
 from walletcore_litestar.routes.platform import platform_addresses
+from walletcore_litestar.routes.policies import POLICY_ROUTES
 from walletcore_litestar.routes.trading import (
     approve,
     cancel,
@@ -47,7 +48,7 @@ USER_SCOPED_PATHS = (
     *EVENT_PATHS,
 )
 #: Paths that take no body (an empty JSON object is accepted).
-NO_BODY_PATHS = ("/prices", "/config", "/platform/addresses")
+NO_BODY_PATHS = ("/prices", "/config", "/platform/addresses", "/policy")
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 
 
@@ -74,6 +75,7 @@ def build_routes() -> list[ControllerRouterHandler]:
             *USER_ROUTES,
             *EVENT_ROUTES,
             *WEBHOOK_ROUTES,
+            *POLICY_ROUTES,
             Router(
                 path="/platform",
                 before_request=require_platform_caller,  # replaces require_token here

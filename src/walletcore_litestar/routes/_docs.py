@@ -10,7 +10,7 @@ from litestar.openapi.spec import Example
 
 from walletcore.domain import errors as e
 from walletcore_litestar.errors import INTERNAL
-from walletcore_litestar.wire import ErrorEnvelope
+from walletcore_litestar.wire import Envelope, ErrorEnvelope
 
 #: Status: (what it means, an example message). Trading, market, wallets, auth.
 GENERAL: Mapping[int, tuple[str, str]] = {
@@ -131,3 +131,9 @@ def errors(
             examples=[Example(summary=message, value=msgspec.to_builtins(example))],
         )
     return responses
+
+
+def accepted(envelope: type[Envelope], meaning: str) -> ResponseSpec:
+    """The `202` of an operation that can answer one (a send held for approval): its
+    envelope, without a generated example (the document stays the same from app to app)."""
+    return ResponseSpec(data_container=envelope, generate_examples=False, description=meaning)

@@ -10,24 +10,27 @@ core as raw values; the core checks them (400s with clear messages). `/send` and
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from litestar import Request, post
+from litestar import Request, Response, post
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import JSONBody
 
 from walletcore.domain.errors import PlatformWalletNotFound
 from walletcore.domain.money import format_balance
 from walletcore.domain.wire import JsonValue
+from walletcore.services.sends import HeldReceipt
 from walletcore_litestar.envelope import request_id_of
-from walletcore_litestar.routes._docs import WALLET, errors
+from walletcore_litestar.routes._docs import WALLET, accepted, errors
 from walletcore_litestar.security import caller_of, user_id_of
 from walletcore_litestar.services import services_of
 from walletcore_litestar.wallet_ops_schemas import (
     BalanceEnvelope,
     FeeEnvelope,
+    HeldEnvelope,
+    HeldResult,
     PlatformAssetRequest,
     PlatformFeeRequest,
     PlatformSendRequest,
@@ -125,7 +128,9 @@ async def _fee(
     return fee_result(answer.quote, answer.asset, answer.native, fee_wire)
 
 
-async def _send(request: AnyRequest, data: PlatformSendRequest, owner: Owner) -> SendResult:
+async def _send(
+    request: AnyRequest, data: PlatformSendRequest, owner: Owner
+) -> SendResult | HeldResult:
     sends, caller = services_of(request.app).sends, caller_of(request)
     key = _idempotency_key(request)
     if isinstance(data, WalletSendRequest):  # a user's: the wallet opens with its password
@@ -146,7 +151,33 @@ async def _send(request: AnyRequest, data: PlatformSendRequest, owner: Owner) ->
             recipient=data.recipient,
             amount=data.amount,
         )
+    if isinstance(receipt, HeldReceipt):  # the withdrawal policy holds it: a 202
+        return HeldResult.of(receipt)
     return SendResult.of(receipt)
+
+
+#: What the withdrawal policy adds to a send (docs/policies.md).
+_POLICY = (
+    "The api client's withdrawal policy decides every send before anything is signed: "
+    "403 when a rule refuses it (the message names the rule), 202 with the approval when a "
+    "rule holds it for operators' approval; the same X-Request-Id sent again answers 202 "
+    "while it waits, and signs and sends it (200) once it is approved."
+)
+_SEND_MEANINGS = {
+    403: (
+        "Asset not enabled for the api client, or the withdrawal policy refused the send "
+        "(the message names the rule); nothing was sent, do not retry"
+    ),
+    503: (
+        "Asset not available on this endpoint (permanent), or a withdrawal policy rule could "
+        "not be checked (no usable price: nothing was sent, retry later); the message says "
+        "which"
+    ),
+}
+_HELD = (
+    "Held by the withdrawal policy for operators' approval: nothing is signed; send the "
+    "same request (X-Request-Id) again once approved"
+)
 
 
 # -- their routes ------------------------------------------------------------------------------
@@ -166,6 +197,10 @@ class Operation:
     summary: str
     description: str | None = None
     platform_description: str | None = None
+    #: The envelope of a `202` (a send held for operators' approval), if it can answer one.
+    held: type[Envelope] | None = None
+    #: What a status means here, where the `WALLET` table's meaning is not all of it.
+    meanings: Mapping[int, str] | None = None
 
 
 OPERATIONS = (
@@ -227,9 +262,11 @@ OPERATIONS = (
         "answer and never sends twice; 409 while it is in progress; 422 for another request. "
         "USER pays the fee from a native amount (the recipient gets amount - fee) or in "
         "native coin for a token; PLATFORM falls back to USER when the platform wallet "
-        "cannot pay.",
+        "cannot pay. " + _POLICY,
         "The platform wallet pays its own fee, on top of the amount. Same idempotency rules "
-        "as /send.",
+        "as /send. " + _POLICY,
+        held=HeldEnvelope,
+        meanings=_SEND_MEANINGS,
     ),
 )
 
@@ -237,11 +274,15 @@ OPERATIONS = (
 def wallet_route(operation: Operation, *, platform: bool) -> HTTPRouteHandler:
     """The handler of `operation` for a user's wallet, or for the platform wallet."""
     body = operation.bodies[1 if platform else 0]
-    envelope, run = operation.envelope, operation.run
+    envelope, run, held = operation.envelope, operation.run, operation.held
 
     async def handler(request: AnyRequest, data: Any) -> Any:
         owner = Owner(True) if platform else Owner(False, user_id_of(request, data.userId))
-        return envelope(await run(request, data, owner), request_id_of(request.scope))
+        result = await run(request, data, owner)
+        if isinstance(result, HeldResult):
+            assert held is not None
+            return Response(held(result, request_id_of(request.scope)), status_code=202)
+        return envelope(result, request_id_of(request.scope))
 
     # Litestar reads the body type and the response from the signature.
     json_body: Any = JSONBody  # an alias applied to a variable: beyond a static type checker
@@ -260,11 +301,15 @@ def wallet_route(operation: Operation, *, platform: bool) -> HTTPRouteHandler:
             wallet="platform wallet" if platform else "user's wallet",
         ),
         description=description,
-        responses=errors(
-            *operation.statuses,
-            table=WALLET,
-            examples={404: PlatformWalletNotFound.default_message} if platform else None,
-        ),
+        responses={
+            **errors(
+                *operation.statuses,
+                table=WALLET,
+                examples={404: PlatformWalletNotFound.default_message} if platform else None,
+                meanings=operation.meanings,
+            ),
+            **({} if held is None else {202: accepted(held, _HELD)}),
+        },
         tags=["platform" if platform else "wallet"],
     )(handler)
 

@@ -51,6 +51,15 @@ async def refused(call: Any) -> DomainError:
     return caught.value
 
 
+def held_message(held: HeldReceipt) -> str:
+    approval = held.approval
+    return (
+        f"The transfer waits for {approval.required} operator approval(s) under withdrawal "
+        f"policy rule {approval.rule} (approval {approval.id}); retry the same request to "
+        "send it once approved"
+    )
+
+
 class Guarded:
     """A desk whose client has a policy: helpers to set it and read back decisions."""
 
@@ -212,8 +221,8 @@ async def test_a_per_transfer_limit_in_the_asset(guarded: Guarded) -> None:
     assert isinstance(await guarded.send("0.2"), SendReceipt)  # at the limit: allowed
     error = await refused(guarded.send("0.21"))
     assert error.message == (
-        "Transfer refused by withdrawal policy rule max-0.2-eth: the transfer is over 0.2 of "
-        "asset 2"
+        "Transfer refused by withdrawal policy rule max-0.2-eth: the transfer is over 0.2 ETH "
+        "on ETHEREUM"
     )
     # a limit in ETH says nothing of USDT
     assert isinstance(await guarded.send("50", USDT), SendReceipt)
@@ -257,7 +266,7 @@ async def test_a_rolling_velocity_limit_per_user(guarded: Guarded) -> None:
     error = await refused(guarded.send("0.01"))
     assert error.message == (
         "Transfer refused by withdrawal policy rule 0.3-eth-an-hour: it would take the total "
-        "over 0.3 of asset 2 per user in 3600 s"
+        "over 0.3 ETH on ETHEREUM per user in 3600 s"
     )
     # another user has a window of their own
     other = await desk.user()
@@ -360,6 +369,8 @@ async def test_a_held_transfer_is_signed_after_its_approvals_and_once(guarded: G
     )
     assert (result["approvals"], result["required"]) == (0, 2)
     assert guarded.prepared() == 0 and desk.keystore.unseals == 0
+    (entry,) = await desk.audit("wallet.send")
+    assert (entry.outcome, entry.detail) == ("202", held_message(held))
     # a retry while it waits: the same approval, still nothing signed
     again = await guarded.send("0.6", request_id="big-1")
     assert isinstance(again, HeldReceipt) and again.approval.id == held.approval.id
