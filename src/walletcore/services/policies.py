@@ -646,10 +646,11 @@ async def _evaluate(
 ) -> Decision:
     if version is None:
         return Decision(Action.ALLOW, NO_POLICY, "the api client has no withdrawal policy")
+    window = _Window(unit, version.policy, transfer, client_id, now)
     for rule in version.policy.rules:
         if not rule.selects(transfer):
             continue
-        reason = await _conditions(unit, rule, transfer, client_id, request_id, now, prices)
+        reason = await _conditions(window, rule, transfer, request_id, now, prices)
         if reason is None:
             continue
         return Decision(rule.action, rule.name, reason, rule.approvals or 0, version.version)
@@ -657,11 +658,43 @@ async def _evaluate(
     return Decision(action, DEFAULT_RULE, "no rule matched the transfer", 0, version.version)
 
 
+class _Window:
+    """The counted transfers the policy's velocity rules of the transfer's wallet read:
+    one read for all of them, of the longest window (every wallet of the client when a
+    rule counts per client, else the sending wallet's), made when a rule first asks."""
+
+    def __init__(
+        self,
+        unit: UnitOfWork,
+        policy: Policy,
+        transfer: Transfer,
+        client_id: str,
+        now: datetime,
+    ) -> None:
+        rules = [r.velocity for r in policy.rules if r.velocity and r.wallet is transfer.wallet]
+        longest = max((v.window_seconds for v in rules), default=0)
+        self._unit = unit
+        self._client_id = client_id
+        self._wallet = transfer.wallet
+        self._since = now - timedelta(seconds=longest) + _TICK
+        self._user_id = None if any(v.per == "client" for v in rules) else transfer.user_id
+        self._rows: list[Usage] | None = None
+
+    async def counted(self, since: datetime, user_id: str | None, per: str) -> list[Usage]:
+        """The counts at or after `since`: the sending wallet's (`per` user) or all."""
+        if self._rows is None:
+            self._rows = await self._unit.policies.used(
+                self._client_id, self._since, wallet=self._wallet, user_id=self._user_id
+            )
+        return [
+            u for u in self._rows if u.at >= since and (per == "client" or u.user_id == user_id)
+        ]
+
+
 async def _conditions(
-    unit: UnitOfWork,
+    window: _Window,
     rule: Rule,
     transfer: Transfer,
-    client_id: str,
     request_id: str,
     now: datetime,
     prices: _Prices,
@@ -681,12 +714,7 @@ async def _conditions(
         # the window is (now - window, now]: a transfer made exactly `windowSeconds` ago
         # has left it (`used` reads from `since` on)
         since = now - timedelta(seconds=velocity.window_seconds) + _TICK
-        counted = await unit.policies.used(
-            client_id,
-            since,
-            wallet=rule.wallet,
-            user_id=transfer.user_id if velocity.per == "user" else None,
-        )
+        counted = await window.counted(since, transfer.user_id, velocity.per)
         total = value
         for usage in counted:
             if usage.request_id == request_id or not _counted_by(rule, usage):

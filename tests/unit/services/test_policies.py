@@ -536,3 +536,34 @@ async def test_the_desks_deliveries_are_checked(guarded: Guarded) -> None:
         recipient=desk.address(guarded.user, ETH),
     )
     assert decision.rule == "no-deliveries"
+
+
+async def test_per_user_and_per_client_windows_of_one_policy_count_apart(
+    guarded: Guarded,
+) -> None:
+    desk = guarded.desk
+    await guarded.set(
+        policy(
+            rule(
+                "user-0.3-a-day",
+                velocity={"amount": "0.3", "assetId": ETH, "windowSeconds": DAY},
+            ),
+            rule(
+                "client-0.5-an-hour",
+                velocity={"amount": "0.5", "assetId": ETH, "windowSeconds": 3600, "per": "client"},
+            ),
+        )
+    )
+    other = await desk.user()
+    desk.fund(desk.address(other, ETH), ETH, "1")
+    assert isinstance(await guarded.send("0.2", request_id="a1"), SendReceipt)
+    assert isinstance(await desk.send(other, ETH, "0.2", request_id="b1"), SendReceipt)
+    assert isinstance(await guarded.send("0.1", request_id="a2"), SendReceipt)
+    error = await refused(desk.send(other, ETH, "0.1", request_id="b2"))
+    assert "client-0.5-an-hour" in error.message
+    error = await refused(guarded.send("0.01", request_id="a3"))
+    assert "user-0.3-a-day" in error.message
+    # an hour later the client's window is empty again; the users' day is not
+    desk.clock.advance(3600)
+    assert isinstance(await desk.send(other, ETH, "0.1", request_id="b3"), SendReceipt)
+    await refused(guarded.send("0.01", request_id="a4"))
