@@ -118,13 +118,8 @@ class ApprovalView(Result):
     recipient: str
     createdAt: DateTime
     expiresAt: DateTime
-    decidedAt: Annotated[
-        str | None,
-        doc(
-            pattern=DATETIME_PATTERN,
-            description="when it was approved, rejected or expired; null while pending",
-        ),
-    ]
+    #: when it was approved, rejected or expired; null while pending
+    decidedAt: DateTime | None
 
     @classmethod
     def of(cls, approval: Approval) -> ApprovalView:
