@@ -839,6 +839,8 @@ def approval_move_values(approval: Approval) -> dict[str, Any]:
     return {
         "status": ApprovalStatus(approval.status).value,
         "approvers": approvers_text(approval.approvers),
+        "required": approval.required,
+        "expires_at": approval.expires_at,
         "decided_at": approval.decided_at,
         "reason": approval.reason,
     }

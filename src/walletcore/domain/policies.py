@@ -412,6 +412,18 @@ class Approval:
     def expired(self, now: datetime) -> Approval:
         return _replace(self, status=ApprovalStatus.EXPIRED, decided_at=now, reason="expired")
 
+    def reopened(self, required: int, expires_at: datetime) -> Approval:
+        """Approved, but the rule in force now asks more approvals than it gathered: pending
+        again for the rest, its approvals kept, until the later of its expiry and
+        `expires_at`."""
+        return _replace(
+            self,
+            required=required,
+            status=ApprovalStatus.PENDING,
+            decided_at=None,
+            expires_at=max(self.expires_at, expires_at),
+        )
+
 
 def _replace(approval: Approval, **changes: Any) -> Approval:
     from dataclasses import replace

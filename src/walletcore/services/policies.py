@@ -278,7 +278,29 @@ class Policies:
             )
             if await unit.policies.move_approval(approval, expired, entry=entry):
                 approval = expired
-        if status is ApprovalStatus.APPROVED and len(approval.approvers) >= decision.approvals:
+        if status is ApprovalStatus.APPROVED and len(approval.approvers) < decision.approvals:
+            # The rule in force now asks more approvals than this one gathered (a stricter
+            # policy came into force meanwhile): pending again for the rest.
+            current = in_force(await unit.policies.versions(client_id), now)
+            ttl = current.policy.approval_ttl_seconds if current is not None else 86_400
+            reopened = approval.reopened(decision.approvals, now + timedelta(seconds=ttl))
+            entry = self._auditor.entry(
+                "approval.reopen",
+                request_id,
+                client_id,
+                user_id=transfer.user_id,
+                target=approval.id,
+                detail=(
+                    f"rule {decision.rule} now needs {decision.approvals} approval(s); "
+                    f"{len(approval.approvers)} given"
+                ),
+                at=now,
+                event=_held_event(reopened),
+            )
+            if await unit.policies.move_approval(approval, reopened, entry=entry):
+                approval = reopened
+            return decision, approval, False
+        if status is ApprovalStatus.APPROVED:
             approvers = ", ".join(approval.approvers)
             return (
                 Decision(
@@ -302,7 +324,7 @@ class Policies:
                 approval,
                 False,
             )
-        return decision, approval, False  # still pending (or approved by fewer than now needed)
+        return decision, approval, False  # still pending
 
     async def _transfer(
         self,

@@ -807,6 +807,8 @@ class _Policies(PolicyStore):
             stored,
             status=new.status,
             approvers=tuple(new.approvers),
+            required=new.required,
+            expires_at=new.expires_at,
             decided_at=new.decided_at,
             reason=new.reason,
         )

@@ -445,6 +445,34 @@ async def test_an_approval_runs_out_of_time(guarded: Guarded) -> None:
     assert shown.status is ApprovalStatus.EXPIRED
 
 
+async def test_an_approval_a_stricter_policy_outgrew_asks_for_the_rest(guarded: Guarded) -> None:
+    desk = guarded.desk
+    one = rule("big", "require_approval", approvals=1, over={"amount": "0.5", "assetId": ETH})
+    await guarded.set(policy(one, changeDelaySeconds=60))
+    grace, heidi = (await guarded.operators("grace", "heidi")).values()
+    held = await guarded.send("0.6", request_id="big")
+    assert isinstance(held, HeldReceipt)
+    assert (await guarded.policies.approve(held.approval.id, grace)).status is (
+        ApprovalStatus.APPROVED
+    )
+    # before the retry, a policy asking two approvals comes into force
+    await guarded.set(policy({**one, "approvals": 2}))
+    desk.clock.advance(61)
+    again = await guarded.send("0.6", request_id="big")
+    assert isinstance(again, HeldReceipt) and again.approval.id == held.approval.id
+    assert (again.approval.status, again.approval.required) == (ApprovalStatus.PENDING, 2)
+    assert again.approval.approvers == ("grace",) and guarded.prepared() == 0
+    (reopen,) = await desk.audit("approval.reopen")
+    assert reopen.detail == "rule big now needs 2 approval(s); 1 given"
+    with pytest.raises(InvalidRequest, match="already"):
+        await guarded.policies.approve(held.approval.id, grace)
+    assert (await guarded.policies.approve(held.approval.id, heidi)).status is (
+        ApprovalStatus.APPROVED
+    )
+    assert isinstance(await guarded.send("0.6", request_id="big"), SendReceipt)
+    assert guarded.prepared() == 1
+
+
 async def test_operators_authenticate_with_their_key(guarded: Guarded) -> None:
     policies = guarded.policies
     operator, key = await policies.add_operator("frank")

@@ -487,11 +487,24 @@ class PolicyStorageContract:
         stored = await db.policies.approval(client_id, held.request_id)
         assert stored == approved and stored.approvers == ("alice", "bob")
         assert stored.decided_at == _at(3)
-        # only the decision moves: the transfer and its times stay as stored
-        tampered = dataclasses.replace(
-            approved.expired(_at(4)), rule="other", required=1, expires_at=_at(9999)
-        )
+        # reopened for a third approval: its count and expiry move, the rule and the
+        # transfer stay as stored
+        tampered = dataclasses.replace(approved.reopened(3, _at(9999)), rule="other")
         assert await db.policies.move_approval(approved, tampered)
+        stored = await db.policies.approval_by_id(held.id)
+        assert stored is not None
+        assert (stored.status, stored.required, stored.expires_at, stored.decided_at) == (
+            Status.PENDING,
+            3,
+            _at(9999),
+            None,
+        )
+        assert (stored.rule, stored.approvers, stored.transfer) == (
+            "big-eth-held",
+            ("alice", "bob"),
+            held.transfer,
+        )
+        assert await db.policies.move_approval(stored, stored.expired(_at(4)))
         stored = await db.policies.approval_by_id(held.id)
         assert stored is not None
         assert (stored.status, stored.reason, stored.decided_at) == (
@@ -499,7 +512,6 @@ class PolicyStorageContract:
             "expired",
             _at(4),
         )
-        assert (stored.rule, stored.required, stored.expires_at) == ("big-eth-held", 2, _at(600))
         # a move of another approval's, and of one never stored
         with pytest.raises(ValueError):
             await db.policies.move_approval(stored, dataclasses.replace(stored, id="apr_x"))
