@@ -323,6 +323,7 @@ class Container(containers.DeclarativeContainer):
         desk=providers.Callable(lambda c: c.desk, __self__),  # defined below
         policies=providers.Callable(lambda c: c.policies, __self__),  # defined below
         reconcile_seconds=job_settings.provided.jobs_reconcile_seconds,
+        approvals_seconds=job_settings.provided.jobs_approvals_seconds,
     )
     in_process_jobs = providers.Singleton(InProcessJobs, jobs)
     # with jobs running, every process serves the table the refresh job stored

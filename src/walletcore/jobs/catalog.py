@@ -33,8 +33,10 @@
   schedules the next attempt, each by compare-and-set, so two runs never post to one
   endpoint at once. `prune_webhook_deliveries`: the delivery log kept as long as the feed.
 
-- `prune_policy_usage`: the withdrawal policies' velocity counts older than the longest
-  window a policy may name, deleted (walletcore.services.policies).
+- `expire_approvals`: the held transfers whose approval ran out of time ended: `expired`,
+  their velocity counts given back, `send.rejected` on the feed. `prune_policy_usage`:
+  the withdrawal policies' velocity counts older than the longest window a policy may
+  name, deleted (walletcore.services.policies).
 
 Errors leave the run (an engine retries it); nothing here loops or sleeps.
 """
@@ -114,6 +116,7 @@ class Jobs:
         desk: Callable[[], DeskAccounts | None] | None = None,
         reconcile_seconds: float = 300.0,
         policies: Callable[[], Policies] | None = None,
+        approvals_seconds: float = 60.0,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -139,6 +142,7 @@ class Jobs:
         self._desk = desk
         self.reconcile_seconds = reconcile_seconds
         self._policies = policies
+        self.approvals_seconds = approvals_seconds
 
     async def aclose(self) -> None:
         """Close the upstream feed if a refresh built it (its HTTP client, say), and the
@@ -193,7 +197,10 @@ class Jobs:
                 else []
             ),
             *(
-                [PeriodicJob("prune_policy_usage", self.prune_seconds, self.prune_policy_usage)]
+                [
+                    PeriodicJob("expire_approvals", self.approvals_seconds, self.expire_approvals),
+                    PeriodicJob("prune_policy_usage", self.prune_seconds, self.prune_policy_usage),
+                ]
                 if self._policies is not None
                 else []
             ),
@@ -374,6 +381,12 @@ class Jobs:
         if self._webhooks is None:
             raise RuntimeError("prune_webhook_deliveries needs the webhooks (Jobs(webhooks=))")
         return await self._webhooks().prune()
+
+    async def expire_approvals(self) -> int:
+        """End the held transfers whose approval ran out of time; how many."""
+        if self._policies is None:
+            raise RuntimeError("expire_approvals needs the policies (Jobs(policies=))")
+        return await self._policies().expire_due()
 
     async def prune_policy_usage(self) -> int:
         """Delete the velocity counts no policy window reaches any more; how many."""

@@ -59,6 +59,9 @@ class JobSettings(BaseSettings):
     #: Seconds between two runs of the desk's reconciliation (every client's desk and
     #: held sells compared with the chain; docs/settlement.md, "The desk's accounting").
     jobs_reconcile_seconds: float = Field(default=300.0, gt=0)
+    #: Seconds between two runs of the job that ends the held transfers whose approval ran
+    #: out of time (their counts given back, `send.rejected` on the feed; docs/policies.md).
+    jobs_approvals_seconds: float = Field(default=60.0, gt=0)
     #: Seconds between two runs of the webhook delivery (every due endpoint: its events
     #: after its cursor posted in order; docs/events.md, "Webhooks").
     jobs_webhook_seconds: float = Field(default=2.0, gt=0)

@@ -134,6 +134,11 @@ class PolicyStore(Protocol):
         """Approvals (of one client, in some statuses), newest first, at most `limit`."""
         ...
 
+    async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
+        """Stored `pending` approvals whose time ran out at or before `now`, the earliest
+        expiry first, at most `limit` (the expiry job's batch)."""
+        ...
+
     async def move_approval(
         self, current: Approval, new: Approval, *, entry: AuditEntry | None = None
     ) -> bool:

@@ -621,6 +621,32 @@ class Policies:
                 await unit.policies.uncount(current.client_id, current.request_id)
         return new
 
+    async def expire_due(self, batch: int = 500) -> int:
+        """End the pending approvals whose time ran out (the expiry job): each `expired`
+        with its entry and `send.rejected`, its count given back, by compare-and-set (a
+        retry or an operator that got there first wins); how many this run ended."""
+        now = self._clock.now()
+        async with self._storage.read() as unit:
+            due = await unit.policies.due_approvals(now, batch)
+        ended = 0
+        for approval in due:
+            expired = approval.expired(now)
+            async with self._storage.write() as unit:
+                entry = self._auditor.entry(
+                    "approval.expire",
+                    f"job-approvals-{approval.id}",
+                    approval.client_id,
+                    user_id=approval.transfer.user_id,
+                    target=approval.id,
+                    detail="expired without its approvals",
+                    at=now,
+                    event=_ended_event(expired),
+                )
+                if await unit.policies.move_approval(approval, expired, entry=entry):
+                    await unit.policies.uncount(approval.client_id, approval.request_id)
+                    ended += 1
+        return ended
+
     async def prune(self) -> int:
         """Counts older than any window a policy may name: deleted (the jobs' pruning)."""
         async with self._storage.write() as unit:

@@ -787,6 +787,15 @@ class _Policies(PolicyStore):
         found.sort(key=lambda a: (a.created_at, a.id), reverse=True)
         return found[: max(limit, 0)]
 
+    async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
+        found = [
+            a
+            for a in self._unit.tables.approvals.values()
+            if a.status is ApprovalStatus.PENDING and a.expires_at <= now
+        ]
+        found.sort(key=lambda a: (a.expires_at, a.id))
+        return found[: max(limit, 0)]
+
     async def move_approval(
         self, current: Approval, new: Approval, *, entry: AuditEntry | None = None
     ) -> bool:

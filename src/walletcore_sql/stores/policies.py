@@ -126,6 +126,12 @@ _MOVE_APPROVAL = update(transfer_approvals).where(
     _T.status == bind("expected_status"),
     _T.approvers == bind("expected_approvers"),
 )
+_DUE_APPROVALS = (
+    select(transfer_approvals)
+    .where(_T.status == bind("status"), _T.expires_at <= bind("now"))
+    .order_by(_T.expires_at, _T.id)
+    .limit(bind("limit"))
+)
 #: The binds of a statuses filter: one per status, padded with the first.
 _STATUS_BINDS = tuple(f"status_{n}" for n in range(len(ApprovalStatus)))
 
@@ -325,6 +331,14 @@ class SqlPolicies(PolicyStore):
             params.update({f"b_{name}": value for name, value in zip(_STATUS_BINDS, padded)})
         query = _APPROVALS[client_id is not None, statuses is not None]
         return [rows.approval_from(row) for row in await self._unit.all(query, params)]
+
+    async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
+        params = {
+            "b_status": ApprovalStatus.PENDING.value,
+            "b_now": now,
+            "b_limit": max(limit, 0),
+        }
+        return [rows.approval_from(row) for row in await self._unit.all(_DUE_APPROVALS, params)]
 
     async def move_approval(
         self, current: Approval, new: Approval, *, entry: AuditEntry | None = None

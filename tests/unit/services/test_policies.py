@@ -473,6 +473,43 @@ async def test_an_approval_a_stricter_policy_outgrew_asks_for_the_rest(guarded: 
     assert guarded.prepared() == 1
 
 
+async def test_the_expiry_job_ends_an_approval_that_ran_out_and_gives_its_count_back(
+    guarded: Guarded,
+) -> None:
+    desk = guarded.desk
+    await guarded.set(
+        policy(
+            rule("big", "require_approval", approvals=1, over={"amount": "0.5", "assetId": ETH}),
+            rule("0.8-eth", velocity={"amount": "0.8", "assetId": ETH, "windowSeconds": DAY}),
+            approvalTtlSeconds=60,
+        )
+    )
+    old = await guarded.send("0.6", request_id="old")
+    assert isinstance(old, HeldReceipt)
+    desk.clock.advance(30)
+    young = await guarded.send("0.1", request_id="young")
+    assert isinstance(young, SendReceipt)
+    await refused(guarded.send("0.2", request_id="over"))  # 0.6 held + 0.1 sent + 0.2
+    desk.clock.advance(31)  # the held one ran out; nobody retried it
+    assert await guarded.policies.expire_due() == 1
+    assert await guarded.policies.expire_due() == 0
+    (shown,) = await guarded.policies.approvals(client_id=desk.client.client_id)
+    assert (shown.status, shown.reason) == (ApprovalStatus.EXPIRED, "expired")
+    (entry,) = await desk.audit("approval.expire")
+    assert (entry.target, entry.request_id) == (old.approval.id, f"job-approvals-{old.approval.id}")
+    events = await desk.db.events.after(desk.client.client_id, None, limit=100)
+    held_events = {"send.awaiting_approval", "send.approved", "send.rejected"}
+    assert [e.type for e in events.events if e.type in held_events] == [
+        "send.awaiting_approval",
+        "send.rejected",
+    ]
+    # its 0.6 is given back: 0.2 more fits under 0.8 now
+    assert isinstance(await guarded.send("0.2", request_id="after"), SendReceipt)
+    error = await refused(guarded.send("0.6", request_id="old"))
+    assert "was expired" in error.message
+    assert guarded.prepared() == 2
+
+
 async def test_operators_authenticate_with_their_key(guarded: Guarded) -> None:
     policies = guarded.policies
     operator, key = await policies.add_operator("frank")

@@ -539,6 +539,30 @@ class PolicyStorageContract:
         assert stored is not None and stored.approvers == (winner,)
         assert await _actions(storage, client_id) == [f"approval.{winner}"]
 
+    async def test_due_approvals_are_the_pending_ones_past_their_time_earliest_first(
+        self, storage: Storage
+    ) -> None:
+        client_id, other = await _client(storage), await _client(storage)
+        db = autocommit(storage)
+        late = _approval(client_id, created_at=_at(100))  # runs out at 700
+        early = _approval(other, created_at=_at(0))  # at 600
+        young = _approval(client_id, created_at=_at(500))  # at 1100
+        ended = _approval(client_id, created_at=_at(0), status=Status.REJECTED)
+        for approval in (late, early, young, ended):
+            assert await db.policies.add_approval(approval)
+        assert await db.policies.due_approvals(_at(599), 10) == []
+        assert [a.id for a in await db.policies.due_approvals(_at(600), 10)] == [early.id]
+        assert [a.id for a in await db.policies.due_approvals(_at(800), 10)] == [
+            early.id,
+            late.id,
+        ]
+        assert [a.id for a in await db.policies.due_approvals(_at(800), 1)] == [early.id]
+        assert await db.policies.move_approval(early, early.expired(_at(800)))
+        assert [a.id for a in await db.policies.due_approvals(_at(2000), 10)] == [
+            late.id,
+            young.id,
+        ]
+
     async def test_approvals_are_listed_newest_first_by_client_and_status(
         self, storage: Storage
     ) -> None:
