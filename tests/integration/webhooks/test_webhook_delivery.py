@@ -83,19 +83,21 @@ async def worker(storage: Storage) -> AsyncIterator[Worker]:
 
 async def publish(storage: Storage, client_id: str, n: int) -> list[str]:
     """`n` events on the client's feed, each in a unit of its own; their ids, in order."""
+    async with storage.read() as unit:
+        before = len((await unit.events.after(client_id, None, limit=10_000)).events)
     for i in range(n):
         async with storage.write() as unit:
             note = EventNote(EventType.SEND_PENDING, {"requestId": f"req-{i}", "n": i})
             await unit.events.publish(client_id, None, note, SystemClock().now())
     ids: list[str] = []
-    for _ in range(50):  # PostgreSQL serves an event once no older transaction is open
+    for _ in range(200):  # PostgreSQL serves an event once no older transaction is open
         async with storage.read() as unit:
             page = await unit.events.after(client_id, None, limit=10_000)
         ids = [e.event_id for e in page.events]
-        if len(ids) >= n:
-            break
+        if len(ids) >= before + n:
+            return ids[-n:]
         await asyncio.sleep(0.05)
-    return ids[-n:]
+    raise AssertionError(f"{n} events published, {len(ids) - before} served")
 
 
 async def drive(workers: list[Worker], done: Callable[[], bool], seconds: float = 20) -> None:
