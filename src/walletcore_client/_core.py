@@ -297,7 +297,9 @@ def error_of(
 
 def should_retry(op: Operation, error: errors.WalletcoreError) -> bool:
     """The client's own retry: only what the contract calls safe (401s are handled apart:
-    one new token and one replay)."""
+    one new token and one replay). `approve` is never sent again."""
+    if op.retry is Retry.NEVER:
+        return False
     if op.retry is Retry.SEND and error.status == 502:
         return False  # the network refused it; the same id answers that refusal again
     return error.retry_safe and error.status != 401
