@@ -116,7 +116,7 @@ def test_approve_on_the_venues_504_is_sent_once_and_the_trade_polled_to_complete
     assert raised.value.status == 504 and not raised.value.retry_safe
     assert proxy.count("/trade/approve") == 1
     done = client.wait_for_trade(user, quote.tradeId, timeout=20)
-    assert done.status == "completed" and done.fiatAmount == Decimal("504")
+    assert done.status == "completed" and done.fiatAmount == Decimal(504)
     assert proxy.count("/trade/approve") == 1
 
 
@@ -186,7 +186,7 @@ def test_the_async_client_follows_the_same_rules(
             wallet = await api.create(PASSWORD)
             sandbox.fund("ETHEREUM", wallet.addresses["ETHEREUM"], 2, "2")
             proxy.expire["/balance"] = 1
-            assert await api.balance(wallet.userId, 2) == Decimal("2")
+            assert await api.balance(wallet.userId, 2) == Decimal(2)
             proxy.drop["/send"] = 1
             sent = await api.send(wallet.userId, 2, RECIPIENT, "0.5", PASSWORD)
             assert isinstance(sent, SendResult)

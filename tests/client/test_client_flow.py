@@ -52,7 +52,7 @@ async def run_flow(api: Recording, sandbox: Sandbox) -> None:
     assert (await api.extend(user, PASSWORD)).userId == user
     eth = wallet.addresses["ETHEREUM"]
     sandbox.fund("ETHEREUM", eth, 2, "3")
-    assert await api.balance(user, 2) == Decimal("3")
+    assert await api.balance(user, 2) == Decimal(3)
 
     # a sell, approved and collected; a buy; a quote cancelled
     sell = await api.sell(user, 2, crypto_amount=Decimal("0.25"))
@@ -63,7 +63,7 @@ async def run_flow(api: Recording, sandbox: Sandbox) -> None:
     assert collected.settlement is not None
     assert collected.settlement.status in ("sent", "settled")
     buy = await api.order(user, 2, fiat_amount="100")
-    assert buy.side == "buy" and buy.fiatAmount == Decimal("100")
+    assert buy.side == "buy" and buy.fiatAmount == Decimal(100)
     assert (await api.approve(user, buy.tradeId)).status == "completed"
     dropped = await api.sell(user, 2, fiat_amount="50", fiat="EUR")
     assert (await api.cancel(user, dropped.tradeId)).status == "cancelled"
@@ -89,7 +89,7 @@ async def run_flow(api: Recording, sandbox: Sandbox) -> None:
     # the platform wallet
     platform = await api.platform_addresses()
     sandbox.fund("ETHEREUM", platform["ETHEREUM"], 2, "1")
-    assert await api.platform_balance(2) >= Decimal("1")
+    assert await api.platform_balance(2) >= Decimal(1)
     assert isinstance(await api.platform_fee(2, RECIPIENT), Decimal)
     out = await api.platform_send(2, RECIPIENT, "0.1")
     assert isinstance(out, SendResult) and not isinstance(out, HeldSend)
@@ -104,7 +104,7 @@ async def run_flow(api: Recording, sandbox: Sandbox) -> None:
     assert "trade.completed" in kinds and "send.pending" in kinds
     assert all(isinstance(e.timestamp, datetime) for e in page.events)
     deposits = await api.deposits(user)
-    assert any(d.amount == Decimal("3") and d.address == eth for d in deposits)
+    assert any(d.amount == Decimal(3) and d.address == eth for d in deposits)
     assert await api.webhook_deliveries(limit=5) == ()  # no endpoint is set
     assert (await api.policy()).inForce is None
     assert await api.approvals(status="pending") == ()
