@@ -1,0 +1,43 @@
+"""The session of docs/client.md runs as written against the served sandbox."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from client_support import BIN, Sandbox
+from conftest import Credentials
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
+
+
+def test_the_documented_session_runs(sandbox: Sandbox, credentials: Credentials) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
+    session = blocks[0]
+    assert "client.approve" in session and "wait_for_transaction" in session
+    env = {
+        **sandbox.env,
+        "WALLETCORE_URL": sandbox.base_url,
+        "WALLETCORE_CLIENT_ID": credentials.client_id,
+        "WALLETCORE_API_KEY": credentials.api_key,
+        "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", session],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    trade, send = done.stdout.splitlines()
+    assert trade.startswith("completed 0.5 ") and trade.endswith(" USD")
+    status, amount, fee, request_id = send.split()
+    assert status == "success" and len(request_id) == 32
+    from decimal import Decimal
+
+    assert Decimal(amount) + Decimal(fee) == Decimal("0.25")
