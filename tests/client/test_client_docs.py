@@ -41,3 +41,32 @@ def test_the_documented_session_runs(sandbox: Sandbox, credentials: Credentials)
     from decimal import Decimal
 
     assert Decimal(amount) + Decimal(fee) == Decimal("0.25")
+
+
+def test_the_readme_session_in_python_runs(sandbox: Sandbox, credentials: Credentials) -> None:
+    readme = DOC.parents[1] / "README.md"
+    section = readme.read_text().split("## A session in Python", 1)[1]
+    session = re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
+    session = session.replace('"python3", "dev.py", "walletcore"', '"walletcore"').replace(
+        "http://localhost:8000", sandbox.base_url
+    )
+    env = {
+        **sandbox.env,
+        "CID": credentials.client_id,
+        "KEY": credentials.api_key,
+        "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", session],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("completed ") for line in lines), done.stdout
+    from decimal import Decimal
+
+    assert Decimal(lines[-1]) < Decimal("0.05")
