@@ -55,11 +55,11 @@ class Sandbox:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def cli(self, *argv: str) -> Any:
-        """One `walletcore` command; it must succeed; its JSON answer."""
+    def cli(self, *argv: str, env: dict[str, str] | None = None) -> Any:
+        """One `walletcore` command (with `env` added); it must succeed; its JSON answer."""
         done = subprocess.run(
             [str(BIN / "walletcore"), *argv],
-            env=self.env,
+            env={**self.env, **(env or {})},
             capture_output=True,
             text=True,
             timeout=120,
