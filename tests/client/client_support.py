@@ -110,7 +110,7 @@ class Seen:
 
     path: str
     request_id: str | None
-    answered: str  # "upstream", "expired", "canned" or "dropped"
+    answered: str  # "upstream", "expired" or "dropped"
 
 
 @dataclass
@@ -123,8 +123,6 @@ class FaultProxy:
     expire: Counter[str] = field(default_factory=Counter)
     #: path -> how many of its next requests are forwarded and then left unanswered
     drop: Counter[str] = field(default_factory=Counter)
-    #: path -> (status, message) answered once instead of the service's answer
-    canned: dict[str, tuple[int, str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -154,7 +152,6 @@ class FaultProxy:
             self.seen.clear()
             self.expire.clear()
             self.drop.clear()
-            self.canned.clear()
 
     def count(self, path: str) -> int:
         with self.lock:
@@ -175,10 +172,7 @@ class FaultProxy:
         path = handler.path
         request_id = handler.headers.get("X-Request-Id")
         with self.lock:
-            canned = self.canned.pop(path, None)
-            if canned is not None:
-                action = "canned"
-            elif self.expire[path] > 0:
+            if self.expire[path] > 0:
                 self.expire[path] -= 1
                 action = "expired"
             elif self.drop[path] > 0:
@@ -187,12 +181,11 @@ class FaultProxy:
             else:
                 action = "upstream"
             self.seen.append(Seen(path, request_id, action))
-        if action in ("expired", "canned"):
-            status, message = canned or (401, "Missing or expired token")
+        if action == "expired":
             body = json.dumps(
-                {"message": message, "error": str(status), "requestId": "proxy"}
+                {"message": "Missing or expired token", "error": "401", "requestId": "proxy"}
             ).encode()
-            self._answer(handler, status, {"Content-Type": "application/json"}, body)
+            self._answer(handler, 401, {"Content-Type": "application/json"}, body)
             return
         forwarded = {
             k: v

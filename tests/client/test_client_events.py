@@ -18,11 +18,6 @@ from walletcore_client import (
     models,
 )
 
-CURSOR_EXPIRED = (
-    "Cursor expired: the events after it are no longer kept; read the feed from its start "
-    "(no after) and reconcile"
-)
-
 
 @pytest.fixture
 def client(proxy: FaultProxy, credentials: Credentials) -> Client:
@@ -74,15 +69,20 @@ def test_iter_events_waits_with_back_off_for_new_events(
     assert proxy.count("/events") >= 3
 
 
-def test_an_unknown_cursor_is_unknown_cursor(client: Client) -> None:
+def test_an_unknown_cursor_is_unknown_cursor(client: Client, sandbox: Sandbox) -> None:
+    a_completed_sell(client, sandbox)  # the feed has events: a later made-up one is unknown
     with pytest.raises(UnknownCursor) as raised:
         next(client.iter_events("evt_0_999999999"))
     assert raised.value.status == 400 and not raised.value.retry_safe
 
 
-def test_an_expired_cursor_is_cursor_expired(client: Client, proxy: FaultProxy) -> None:
-    proxy.canned["/events"] = (410, CURSOR_EXPIRED)
+def test_a_cursor_the_feed_no_longer_keeps_is_cursor_expired(
+    proxy: FaultProxy, sandbox: Sandbox
+) -> None:
+    created = sandbox.cli("clients", "create", "--name", "Empty feed")
+    client = Client(proxy.url, created["clientId"], created["apiKey"])
     with pytest.raises(CursorExpired) as raised:
-        client.events("evt_0_1")
+        client.events("evt_0_1")  # older than anything this feed keeps (it keeps nothing)
     assert raised.value.status == 410 and not raised.value.retry_safe
+    assert raised.value.message.startswith("Cursor expired:")
     assert isinstance(raised.value, WalletcoreError)

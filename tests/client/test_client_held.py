@@ -36,9 +36,7 @@ def test_a_held_send_is_a_result_and_is_signed_once_after_the_approval(
     document.write_text(json.dumps(POLICY))
     sandbox.cli("policies", "set", created["clientId"], str(document))
     operator = sandbox.cli("operators", "add", "alice")
-    client = Client(
-        proxy.url, created["clientId"], created["apiKey"], polling=Polling(0.1, 0.5)
-    )
+    client = Client(proxy.url, created["clientId"], created["apiKey"], polling=Polling(0.1, 0.5))
     assert client.policy().inForce is not None
 
     wallet = client.create(PASSWORD)
