@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from decimal import Decimal
 from types import TracebackType
 from typing import Any, Self, cast
@@ -500,7 +500,7 @@ class AsyncClient:
         user_id: str | None = None,
         limit: int = 100,
         stop_when_idle: bool = False,
-    ) -> AsyncIterator[models.Event]:
+    ) -> AsyncGenerator[models.Event, None]:
         """The feed's events after the cursor `after`, oldest first, without end: while
         nothing new comes it polls with back-off (or stops, with `stop_when_idle`). Save
         `event.id` once an event is handled, and start again from it.

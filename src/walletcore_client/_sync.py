@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from decimal import Decimal
 from types import TracebackType
 from typing import Any, Self, cast
@@ -497,7 +497,7 @@ class Client:
         user_id: str | None = None,
         limit: int = 100,
         stop_when_idle: bool = False,
-    ) -> Iterator[models.Event]:
+    ) -> Generator[models.Event, None, None]:
         """The feed's events after the cursor `after`, oldest first, without end: while
         nothing new comes it polls with back-off (or stops, with `stop_when_idle`). Save
         `event.id` once an event is handled, and start again from it.
