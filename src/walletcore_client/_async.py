@@ -99,7 +99,7 @@ class AsyncClient:
             except httpx.TransportError as exc:
                 error: errors.WalletcoreError = _core.transport_error(op, exc, request_id)
                 pause = self.retry.next_delay(retries, time.monotonic() - started)
-                if not error.retry_safe or pause is None:
+                if not _core.should_retry(op, error) or pause is None:
                     raise error from exc
             else:
                 outcome = _core.read_answer(op, response.status_code, response.content, request_id)
@@ -413,7 +413,7 @@ class AsyncClient:
             try:
                 trade = await self.trade(user_id, trade_id)
             except errors.WalletcoreError as exc:
-                if not exc.retry_safe:
+                if not _core.keeps_polling(exc):
                     raise
             else:
                 if trade.is_terminal:
@@ -441,7 +441,7 @@ class AsyncClient:
                 else:
                     row = await self.txid(user_id, asset_id, tx_hash)
             except errors.WalletcoreError as exc:
-                if not exc.retry_safe:
+                if not _core.keeps_polling(exc):
                     raise
             else:
                 if row.status != "pending":

@@ -157,8 +157,6 @@ def retry_safe_status(op: Operation, status: int, message: str) -> bool:
 
 def retry_safe_transport(op: Operation, exc: httpx.TransportError) -> bool:
     """Whether the same call may be sent again after no answer came."""
-    if op.retry is Retry.NEVER:
-        return False
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
         return True  # no connection: nothing was sent
     return op.retry in (Retry.IDEMPOTENT, Retry.SEND)
@@ -168,7 +166,9 @@ def transport_error(
     op: Operation, exc: httpx.TransportError, request_id: str | None
 ) -> errors.TransportError:
     kind = type(exc).__name__
-    if op.retry is Retry.NEVER:
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        hint = "no connection: nothing was sent"
+    elif op.retry is Retry.NEVER:
         hint = "the outcome is unknown: poll the trade, never approve it again"
     elif op.retry is Retry.SEND:
         hint = "the outcome is unknown: send again with the same request id"
@@ -297,7 +297,8 @@ def error_of(
 
 def should_retry(op: Operation, error: errors.WalletcoreError) -> bool:
     """The client's own retry: only what the contract calls safe (401s are handled apart:
-    one new token and one replay). `approve` is never sent again."""
+    one new token and one replay). `approve` is never sent again, not even after a failed
+    connect."""
     if op.retry is Retry.NEVER:
         return False
     if op.retry is Retry.SEND and error.status == 502:
@@ -419,6 +420,12 @@ def token_fresh(token: models.Token | None, refresh_early: float) -> bool:
     if token is None:
         return False
     return datetime.now(UTC) + timedelta(seconds=refresh_early) < token.expiresAt
+
+
+def keeps_polling(error: errors.WalletcoreError) -> bool:
+    """A `wait_for_*` loop polls on after this error: a transient one, never a 401 (after
+    its replay a 401 is a credential problem)."""
+    return error.retry_safe and not isinstance(error, errors.Unauthorized)
 
 
 # -- polling ----------------------------------------------------------------------------------

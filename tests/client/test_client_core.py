@@ -71,8 +71,10 @@ def test_each_error_answer_has_its_class_and_retry_rule(
 def test_no_answer_is_retried_only_where_nothing_could_happen_twice() -> None:
     lost = httpx.RemoteProtocolError("Server disconnected without sending a response")
     refused = httpx.ConnectError("refused")
-    assert not transport_error(OPERATIONS["/trade/approve"], refused, None).retry_safe
-    assert not transport_error(OPERATIONS["/trade/approve"], lost, None).retry_safe
+    approve = OPERATIONS["/trade/approve"]
+    nothing_sent = transport_error(approve, refused, None)
+    assert nothing_sent.retry_safe and not should_retry(approve, nothing_sent)  # never
+    assert not transport_error(approve, lost, None).retry_safe
     assert transport_error(OPERATIONS["/send"], lost, "k").retry_safe
     assert transport_error(OPERATIONS["/create"], refused, None).retry_safe
     assert not transport_error(OPERATIONS["/create"], lost, None).retry_safe
