@@ -267,6 +267,14 @@ Feature: Withdrawal policies
       Then the transfer is refused by the rule "big-transfers", because "was expired"
       And nothing has left the user's wallet
 
+    Scenario: A held transfer nobody acts on ends when its time runs out
+      When the user sends 0.6 ETH to the exchange
+      And 1 hour passes
+      And the service ends the approvals that ran out of time
+      Then the transfer's approval has expired
+      And the feed shows the transfer held, then rejected
+      And nothing has left the user's wallet
+
   Rule: The platform wallet has rules of its own
 
     Background:

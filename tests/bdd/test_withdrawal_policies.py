@@ -595,11 +595,32 @@ def approval_refused(wallets: Wallets, why: str) -> None:
     assert why in wallets.approval_error.message, wallets.approval_error.message
 
 
+@when("the service ends the approvals that ran out of time")
+def expiry_job(wallets: Wallets) -> None:
+    assert wallets.run(wallets.container.jobs().expire_approvals()) == 1
+
+
+@then("the transfer's approval has expired")
+def approval_expired(wallets: Wallets) -> None:
+    stored = wallets.held()
+    assert (stored.status, stored.reason) == ("expired", "expired")
+
+
+def _send_events(wallets: Wallets) -> list[str]:
+    page = wallets.run(wallets.container.event_feed().read(wallets.caller(), limit=1000))
+    return [e.type for e in page.events if e.type.startswith("send.")]
+
+
 @then("the feed shows the transfer held, approved, then on its way")
 def feed(wallets: Wallets) -> None:
-    page = wallets.run(wallets.container.event_feed().read(wallets.caller(), limit=1000))
-    types = [e.type for e in page.events if e.type.startswith("send.")]
+    types = _send_events(wallets)
     assert types == ["send.awaiting_approval", "send.approved", "send.pending"], types
+
+
+@then("the feed shows the transfer held, then rejected")
+def feed_rejected(wallets: Wallets) -> None:
+    types = _send_events(wallets)
+    assert types == ["send.awaiting_approval", "send.rejected"], types
 
 
 @then("the audit log records the decisions:")
