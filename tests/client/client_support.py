@@ -104,6 +104,14 @@ class Sandbox:
             self.proc.wait()
 
 
+@dataclass(frozen=True)
+class Credentials:
+    """An api client's id and key (from `walletcore clients create`)."""
+
+    client_id: str
+    api_key: str
+
+
 @dataclass
 class Seen:
     """One request that reached the proxy."""

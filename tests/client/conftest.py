@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,13 +12,7 @@ import pytest
 if "client_support" not in sys.modules:
     pytest.register_assert_rewrite("client_support")
 
-from client_support import FaultProxy, Sandbox
-
-
-@dataclass(frozen=True)
-class Credentials:
-    client_id: str
-    api_key: str
+from client_support import Credentials, FaultProxy, Sandbox
 
 
 @pytest.fixture(scope="session")

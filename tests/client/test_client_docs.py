@@ -8,8 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from client_support import BIN, Sandbox
-from conftest import Credentials
+from client_support import BIN, Credentials, Sandbox
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 

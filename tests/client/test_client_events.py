@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from client_support import PASSWORD, FaultProxy, Sandbox
-from conftest import Credentials
+from client_support import PASSWORD, Credentials, FaultProxy, Sandbox
 
 from walletcore_client import (
     AsyncClient,

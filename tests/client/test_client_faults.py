@@ -10,8 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
-from client_support import PASSWORD, RECIPIENT, FaultProxy, Sandbox
-from conftest import Credentials
+from client_support import PASSWORD, RECIPIENT, Credentials, FaultProxy, Sandbox
 
 from walletcore_client import (
     AsyncClient,

@@ -11,8 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from client_support import PASSWORD, RECIPIENT, FaultProxy, Sandbox
-from conftest import Credentials
+from client_support import PASSWORD, RECIPIENT, Credentials, FaultProxy, Sandbox
 
 from walletcore_client import AsyncClient, Client, HeldSend, SendResult, models
 from walletcore_client._core import OPERATIONS
