@@ -36,6 +36,9 @@ class AsyncClient:
       where the contract makes them harmless; `approve` is never sent twice.
     - `send` and `platform_send` carry an `X-Request-Id` (a new uuid4 unless given), the
       same one on every retry, returned with the result.
+
+    `http_client` replaces the client's own `httpx.AsyncClient` (its `base_url` must be the
+    service's; it is not closed by `aclose`).
     """
 
     def __init__(
