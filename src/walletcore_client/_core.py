@@ -141,9 +141,9 @@ def retry_safe_status(op: Operation, status: int, message: str) -> bool:
     if status == 401:
         return message == TOKEN_EXPIRED
     if op.retry is Retry.NEVER:
-        # approve: 502 without `Order rejected:` is "no price; retry with back-off", and the
-        # trade is still open; a 504 leaves the outcome unknown (poll, never re-approve)
-        return status == 502 and not message.startswith(ORDER_REJECTED)
+        # approve: after a 502 or a 504 the trade is polled, never approved again (a 504
+        # leaves the outcome unknown; `/trade` tells whether a 502 left it open)
+        return False
     if op.retry is Retry.SEND:
         if status == 409:
             return message == SEND_IN_PROGRESS

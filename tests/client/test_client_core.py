@@ -45,7 +45,7 @@ def err(path: str, status: int, message: str = "x") -> errors.WalletcoreError:
         ("/send", 403, "Refused by rule big", errors.Forbidden, False, False),
         ("/trade/approve", 504, "Order outcome unknown", errors.GatewayTimeout, False, False),
         ("/trade/approve", 502, "Order rejected: no", errors.OrderRejected, False, False),
-        ("/trade/approve", 502, "No usable price", errors.BadGateway, True, False),
+        ("/trade/approve", 502, "No usable price", errors.BadGateway, False, False),
         ("/trade/approve", 500, "Internal error", errors.InternalError, False, False),
         ("/trade/approve", 409, "Trade is executing", errors.Conflict, False, False),
         ("/sell", 504, "Pricing timed out", errors.GatewayTimeout, True, True),
