@@ -113,21 +113,25 @@ def _sqlite_events(engine: Engine, *, inline: bool) -> None:
     """WAL, foreign keys, full fsync, and BEGIN ours rather than the driver's (it would defer
     it and skip it before DDL). `inline` (statements on the event loop's thread): no busy
     wait and no WAL checkpoint on the connection, and a read takes no transaction."""
+    # The connection's own settings wait for another process's lock like any writer (a
+    # process migrating the file at start holds it: two servers started at once on a new
+    # file), then an inline connection stops waiting.
     pragmas = {
-        "busy_timeout": 0 if inline else SQLITE_BUSY_TIMEOUT_MS,
+        "busy_timeout": SQLITE_BUSY_TIMEOUT_MS,
         "journal_mode": "WAL",
         "foreign_keys": "ON",
         "synchronous": "FULL",
     }
     if inline:
         pragmas["wal_autocheckpoint"] = 0
+    settled = {"busy_timeout": 0} if inline else {}
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            for name, value in pragmas.items():
+            for name, value in [*pragmas.items(), *settled.items()]:
                 cursor.execute(f"PRAGMA {name} = {value}")
         finally:
             cursor.close()

@@ -59,10 +59,13 @@ def rpc_web3(
     from web3.middleware import ExtraDataToPOAMiddleware
 
     from walletcore_chains.evm.config import POA_CHAINS
+    from walletcore_chains.evm.sessions import LoopSessions
 
     provider = AsyncHTTPProvider(
         url, request_kwargs={"timeout": timeout}, exception_retry_configuration=None
     )
+    # web3's own session cache can be left locked for good by a cancelled call
+    provider._request_session_manager = LoopSessions()
     w3 = AsyncWeb3(provider)
     if poa is None:
         poa = chain in POA_CHAINS

@@ -103,7 +103,15 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     url, name = create_database("wcrace")
     try:
         yield from _serve(
-            "postgres", root, {"WALLETCORE_REPO": "sql", "WALLETCORE_DATABASE_URL": url}
+            "postgres",
+            root,
+            {
+                "WALLETCORE_REPO": "sql",
+                "WALLETCORE_DATABASE_URL": url,
+                # 8 connections a process: the fifty sends queue for them rather than take
+                # most of the server's 100, shared with the tests running beside this one
+                "WALLETCORE_DB_POOL_SIZE": "8",
+            },
         )
     finally:
         drop_database(name)

@@ -35,13 +35,20 @@ MakeTrading = Callable[[Storage, ManualClock, CountingVenue], TradingService]
 PROCESSES = 5
 CONCURRENCY = 50
 SMALL_POOL = {"pool_size": 3, "max_overflow": 3}
+PROCESS_POOL = {"pool_size": 8, "max_overflow": 0}
 
 
 @pytest.fixture
 async def storages(database: Db) -> AsyncIterator[list[SqlStorage]]:
-    first = database.storage(migrate=True)
+    """`PROCESSES` storages on one database, each with the pool of a small process: the
+    fifty racing units use at most 40 PostgreSQL connections (the server allows 100, shared
+    with the tests running beside these)."""
+    first = SqlStorage(database.url, migrate=True, schema=database.schema, **PROCESS_POOL)
     await first.start()
-    others = [database.storage() for _ in range(PROCESSES - 1)]
+    others = [
+        SqlStorage(database.url, migrate=False, schema=database.schema, **PROCESS_POOL)
+        for _ in range(PROCESSES - 1)
+    ]
     for r in others:
         await r.start()
     try:
