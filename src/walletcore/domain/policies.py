@@ -41,7 +41,14 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
 
 from walletcore.domain.assets import Chain, Fiat
 from walletcore.domain.errors import ClientError, InvalidRequest
@@ -138,6 +145,14 @@ class Rule(_Model):
     destinations: frozenset[Destination] | None = None
     over: Measure | None = None
     velocity: Velocity | None = None
+
+    @field_serializer("origins", "chains", "asset_ids", "destinations")
+    def _sorted(self, value: frozenset[Any] | None) -> list[Any] | None:
+        """A set as a sorted list: the document (and its digest) is the same in every
+        process, whatever order the set iterates in."""
+        if value is None:
+            return None
+        return sorted(value, key=lambda item: getattr(item, "value", item))
 
     @model_validator(mode="after")
     def _consistent(self) -> Rule:

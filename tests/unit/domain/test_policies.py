@@ -5,6 +5,7 @@ and an approval's moves."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -255,3 +256,31 @@ def test_one_rejection_ends_an_approval_and_time_runs_out() -> None:
     with pytest.raises(InvalidRequest, match="expired"):
         approval().approved_by("bob", late)
     assert approval().expired(late).status is ApprovalStatus.EXPIRED
+
+
+def test_a_documents_sets_are_sorted_so_its_digest_is_the_same_in_every_process() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "from walletcore.domain.policies import Policy\n"
+        "p = Policy.parse({'rules': [{'name': 'a', 'wallet': 'user', 'action': 'allow',"
+        " 'origins': ['send', 'collection', 'delivery', 'platform_send'],"
+        " 'chains': ['TRON', 'BITCOIN', 'ETHEREUM', 'SOLANA'], 'assetIds': [22, 2, 1],"
+        " 'destinations': ['own', 'allowlisted', 'other']}]})\n"
+        "print(p.digest(), p.document()['rules'][0]['origins'])\n"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(4)
+    }
+    assert len(seen) == 1
+    assert seen.pop().split(" ", 1)[1].strip() == (
+        "['collection', 'delivery', 'platform_send', 'send']"
+    )
