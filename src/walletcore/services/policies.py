@@ -40,6 +40,7 @@ from decimal import Decimal
 from typing import Any
 
 from walletcore.domain.assets import Asset, Chain, Fiat
+from walletcore.domain.audit import AuditEntry
 from walletcore.domain.catalog import Catalog
 from walletcore.domain.errors import (
     DomainError,
@@ -178,8 +179,10 @@ class Policies:
             decision = await _evaluate(unit, current, transfer, client_id, request_id, now, prices)
             approval, created = None, False
             if decision.action is Action.REQUIRE_APPROVAL:
+                assert current is not None  # only a policy's rule holds a transfer
+                ttl = timedelta(seconds=current.policy.approval_ttl_seconds)
                 decision, approval, created = await self._held(
-                    unit, client_id, request_id, transfer, decision, initiated_by, now
+                    unit, client_id, request_id, transfer, decision, initiated_by, now, ttl
                 )
             if decision.action is Action.DENY:
                 await unit.policies.uncount(client_id, request_id)
@@ -242,13 +245,13 @@ class Policies:
         decision: Decision,
         initiated_by: str,
         now: datetime,
+        ttl: timedelta,
     ) -> tuple[Decision, Approval, bool]:
         """A transfer a `require_approval` rule matched: the decision its approval makes,
-        the approval, and whether this decision created it."""
+        the approval, and whether this decision created it. `ttl`: the approval time of the
+        policy in force."""
         approval = await unit.policies.approval(client_id, request_id)
         if approval is None:
-            current = in_force(await unit.policies.versions(client_id), now)
-            ttl = current.policy.approval_ttl_seconds if current is not None else 86_400
             approval = Approval(
                 id=f"apr_{new_id()}",
                 client_id=client_id,
@@ -258,7 +261,7 @@ class Policies:
                 initiated_by=initiated_by,
                 transfer=transfer,
                 created_at=now,
-                expires_at=now + timedelta(seconds=ttl),
+                expires_at=now + ttl,
             )
             if not await unit.policies.add_approval(approval):
                 raise InvalidRequest("The transfer's approval is being created by another request")
@@ -266,24 +269,13 @@ class Policies:
         status = approval.effective_status(now)
         if status is ApprovalStatus.EXPIRED and approval.status is ApprovalStatus.PENDING:
             expired = approval.expired(now)
-            entry = self._auditor.entry(
-                "approval.expire",
-                request_id,
-                client_id,
-                user_id=transfer.user_id,
-                target=approval.id,
-                detail="expired without its approvals",
-                at=now,
-                event=_ended_event(expired),
-            )
+            entry = self._expiry_entry(expired, request_id, now)
             if await unit.policies.move_approval(approval, expired, entry=entry):
                 approval = expired
         if status is ApprovalStatus.APPROVED and len(approval.approvers) < decision.approvals:
             # The rule in force now asks more approvals than this one gathered (a stricter
             # policy came into force meanwhile): pending again for the rest.
-            current = in_force(await unit.policies.versions(client_id), now)
-            ttl = current.policy.approval_ttl_seconds if current is not None else 86_400
-            reopened = approval.reopened(decision.approvals, now + timedelta(seconds=ttl))
+            reopened = approval.reopened(decision.approvals, now + ttl)
             entry = self._auditor.entry(
                 "approval.reopen",
                 request_id,
@@ -631,21 +623,25 @@ class Policies:
         ended = 0
         for approval in due:
             expired = approval.expired(now)
+            entry = self._expiry_entry(expired, f"job-approvals-{approval.id}", now)
             async with self._storage.write() as unit:
-                entry = self._auditor.entry(
-                    "approval.expire",
-                    f"job-approvals-{approval.id}",
-                    approval.client_id,
-                    user_id=approval.transfer.user_id,
-                    target=approval.id,
-                    detail="expired without its approvals",
-                    at=now,
-                    event=_ended_event(expired),
-                )
                 if await unit.policies.move_approval(approval, expired, entry=entry):
                     await unit.policies.uncount(approval.client_id, approval.request_id)
                     ended += 1
         return ended
+
+    def _expiry_entry(self, expired: Approval, request_id: str, now: datetime) -> AuditEntry:
+        """`approval.expire`, with its `send.rejected`: a retry or the expiry job ends it."""
+        return self._auditor.entry(
+            "approval.expire",
+            request_id,
+            expired.client_id,
+            user_id=expired.transfer.user_id,
+            target=expired.id,
+            detail="expired without its approvals",
+            at=now,
+            event=_ended_event(expired),
+        )
 
     async def prune(self) -> int:
         """Counts older than any window a policy may name: deleted (the jobs' pruning)."""
