@@ -84,7 +84,11 @@ class Client:
 
     # -- the one exchange ---------------------------------------------------------------------
     def _call(
-        self, path: str, payload: dict[str, Any] | None = None, request_id: str | None = None
+        self,
+        path: str,
+        payload: dict[str, Any] | None = None,
+        request_id: str | None = None,
+        extra_headers: dict[str, str] | None = None,
     ) -> Answer:
         op = _core.OPERATIONS[path]
         if op.needs_request_id and request_id is None:
@@ -95,7 +99,7 @@ class Client:
         replayed = False
         while True:
             token = None if op.anonymous else self._bearer()
-            sent = _core.headers(op, token, request_id, content is not None)
+            sent = _core.headers(op, token, request_id, content is not None) | (extra_headers or {})
             try:
                 response = self._http.post(op.path, content=content, headers=sent)
             except httpx.TransportError as exc:
@@ -135,28 +139,13 @@ class Client:
 
     # -- authentication, prices, configuration ------------------------------------------------
     def auth(self) -> models.Token:
-        """`POST /auth`: a new token, cached for the calls that follow."""
-        op = _core.OPERATIONS["/auth"]
-        started = time.monotonic()
-        retries = 0
-        while True:
-            sent = {"x-client-id": self.client_id, "x-api-key": self._api_key}
-            try:
-                response = self._http.post(op.path, headers=sent)
-            except httpx.TransportError as exc:
-                error = _core.transport_error(op, exc, None)
-                pause = self.retry.next_delay(retries, time.monotonic() - started)
-                if not error.retry_safe or pause is None:
-                    raise error from exc
-                retries += 1
-                time.sleep(pause)
-                continue
-            outcome = _core.read_answer(op, response.status_code, response.content, None)
-            if not isinstance(outcome, Answer):
-                raise outcome
-            token = cast(models.Token, _core.decode_result(models.Token, outcome))
-            self._token = token
-            return token
+        """`POST /auth`: a new token, cached for the calls that follow (retried on a failed
+        connect only, like every operation of `_call`)."""
+        credentials = {"x-client-id": self.client_id, "x-api-key": self._api_key}
+        answer = self._call("/auth", extra_headers=credentials)
+        token = cast(models.Token, _core.decode_result(models.Token, answer))
+        self._token = token
+        return token
 
     def prices(self) -> dict[str, models.FiatPrices]:
         """`POST /prices`: indicative prices per coin symbol."""

@@ -13,24 +13,33 @@ from client_support import BIN, Credentials, Sandbox
 DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 
 
-def test_the_documented_session_runs(sandbox: Sandbox, credentials: Credentials) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
-    session = blocks[0]
-    assert "client.approve" in session and "wait_for_transaction" in session
-    env = {
-        **sandbox.env,
-        "WALLETCORE_URL": sandbox.base_url,
-        "WALLETCORE_CLIENT_ID": credentials.client_id,
-        "WALLETCORE_API_KEY": credentials.api_key,
-        "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
-    }
-    done = subprocess.run(
+def run(session: str, sandbox: Sandbox, **env: str) -> subprocess.CompletedProcess[str]:
+    """A documented Python session in a subprocess, with the sandbox's `walletcore` on
+    PATH and `env` added."""
+    return subprocess.run(
         [sys.executable, "-c", session],
-        env=env,
+        env={
+            **sandbox.env,
+            **env,
+            "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
+        },
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+    )
+
+
+def test_the_documented_session_runs(sandbox: Sandbox, credentials: Credentials) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
+    session = blocks[0]
+    assert "client.approve" in session and "wait_for_transaction" in session
+    done = run(
+        session,
+        sandbox,
+        WALLETCORE_URL=sandbox.base_url,
+        WALLETCORE_CLIENT_ID=credentials.client_id,
+        WALLETCORE_API_KEY=credentials.api_key,
     )
     assert done.returncode == 0, done.stderr
     trade, send = done.stdout.splitlines()
@@ -49,20 +58,7 @@ def test_the_readme_session_in_python_runs(sandbox: Sandbox, credentials: Creden
     session = session.replace('"python3", "dev.py", "walletcore"', '"walletcore"').replace(
         "http://localhost:8000", sandbox.base_url
     )
-    env = {
-        **sandbox.env,
-        "CID": credentials.client_id,
-        "KEY": credentials.api_key,
-        "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", session],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run(session, sandbox, CID=credentials.client_id, KEY=credentials.api_key)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert any(line.startswith("completed ") for line in lines), done.stdout
